@@ -1,0 +1,251 @@
+"""The `partita` command line. Every subcommand reads one Config (environment + flags)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+
+from engine import __version__
+from engine.config import Config
+from engine.errors import PartitaError
+
+
+def _progress(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def _config(args: argparse.Namespace) -> Config:
+    return Config.from_env().with_overrides(
+        bootstrap_servers=getattr(args, "bootstrap_servers", None),
+        namespace=getattr(args, "namespace", None),
+        partitions=getattr(args, "partitions", None),
+        home=getattr(args, "home", None),
+        kafka_port=getattr(args, "port", None),
+        controller_port=getattr(args, "controller_port", None),
+    )
+
+
+def _local_broker(config: Config):  # type: ignore[no-untyped-def]
+    from engine.localkafka import LocalBroker
+
+    return LocalBroker(config.home, config.kafka_port, config.controller_port)
+
+
+# -- kafka ------------------------------------------------------------------------------------
+
+
+def cmd_kafka_up(args: argparse.Namespace) -> int:
+    config = _config(args)
+    if not config.uses_local_broker:
+        from engine.log.admin import wait_for_metadata
+
+        wait_for_metadata(config.bootstrap, timeout=15.0)
+        print(f"Using the existing Kafka cluster at {config.bootstrap}; nothing started.")
+        return 0
+    status = _local_broker(config).up(_progress)
+    if status.reused:
+        print(f"Kafka is already running at {status.bootstrap} (pid {status.pid}); reusing it.")
+    else:
+        print(
+            f"Kafka is running at {status.bootstrap} (pid {status.pid},"
+            f" started in {status.started_in_s:.1f} s). Log: {status.log_file}"
+        )
+    print(f"bootstrap.servers={status.bootstrap}")
+    return 0
+
+
+def cmd_kafka_down(args: argparse.Namespace) -> int:
+    config = _config(args)
+    if not config.uses_local_broker:
+        print(f"KAFKA_BOOTSTRAP_SERVERS points at {config.bootstrap}; no local broker to stop.")
+        return 0
+    stopped = _local_broker(config).down(wipe=args.wipe)
+    print("Kafka stopped." if stopped else "No local Kafka broker was running.")
+    if args.wipe:
+        print("Local broker data deleted.")
+    return 0
+
+
+def cmd_kafka_status(args: argparse.Namespace) -> int:
+    config = _config(args)
+    if not config.uses_local_broker:
+        from engine.log.admin import answers_metadata
+
+        up = answers_metadata(config.bootstrap)
+        print(f"external cluster {config.bootstrap}: {'reachable' if up else 'NOT reachable'}")
+        return 0 if up else 1
+    status = _local_broker(config).status()
+    if status.running:
+        print(f"running at {status.bootstrap} (pid {status.pid}); log: {status.log_file}")
+        return 0
+    if status.pid is not None:
+        print(f"process {status.pid} exists but does not answer at {status.bootstrap}")
+        return 1
+    print(f"not running (would listen on {status.bootstrap}); start it with `partita kafka up`")
+    return 3
+
+
+# -- topics -----------------------------------------------------------------------------------
+
+
+def cmd_topics_apply(args: argparse.Namespace) -> int:
+    from engine.log.admin import admin_client, wait_for_metadata
+    from engine.log.topics import apply_topics, load_specs
+
+    config = _config(args)
+    wait_for_metadata(config.bootstrap, timeout=15.0)
+    specs = load_specs(config)
+    outcomes = apply_topics(admin_client(config.bootstrap), specs)
+    for spec in specs:
+        print(f"{outcomes[spec.name].value:8} {spec.name} ({spec.partitions} partitions)")
+    return 0
+
+
+# -- up (the main job) ------------------------------------------------------------------------
+
+
+def cmd_up(args: argparse.Namespace) -> int:
+    """Broker (unless external) + topics, then what is running and what to do next."""
+    config = _config(args)
+    if config.uses_local_broker:
+        cmd_kafka_up(args)
+    cmd_topics_apply(args)
+    print(
+        "\nPartita is ready.\n"
+        f"  Kafka:     {config.bootstrap}\n"
+        f"  Log topic: {config.log_topic} ({config.partitions} partitions)\n"
+        "Next: `partita kafka status`, `partita kafka down` to stop the broker."
+    )
+    return 0
+
+
+def cmd_worker(args: argparse.Namespace) -> int:
+    raise PartitaError(
+        "the partition worker is not part of this build yet (it is tracked as issue 5);"
+        " `partita up` prepares Kafka and the topics it will use"
+    )
+
+
+# -- parser -----------------------------------------------------------------------------------
+
+
+def _add_cluster_flags(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("cluster (flags override PARTITA_* variables)")
+    group.add_argument(
+        "--bootstrap-servers",
+        metavar="HOST:PORT",
+        help="use this existing cluster; no local broker is started (KAFKA_BOOTSTRAP_SERVERS)",
+    )
+    group.add_argument("--namespace", help="topic prefix (PARTITA_NAMESPACE, default: partita)")
+    group.add_argument(
+        "--partitions",
+        type=int,
+        help="partitions of the log topic (PARTITA_PARTITIONS, default: 3)",
+    )
+
+
+def _add_local_flags(parser: argparse.ArgumentParser) -> None:
+    from pathlib import Path
+
+    group = parser.add_argument_group("local broker")
+    group.add_argument(
+        "--port", type=int, help="client port on 127.0.0.1 (PARTITA_KAFKA_PORT, default: 9092)"
+    )
+    group.add_argument(
+        "--controller-port",
+        type=int,
+        help="KRaft controller port (PARTITA_CONTROLLER_PORT, default: 9093)",
+    )
+    group.add_argument(
+        "--home",
+        type=Path,
+        help="folder for jars and broker data (PARTITA_HOME, default: .partita)",
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="partita",
+        description="Partita: a Zeebe-style BPMN workflow engine whose log is Apache Kafka.",
+    )
+    parser.add_argument("--version", action="version", version=f"partita {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    def add(
+        sub: argparse._SubParsersAction,  # type: ignore[type-arg]
+        name: str,
+        func: Callable[[argparse.Namespace], int],
+        help_text: str,
+        *,
+        local: bool = False,
+    ) -> argparse.ArgumentParser:
+        p: argparse.ArgumentParser = sub.add_parser(name, help=help_text, description=help_text)
+        _add_cluster_flags(p)
+        if local:
+            _add_local_flags(p)
+        p.set_defaults(func=func)
+        return p
+
+    add(
+        commands,
+        "up",
+        cmd_up,
+        "start the local broker (unless external) and apply the topics",
+        local=True,
+    )
+
+    kafka = commands.add_parser("kafka", help="manage the local Kafka broker (no Docker needed)")
+    kafka_commands = kafka.add_subparsers(dest="kafka_command", metavar="ACTION", required=True)
+    add(
+        kafka_commands,
+        "up",
+        cmd_kafka_up,
+        "start the local broker, or reuse the running one",
+        local=True,
+    )
+    down = add(kafka_commands, "down", cmd_kafka_down, "stop the local broker cleanly", local=True)
+    down.add_argument("--wipe", action="store_true", help="also delete the broker's data")
+    add(
+        kafka_commands,
+        "status",
+        cmd_kafka_status,
+        "say whether the broker runs and where",
+        local=True,
+    )
+
+    topics = commands.add_parser("topics", help="Partita's topics (declared in topics/topics.toml)")
+    topic_commands = topics.add_subparsers(dest="topics_command", metavar="ACTION", required=True)
+    add(
+        topic_commands,
+        "apply",
+        cmd_topics_apply,
+        "create missing topics; refuse conflicting ones",
+        local=True,
+    )
+
+    add(
+        commands,
+        "worker",
+        cmd_worker,
+        "run a partition worker (issue 5: not built yet)",
+        local=True,
+    )
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args))
+    except PartitaError as exc:
+        print(f"partita: error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("partita: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,128 @@
+"""The one typed configuration object, built from environment variables and CLI flags.
+
+Every setting has a default that works on a laptop; CLI flags override the environment.
+
+- `KAFKA_BOOTSTRAP_SERVERS` (or `PARTITA_BOOTSTRAP_SERVERS`, which wins): an existing cluster.
+  When set, no local broker is ever started.
+- `PARTITA_NAMESPACE` (`partita`): prefix of every topic (`<ns>.log`, ...), so several engines
+  can share one cluster.
+- `PARTITA_PARTITIONS` (`3`): partitions of the log topic.
+- `PARTITA_REPLICATION_FACTOR` (`-1`, the cluster's default): replication of created topics.
+- `PARTITA_HOME` (`<checkout>/.partita`, else `~/.local/share/partita`): cached Kafka jars, the
+  local broker's data, state stores.
+- `PARTITA_KAFKA_PORT` (`9092`) and `PARTITA_CONTROLLER_PORT` (`9093`): the local broker's client
+  and KRaft controller ports on 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from engine.errors import ConfigError
+
+DEFAULT_NAMESPACE = "partita"
+DEFAULT_PARTITIONS = 3
+DEFAULT_KAFKA_PORT = 9092
+DEFAULT_CONTROLLER_PORT = 9093
+
+_NAMESPACE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,99}$")
+
+
+def default_home() -> Path:
+    """`.partita` in the source checkout when running from one, else a per-user folder."""
+    checkout = Path(__file__).resolve().parents[1]
+    if (checkout / "pyproject.toml").is_file() and (checkout / "engine").is_dir():
+        return checkout / ".partita"
+    return Path.home() / ".local" / "share" / "partita"
+
+
+@dataclass(frozen=True, slots=True)
+class Config:
+    """Settings shared by every command. Immutable; derive variants with `with_overrides`."""
+
+    bootstrap_servers: str | None = None
+    namespace: str = DEFAULT_NAMESPACE
+    partitions: int = DEFAULT_PARTITIONS
+    replication_factor: int = -1
+    home: Path = Path(".partita")
+    kafka_port: int = DEFAULT_KAFKA_PORT
+    controller_port: int = DEFAULT_CONTROLLER_PORT
+
+    def __post_init__(self) -> None:
+        if not _NAMESPACE_RE.match(self.namespace):
+            raise ConfigError(
+                f"namespace {self.namespace!r} is not a valid topic prefix: use letters, digits,"
+                " '_' and '-', starting with a letter or digit"
+            )
+        if self.partitions < 1:
+            raise ConfigError(f"partitions must be at least 1, got {self.partitions}")
+        if self.replication_factor == 0 or self.replication_factor < -1:
+            raise ConfigError(
+                f"replication factor must be -1 (cluster default) or >= 1,"
+                f" got {self.replication_factor}"
+            )
+        for name in ("kafka_port", "controller_port"):
+            port = getattr(self, name)
+            if not 1 <= port <= 65535:
+                raise ConfigError(f"{name} must be a TCP port (1-65535), got {port}")
+        if self.kafka_port == self.controller_port:
+            raise ConfigError(f"kafka_port and controller_port are both {self.kafka_port}")
+
+    @property
+    def uses_local_broker(self) -> bool:
+        """True when no external cluster is configured, so `partita kafka up` runs one."""
+        return self.bootstrap_servers is None
+
+    @property
+    def bootstrap(self) -> str:
+        """The address clients connect to: the external cluster or the local broker."""
+        if self.bootstrap_servers is not None:
+            return self.bootstrap_servers
+        return f"127.0.0.1:{self.kafka_port}"
+
+    @property
+    def log_topic(self) -> str:
+        return f"{self.namespace}.log"
+
+    @property
+    def replies_topic(self) -> str:
+        return f"{self.namespace}.replies"
+
+    @property
+    def snapshots_topic(self) -> str:
+        return f"{self.namespace}.snapshots"
+
+    def with_overrides(self, **overrides: Any) -> Config:
+        """A copy with the given fields replaced; `None` values are ignored."""
+        return replace(self, **{k: v for k, v in overrides.items() if v is not None})
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> Config:
+        """Build from environment variables (see the module docs); unset ones keep defaults."""
+        env = os.environ if env is None else env
+        bootstrap = env.get("PARTITA_BOOTSTRAP_SERVERS") or env.get("KAFKA_BOOTSTRAP_SERVERS")
+        home = env.get("PARTITA_HOME")
+        return cls(
+            bootstrap_servers=bootstrap or None,
+            namespace=env.get("PARTITA_NAMESPACE") or DEFAULT_NAMESPACE,
+            partitions=_int(env, "PARTITA_PARTITIONS", DEFAULT_PARTITIONS),
+            replication_factor=_int(env, "PARTITA_REPLICATION_FACTOR", -1),
+            home=Path(home).expanduser().resolve() if home else default_home(),
+            kafka_port=_int(env, "PARTITA_KAFKA_PORT", DEFAULT_KAFKA_PORT),
+            controller_port=_int(env, "PARTITA_CONTROLLER_PORT", DEFAULT_CONTROLLER_PORT),
+        )
+
+
+def _int(env: Mapping[str, str], name: str, default: int) -> int:
+    raw = env.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        return int(raw)
+    except ValueError:
+        raise ConfigError(f"{name}={raw!r} is not an integer") from None

@@ -1,0 +1,62 @@
+"""One real Kafka broker per test session, started from the Maven Central jars.
+
+When KAFKA_BOOTSTRAP_SERVERS is set, that cluster is used instead and nothing is started.
+Tests isolate themselves with a unique namespace (topic prefix) each.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from engine.config import Config
+from engine.localkafka import KafkaDistribution, LocalBroker
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def shared_distribution() -> KafkaDistribution:
+    """The jars cached in the checkout's PARTITA_HOME, shared by every broker the tests start."""
+    return KafkaDistribution(Config.from_env().home)
+
+
+@pytest.fixture(scope="session")
+def kafka_bootstrap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    external = os.environ.get("KAFKA_BOOTSTRAP_SERVERS")
+    if external:
+        yield external
+        return
+    home = tmp_path_factory.mktemp("kafka-home")
+    broker = LocalBroker(
+        home,
+        free_port(),
+        free_port(),
+        internal_partitions=1,
+        distribution=shared_distribution(),
+    )
+    status = broker.up(print)
+    try:
+        yield status.bootstrap
+    finally:
+        broker.down()
+
+
+@pytest.fixture
+def namespace() -> str:
+    """A topic prefix no other test uses."""
+    return f"t{uuid.uuid4().hex[:10]}"
+
+
+@pytest.fixture
+def config(kafka_bootstrap: str, namespace: str, tmp_path: Path) -> Config:
+    return Config(bootstrap_servers=kafka_bootstrap, namespace=namespace, home=tmp_path)
