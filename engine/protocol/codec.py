@@ -1,0 +1,222 @@
+"""Avro single-object encoding of records: `C3 01`, the writer schema's CRC-64-AVRO fingerprint
+(8 bytes, little-endian), then the Avro binary body.
+
+Guarantees:
+- `encode` writes with the current schema; `decode` accepts any known schema version, resolving
+  older writer schemas into the current one.
+- Every failure is a typed `ProtocolError` naming the problem and where the bytes came from;
+  no other exception escapes `decode` for any input.
+- Parsed schemas and converters are built once per codec; the per-record path does no parsing.
+"""
+
+from __future__ import annotations
+
+from io import BytesIO
+from typing import Any
+
+from fastavro import schemaless_reader, schemaless_writer
+
+from engine.protocol.convert import RecordConverter, short_name
+from engine.protocol.enums import RecordType, RejectionType, ValueType
+from engine.protocol.errors import (
+    BadMagicError,
+    EncodeError,
+    MalformedBodyError,
+    RecordTooLargeError,
+    TrailingBytesError,
+    UnknownIntentError,
+    UnknownSchemaError,
+    ValueTypeMismatchError,
+    location,
+)
+from engine.protocol.intents import INTENTS_BY_VALUE_TYPE, intent_for
+from engine.protocol.records import Record
+from engine.protocol.schemas import WriterSchema, current_schema, known_schemas
+from engine.protocol.values import VALUE_TYPES
+
+MAGIC = b"\xc3\x01"
+HEADER_SIZE = 10
+DEFAULT_MAX_RECORD_BYTES = 4 * 1024 * 1024
+"""Matches the log topic's `max.message.bytes`; larger records would be refused by Kafka."""
+
+
+class RecordCodec:
+    """Encodes and decodes records. Thread-compatible: no mutable state after construction."""
+
+    def __init__(
+        self,
+        *,
+        schemas: tuple[WriterSchema, ...] | None = None,
+        max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES,
+    ) -> None:
+        schemas = schemas or known_schemas()
+        self.current = schemas[0] if schemas else current_schema()
+        self.max_record_bytes = max_record_bytes
+        self._prefix = MAGIC + self.current.fingerprint_bytes
+        self._writers: dict[bytes, WriterSchema] = {s.fingerprint_bytes: s for s in schemas}
+        self._values: dict[str, RecordConverter] = {}
+        self._by_class: dict[type[Any], RecordConverter] = {}
+        registry: dict[str, RecordConverter] = {}
+        value_field = next(f for f in self.current.schema["fields"] if f["name"] == "value")
+        for branch in value_field["type"]:
+            converter = RecordConverter(branch, registry)
+            self._values[branch["name"]] = converter
+            self._by_class[converter.cls] = converter
+
+    @property
+    def fingerprint(self) -> bytes:
+        """The little-endian fingerprint of the schema `encode` writes."""
+        return self.current.fingerprint_bytes
+
+    # -- encode -----------------------------------------------------------------------------
+
+    def encode(self, record: Record) -> bytes:
+        """The single-object encoding of `record`; EncodeError / RecordTooLargeError if invalid."""
+        converter = self._by_class.get(type(record.value))
+        if converter is None:
+            raise EncodeError(f"{type(record.value).__name__} is not a record value class")
+        if VALUE_TYPES[converter.cls] is not record.value_type:
+            raise EncodeError(
+                f"value type {record.value_type.name} does not match the value"
+                f" {converter.cls.__name__}"
+            )
+        if type(record.intent) is not INTENTS_BY_VALUE_TYPE[record.value_type]:
+            raise EncodeError(
+                f"intent {record.intent!r} is not an intent of {record.value_type.name}"
+            )
+        rejection = record.rejection_type
+        datum = {
+            "partitionId": record.partition_id,
+            "key": record.key,
+            "sourceRecordPosition": record.source_record_position,
+            "recordType": record.record_type.value,
+            "valueType": record.value_type.value,
+            "intent": record.intent.name,
+            "timestamp": record.timestamp,
+            "rejectionType": None if rejection is None else rejection.value,
+            "rejectionReason": record.rejection_reason,
+            "engineVersion": record.engine_version,
+            "value": (converter.fullname, converter.to_avro(record.value)),
+        }
+        out = BytesIO()
+        out.write(self._prefix)
+        try:
+            schemaless_writer(out, self.current.schema, datum)
+        except (TypeError, ValueError, OverflowError, AttributeError) as exc:
+            raise EncodeError(
+                f"cannot encode {record.value_type.name} {record.intent.name}: {exc}"
+            ) from None
+        data = out.getvalue()
+        if len(data) > self.max_record_bytes:
+            raise RecordTooLargeError(
+                f"{record.value_type.name} {record.intent.name} record is {len(data)} bytes,"
+                f" over the limit of {self.max_record_bytes}"
+            )
+        return data
+
+    # -- decode -----------------------------------------------------------------------------
+
+    def decode(
+        self,
+        data: bytes,
+        *,
+        topic: str | None = None,
+        partition: int | None = None,
+        offset: int | None = None,
+    ) -> Record:
+        """The record encoded in `data`; `offset`, when given, becomes its position.
+
+        Raises only DecodeError subclasses and RecordTooLargeError.
+        """
+        if data is None or len(data) < HEADER_SIZE or data[:2] != MAGIC:
+            raise self._bad_magic(data, topic, partition, offset)
+        if len(data) > self.max_record_bytes:
+            raise RecordTooLargeError(
+                f"record is {len(data)} bytes, over the limit of {self.max_record_bytes}",
+                location(topic, partition, offset),
+            )
+        fingerprint = bytes(data[2:HEADER_SIZE])
+        writer = self._writers.get(fingerprint)
+        if writer is None:
+            known = ", ".join(sorted(w.hex() for w in self._writers))
+            raise UnknownSchemaError(
+                f"unknown writer schema fingerprint {fingerprint.hex()} (little-endian"
+                f" CRC-64-AVRO); this engine knows {known}."
+                " Produce with a schema from avro/ (or add the new version to avro/history/).",
+                location(topic, partition, offset),
+            )
+        stream = BytesIO(data)
+        stream.seek(HEADER_SIZE)
+        reader = None if writer is self.current else self.current.schema
+        try:
+            datum = schemaless_reader(stream, writer.schema, reader, return_record_name=True)
+        except Exception as exc:  # any malformed body must become a typed error
+            raise MalformedBodyError(
+                f"Avro body does not decode: {type(exc).__name__}: {exc}",
+                location(topic, partition, offset),
+            ) from None
+        if stream.tell() != len(data):
+            raise TrailingBytesError(
+                f"{len(data) - stream.tell()} bytes left after the Avro body",
+                location(topic, partition, offset),
+            )
+        return self._record(datum, topic, partition, offset)  # type: ignore[arg-type]
+
+    def _record(
+        self, datum: dict[str, Any], topic: str | None, partition: int | None, offset: int | None
+    ) -> Record:
+        value_type = ValueType[datum["valueType"]]
+        branch, value_data = datum["value"]
+        converter = (
+            self._values.get(branch)
+            or self._values[next(n for n in self._values if short_name(n) == short_name(branch))]
+        )
+        if VALUE_TYPES[converter.cls] is not value_type:
+            raise ValueTypeMismatchError(
+                f"valueType is {value_type.name} but the value is a {short_name(branch)}",
+                location(topic, partition, offset),
+            )
+        intent = intent_for(value_type, datum["intent"])
+        if intent is None:
+            raise UnknownIntentError(
+                f"{datum['intent']} is not an intent of {value_type.name}; valid:"
+                f" {', '.join(m.name for m in INTENTS_BY_VALUE_TYPE[value_type])}",
+                location(topic, partition, offset),
+            )
+        rejection = datum["rejectionType"]
+        try:
+            value = converter.from_avro(value_data)
+        except KeyError as exc:
+            raise MalformedBodyError(
+                f"{short_name(branch)} has an unknown symbol {exc}",
+                location(topic, partition, offset),
+            ) from None
+        return Record(
+            record_type=RecordType[datum["recordType"]],
+            value_type=value_type,
+            intent=intent,
+            value=value,
+            key=datum["key"],
+            partition_id=datum["partitionId"],
+            source_record_position=datum["sourceRecordPosition"],
+            timestamp=datum["timestamp"],
+            rejection_type=None if rejection is None else RejectionType[rejection],
+            rejection_reason=datum["rejectionReason"],
+            engine_version=datum["engineVersion"],
+            position=-1 if offset is None else offset,
+        )
+
+    def _bad_magic(
+        self, data: bytes | None, topic: str | None, partition: int | None, offset: int | None
+    ) -> BadMagicError:
+        where = location(topic, partition, offset)
+        if data is None:
+            return BadMagicError("record has no value (null)", where)
+        if len(data) < HEADER_SIZE:
+            return BadMagicError(
+                f"record is {len(data)} bytes, shorter than the 10-byte single-object header", where
+            )
+        return BadMagicError(
+            f"record starts with {bytes(data[:2]).hex()}, not the Avro single-object marker c301",
+            where,
+        )

@@ -1,0 +1,121 @@
+"""Renders `docs/records.md`, the readable reference of every record, from `avro/record.avsc`
+(field names, types, defaults, docs) and the intents declared in `engine.protocol.intents`.
+
+The reference is generated, and a test compares it with the committed file, so the docs cannot
+drift from the contract. Regenerate with: `python -m engine.protocol.docgen > docs/records.md`.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from engine.protocol.convert import short_name
+from engine.protocol.enums import ValueType
+from engine.protocol.intents import INTENTS_BY_VALUE_TYPE
+from engine.protocol.schemas import current_schema
+from engine.protocol.values import VALUE_CLASSES
+
+
+def _type_name(avro_type: Any) -> str:
+    if isinstance(avro_type, str):
+        return short_name(avro_type)
+    if isinstance(avro_type, list):
+        return " \\| ".join(_type_name(t) for t in avro_type)
+    kind = avro_type["type"]
+    if kind in ("enum", "record"):
+        return short_name(avro_type["name"])
+    if kind == "array":
+        return f"array<{_type_name(avro_type['items'])}>"
+    if kind == "map":
+        return f"map<{_type_name(avro_type['values'])}>"
+    return str(kind)
+
+
+def _default(field: dict[str, Any]) -> str:
+    if "default" not in field:
+        return "(required)"
+    return f"`{json.dumps(field['default'])}`"
+
+
+def _field_table(schema: dict[str, Any]) -> list[str]:
+    lines = ["| field | type | default | meaning |", "|---|---|---|---|"]
+    for field in schema["fields"]:
+        lines.append(
+            f"| `{field['name']}` | {_type_name(field['type'])} | {_default(field)}"
+            f" | {field.get('doc', '')} |"
+        )
+    return lines
+
+
+def _nested_records(schema: dict[str, Any]) -> list[dict[str, Any]]:
+    found = []
+    for field in schema["fields"]:
+        avro_type = field["type"]
+        if isinstance(avro_type, dict) and avro_type.get("type") == "array":
+            items = avro_type["items"]
+            if isinstance(items, dict) and items.get("type") == "record":
+                found.append(items)
+    return found
+
+
+def _enums(schema: Any, seen: dict[str, list[str]]) -> None:
+    if isinstance(schema, list):
+        for item in schema:
+            _enums(item, seen)
+    elif isinstance(schema, dict):
+        if schema.get("type") == "enum" and short_name(schema["name"]) != "Intent":
+            seen.setdefault(short_name(schema["name"]), schema["symbols"])
+        for key in ("fields", "type", "items", "values"):
+            if key in schema:
+                _enums(schema[key], seen)
+
+
+def render() -> str:
+    raw = json.loads(current_schema().path.read_text())
+    by_name = {short_name(b["name"]): b for b in raw["fields"][-1]["type"]}
+    out = [
+        "# Record reference",
+        "",
+        "<!-- Generated from avro/record.avsc and engine/protocol/intents.py by",
+        "     `python -m engine.protocol.docgen > docs/records.md`; a test keeps it current. -->",
+        "",
+        "Every record on the log is one Avro `Record` (schema `avro/record.avsc`), written with",
+        "Avro single-object encoding: the bytes `C3 01`, the 8-byte little-endian CRC-64-AVRO",
+        "fingerprint of the schema's Parsing Canonical Form, then the Avro binary body.",
+        f"The current fingerprint is `{current_schema().fingerprint_bytes.hex()}`"
+        " (as the bytes follow `C3 01`).",
+        "",
+        "## Envelope: `Record`",
+        "",
+        *_field_table(raw),
+        "",
+        "## Value types",
+        "",
+        "Each value type names the Avro branch of `value` and the intents it may carry.",
+        "C marks a command (imperative), E an event (what happened). A COMMAND_REJECTION repeats",
+        "the rejected command's intent and value.",
+        "",
+    ]
+    for value_type in ValueType:
+        cls = VALUE_CLASSES[value_type]
+        schema = by_name[cls.__name__]
+        intents = ", ".join(
+            f"`{m.name}` ({'E' if m.is_event else 'C'})" for m in INTENTS_BY_VALUE_TYPE[value_type]
+        )
+        out += [f"### {value_type.name}: `{cls.__name__}`", "", schema.get("doc", ""), ""]
+        out += [f"Intents: {intents}", "", *_field_table(schema), ""]
+        for nested in _nested_records(schema):
+            out += [f"`{short_name(nested['name'])}`: {nested.get('doc', '')}", ""]
+            out += [*_field_table(nested), ""]
+    enum_symbols: dict[str, list[str]] = {}
+    _enums(raw, enum_symbols)
+    out += ["## Enums", ""]
+    for name, symbols in enum_symbols.items():
+        out += [f"- `{name}`: " + ", ".join(f"`{s}`" for s in symbols)]
+    out.append("")
+    return "\n".join(out)
+
+
+if __name__ == "__main__":
+    print(render(), end="")

@@ -1,0 +1,115 @@
+"""Record types, value types and rejection types, named as Zeebe names them.
+
+The Avro enums in `avro/` carry the same symbols; a test keeps the two identical.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+
+
+class RecordType(Enum):
+    """What a record is: a request (COMMAND), a fact (EVENT) or a refused request."""
+
+    COMMAND = "COMMAND"
+    EVENT = "EVENT"
+    COMMAND_REJECTION = "COMMAND_REJECTION"
+
+
+class ValueType(Enum):
+    """Which kind of value a record carries; selects the Avro branch of `value` and the intents."""
+
+    DEPLOYMENT = "DEPLOYMENT"
+    PROCESS = "PROCESS"
+    PROCESS_INSTANCE = "PROCESS_INSTANCE"
+    PROCESS_INSTANCE_CREATION = "PROCESS_INSTANCE_CREATION"
+    PROCESS_INSTANCE_RESULT = "PROCESS_INSTANCE_RESULT"
+    PROCESS_EVENT = "PROCESS_EVENT"
+    JOB = "JOB"
+    JOB_BATCH = "JOB_BATCH"
+    MESSAGE = "MESSAGE"
+    MESSAGE_SUBSCRIPTION = "MESSAGE_SUBSCRIPTION"
+    PROCESS_MESSAGE_SUBSCRIPTION = "PROCESS_MESSAGE_SUBSCRIPTION"
+    MESSAGE_START_EVENT_SUBSCRIPTION = "MESSAGE_START_EVENT_SUBSCRIPTION"
+    TIMER = "TIMER"
+    VARIABLE = "VARIABLE"
+    VARIABLE_DOCUMENT = "VARIABLE_DOCUMENT"
+    INCIDENT = "INCIDENT"
+    ERROR = "ERROR"
+
+
+class RejectionType(Enum):
+    """Why a command was refused. The rejection reason says the details."""
+
+    INVALID_ARGUMENT = "INVALID_ARGUMENT"
+    NOT_FOUND = "NOT_FOUND"
+    ALREADY_EXISTS = "ALREADY_EXISTS"
+    INVALID_STATE = "INVALID_STATE"
+    PROCESSING_ERROR = "PROCESSING_ERROR"
+    EXCEEDED_BATCH_RECORD_SIZE = "EXCEEDED_BATCH_RECORD_SIZE"
+
+
+class BpmnElementType(Enum):
+    """The BPMN element a process instance record is about (Zeebe's names)."""
+
+    UNSPECIFIED = "UNSPECIFIED"
+    PROCESS = "PROCESS"
+    SUB_PROCESS = "SUB_PROCESS"
+    EVENT_SUB_PROCESS = "EVENT_SUB_PROCESS"
+    START_EVENT = "START_EVENT"
+    INTERMEDIATE_CATCH_EVENT = "INTERMEDIATE_CATCH_EVENT"
+    INTERMEDIATE_THROW_EVENT = "INTERMEDIATE_THROW_EVENT"
+    BOUNDARY_EVENT = "BOUNDARY_EVENT"
+    END_EVENT = "END_EVENT"
+    SERVICE_TASK = "SERVICE_TASK"
+    RECEIVE_TASK = "RECEIVE_TASK"
+    USER_TASK = "USER_TASK"
+    MANUAL_TASK = "MANUAL_TASK"
+    TASK = "TASK"
+    SCRIPT_TASK = "SCRIPT_TASK"
+    SEND_TASK = "SEND_TASK"
+    BUSINESS_RULE_TASK = "BUSINESS_RULE_TASK"
+    EXCLUSIVE_GATEWAY = "EXCLUSIVE_GATEWAY"
+    PARALLEL_GATEWAY = "PARALLEL_GATEWAY"
+    INCLUSIVE_GATEWAY = "INCLUSIVE_GATEWAY"
+    EVENT_BASED_GATEWAY = "EVENT_BASED_GATEWAY"
+    SEQUENCE_FLOW = "SEQUENCE_FLOW"
+    MULTI_INSTANCE_BODY = "MULTI_INSTANCE_BODY"
+    CALL_ACTIVITY = "CALL_ACTIVITY"
+
+
+class BpmnEventType(Enum):
+    """The event definition of an event element (Zeebe's names)."""
+
+    UNSPECIFIED = "UNSPECIFIED"
+    NONE = "NONE"
+    MESSAGE = "MESSAGE"
+    TIMER = "TIMER"
+    ERROR = "ERROR"
+    TERMINATE = "TERMINATE"
+    SIGNAL = "SIGNAL"
+    ESCALATION = "ESCALATION"
+    LINK = "LINK"
+    COMPENSATION = "COMPENSATION"
+    CONDITIONAL = "CONDITIONAL"
+
+
+class VariableDocumentUpdateSemantic(Enum):
+    """LOCAL sets every variable on the given scope; PROPAGATE updates where a name is defined."""
+
+    LOCAL = "LOCAL"
+    PROPAGATE = "PROPAGATE"
+
+
+class ErrorType(Enum):
+    """Why an incident was raised (Zeebe's names)."""
+
+    UNKNOWN = "UNKNOWN"
+    IO_MAPPING_ERROR = "IO_MAPPING_ERROR"
+    JOB_NO_RETRIES = "JOB_NO_RETRIES"
+    CONDITION_ERROR = "CONDITION_ERROR"
+    EXTRACT_VALUE_ERROR = "EXTRACT_VALUE_ERROR"
+    CALLED_ELEMENT_ERROR = "CALLED_ELEMENT_ERROR"
+    UNHANDLED_ERROR_EVENT = "UNHANDLED_ERROR_EVENT"
+    MESSAGE_SIZE_EXCEEDED = "MESSAGE_SIZE_EXCEEDED"
+    RESOURCE_NOT_FOUND = "RESOURCE_NOT_FOUND"

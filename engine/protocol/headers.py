@@ -1,0 +1,94 @@
+"""Kafka headers of Partita records.
+
+Every record repeats its record type, value type and intent as short ASCII strings, so consumers
+(the engine skipping its own events, analytics) filter without decoding the Avro body. Requests
+may carry Spring Kafka's reply headers; the engine answers to that address.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from engine.protocol.records import Record
+
+RECORD_TYPE = "recordType"
+VALUE_TYPE = "valueType"
+INTENT = "intent"
+
+REPLY_TOPIC = "kafka_replyTopic"
+REPLY_PARTITION = "kafka_replyPartition"
+CORRELATION_ID = "kafka_correlationId"
+
+COMMAND = b"COMMAND"
+EVENT = b"EVENT"
+COMMAND_REJECTION = b"COMMAND_REJECTION"
+
+Headers = list[tuple[str, bytes]]
+
+
+def record_headers(record: Record) -> Headers:
+    """The filter headers of `record`."""
+    return [
+        (RECORD_TYPE, record.record_type.value.encode()),
+        (VALUE_TYPE, record.value_type.value.encode()),
+        (INTENT, record.intent.name.encode()),
+    ]
+
+
+def header(headers: Sequence[tuple[str, bytes | None]] | None, name: str) -> bytes | None:
+    """The first value of header `name`, or None."""
+    if headers:
+        for key, value in headers:
+            if key == name:
+                return value
+    return None
+
+
+def is_command(headers: Sequence[tuple[str, bytes | None]] | None) -> bool:
+    """True when the headers mark a COMMAND; the hot-path filter that avoids decoding events.
+
+    Records without the header are treated as commands so that they get decoded and, if they
+    are not valid commands, rejected with a reason instead of being skipped silently.
+    """
+    value = header(headers, RECORD_TYPE)
+    return value is None or value == COMMAND
+
+
+@dataclass(frozen=True, slots=True)
+class ReplyTo:
+    """Where to answer a request (Spring Kafka's ReplyingKafkaTemplate conventions)."""
+
+    topic: str
+    partition: int | None
+    correlation_id: bytes
+
+    def headers(self) -> Headers:
+        result: Headers = [
+            (REPLY_TOPIC, self.topic.encode()),
+            (CORRELATION_ID, self.correlation_id),
+        ]
+        if self.partition is not None:
+            result.append((REPLY_PARTITION, struct.pack(">i", self.partition)))
+        return result
+
+
+def reply_to(headers: Sequence[tuple[str, bytes | None]] | None) -> ReplyTo | None:
+    """The reply address of a request, or None when it carries no (valid) `kafka_replyTopic`.
+
+    `kafka_replyPartition` is a 4-byte big-endian int; any other length is ignored (the reply
+    then goes to the topic with the correlation id as its key's partition choice left to Kafka).
+    """
+    topic = header(headers, REPLY_TOPIC)
+    if not topic:
+        return None
+    raw_partition = header(headers, REPLY_PARTITION)
+    partition = None
+    if raw_partition is not None and len(raw_partition) == 4:
+        partition = struct.unpack(">i", raw_partition)[0]
+    try:
+        topic_name = topic.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    return ReplyTo(topic_name, partition, header(headers, CORRELATION_ID) or b"")

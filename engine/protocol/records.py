@@ -1,0 +1,51 @@
+"""The record envelope: one COMMAND, EVENT or COMMAND_REJECTION of the log."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from engine.protocol.enums import RecordType, RejectionType, ValueType
+from engine.protocol.intents import Intent
+from engine.protocol.values import VALUE_TYPES, RecordValue
+
+NO_KEY = -1
+"""The key of a record about no entity yet (a new command) and of unset key fields."""
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    """A record of the log. `position` is its Kafka offset: -1 until read back from Kafka."""
+
+    record_type: RecordType
+    value_type: ValueType
+    intent: Intent
+    value: RecordValue
+    key: int = NO_KEY
+    partition_id: int = -1
+    source_record_position: int = -1
+    timestamp: int = -1
+    rejection_type: RejectionType | None = None
+    rejection_reason: str = ""
+    engine_version: str = ""
+    position: int = -1
+
+    @property
+    def is_command(self) -> bool:
+        return self.record_type is RecordType.COMMAND
+
+    @property
+    def is_event(self) -> bool:
+        return self.record_type is RecordType.EVENT
+
+    def with_position(self, position: int) -> Record:
+        return replace(self, position=position)
+
+
+def command(intent: Intent, value: RecordValue, key: int = NO_KEY, **fields: object) -> Record:
+    """A COMMAND record for `value` (its value type is derived from the value's class)."""
+    return Record(RecordType.COMMAND, VALUE_TYPES[type(value)], intent, value, key, **fields)  # type: ignore[arg-type]
+
+
+def event(intent: Intent, value: RecordValue, key: int, **fields: object) -> Record:
+    """An EVENT record for `value`."""
+    return Record(RecordType.EVENT, VALUE_TYPES[type(value)], intent, value, key, **fields)  # type: ignore[arg-type]

@@ -1,0 +1,245 @@
+"""The Avro single-object codec: round trips, the wire header, schema evolution, bad input."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+from dataclasses import replace
+from typing import Any
+
+import fastavro
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from engine.protocol import errors
+from engine.protocol.codec import MAGIC, RecordCodec
+from engine.protocol.enums import RecordType, RejectionType, ValueType
+from engine.protocol.intents import JobIntent, MessageIntent
+from engine.protocol.records import Record, command
+from engine.protocol.schemas import crc64_avro, current_schema, known_schemas, load_schema
+from engine.protocol.values import JobValue, MessageValue
+from engine.resources import contract_dir
+from tests.unit.protocol.samples import sample_record
+
+CODEC = RecordCodec()
+
+
+@pytest.mark.parametrize("value_type", list(ValueType), ids=lambda v: v.name)
+def test_every_value_type_round_trips_with_every_field_set(value_type: ValueType) -> None:
+    record = sample_record(value_type)
+    assert CODEC.decode(CODEC.encode(record), offset=17) == replace(record, position=17)
+
+
+def test_a_rejection_round_trips_with_type_and_reason() -> None:
+    rejected = Record(
+        RecordType.COMMAND_REJECTION,
+        ValueType.MESSAGE,
+        MessageIntent.PUBLISH,
+        MessageValue(name="paid", correlation_key="order-1", message_id="m1"),
+        rejection_type=RejectionType.ALREADY_EXISTS,
+        rejection_reason="message m1 already published",
+    )
+    assert CODEC.decode(CODEC.encode(rejected)) == rejected
+
+
+def test_wire_format_is_single_object_encoding_of_the_current_schema() -> None:
+    data = CODEC.encode(command(JobIntent.COMPLETE, JobValue(variables='{"ok": true}'), key=5))
+    schema = current_schema()
+    assert data[:2] == MAGIC == b"\xc3\x01"
+    assert data[2:10] == crc64_avro(schema.canonical.encode()).to_bytes(8, "little")
+    body = fastavro.schemaless_reader(io.BytesIO(data[10:]), schema.schema)
+    assert body["intent"] == "COMPLETE"
+    assert body["value"]["variables"] == '{"ok": true}'
+
+
+def test_crc64_avro_matches_the_avro_specification_vectors() -> None:
+    # Avro's share/test/data/schema-tests.txt: fingerprints of primitive canonical forms.
+    assert crc64_avro(b'"int"') == 0x7275D51A3F395C8F
+    assert crc64_avro(b'"null"') == 0x63DD24E7CC258F8A
+
+
+# -- schema evolution -------------------------------------------------------------------------
+
+
+def _v1() -> Any:
+    return load_schema(contract_dir("avro") / "history" / "record.v1.avsc")
+
+
+def test_a_record_written_with_the_previous_schema_version_still_decodes() -> None:
+    v1 = _v1()
+    assert "tenantId" not in v1.canonical  # the real change: v2 added tenantId everywhere
+    old_writer = RecordCodec(schemas=(v1,))
+    job = JobValue(type="payment", retries=2, variables='{"a": 1}', element_id="charge")
+    old_bytes = old_writer.encode(command(JobIntent.COMPLETE, job, key=7))
+    assert old_bytes[2:10] == v1.fingerprint_bytes != CODEC.fingerprint
+
+    decoded = CODEC.decode(old_bytes)
+
+    assert decoded.value == replace(job, tenant_id="<default>")
+    assert decoded.intent is JobIntent.COMPLETE and decoded.key == 7
+
+
+def test_without_the_old_version_in_history_its_records_are_an_unknown_schema() -> None:
+    only_current = RecordCodec(schemas=(current_schema(),))
+    old_bytes = RecordCodec(schemas=(_v1(),)).encode(command(JobIntent.COMPLETE, JobValue()))
+    with pytest.raises(errors.UnknownSchemaError, match=_v1().fingerprint_bytes.hex()):
+        only_current.decode(old_bytes, topic="p.log", partition=2, offset=99)
+
+
+def test_known_schemas_are_the_current_one_then_history() -> None:
+    assert known_schemas()[0] == current_schema()
+    assert {s.path.name for s in known_schemas()[1:]} == {"record.v1.avsc"}
+
+
+# -- bad input --------------------------------------------------------------------------------
+
+
+def _valid() -> bytes:
+    return CODEC.encode(command(JobIntent.COMPLETE, JobValue(type="t"), key=2251799813685249))
+
+
+def _raw_body(datum: dict[str, Any]) -> bytes:
+    out = io.BytesIO()
+    fastavro.schemaless_writer(out, current_schema().schema, datum)
+    return MAGIC + CODEC.fingerprint + out.getvalue()
+
+
+def _datum(**overrides: Any) -> dict[str, Any]:
+    datum = {
+        "partitionId": 1,
+        "key": -1,
+        "sourceRecordPosition": -1,
+        "recordType": "COMMAND",
+        "valueType": "JOB",
+        "intent": "COMPLETE",
+        "timestamp": 0,
+        "rejectionType": None,
+        "rejectionReason": "",
+        "engineVersion": "",
+        "value": ("io.partita.protocol.JobValue", {}),
+    }
+    datum.update(overrides)
+    return datum
+
+
+@pytest.mark.parametrize(
+    ("data", "error", "message"),
+    [
+        (b"\x00\x01" + bytes(20), errors.BadMagicError, "not the Avro single-object marker"),
+        (b"\xc3\x01\x00", errors.BadMagicError, "shorter than the 10-byte"),
+        (b'{"json": true}', errors.BadMagicError, "7b22"),
+        (MAGIC + bytes(8) + b"\x02", errors.UnknownSchemaError, "0000000000000000"),
+    ],
+)
+def test_headers_that_are_not_partita_records(
+    data: bytes, error: type[Exception], message: str
+) -> None:
+    with pytest.raises(error, match=message) as raised:
+        CODEC.decode(data, topic="partita.log", partition=0, offset=12)
+    assert raised.value.where == "partita.log/0@12"  # type: ignore[attr-defined]
+
+
+def test_a_null_value_is_a_typed_error() -> None:
+    with pytest.raises(errors.BadMagicError, match="no value"):
+        CODEC.decode(None)  # type: ignore[arg-type]
+
+
+def test_truncated_body() -> None:
+    with pytest.raises(errors.MalformedBodyError, match="does not decode"):
+        CODEC.decode(_valid()[:-3])
+
+
+def test_trailing_bytes() -> None:
+    with pytest.raises(errors.TrailingBytesError, match="2 bytes left"):
+        CODEC.decode(_valid() + b"\x00\x00")
+
+
+def test_invalid_enum_symbol_index() -> None:
+    data = bytearray(_valid())
+    # body starts with partitionId (zigzag 1 -> 0x02), key, sourceRecordPosition, then recordType
+    body = data[10:]
+    partition_and_keys = 1 + len(_zigzag(2251799813685249)) + 1
+    body[partition_and_keys] = 0x7E  # enum index 63: RecordType has 3 symbols
+    with pytest.raises(errors.MalformedBodyError):
+        CODEC.decode(bytes(data[:10] + body))
+
+
+def _zigzag(n: int) -> bytes:
+    n = (n << 1) ^ (n >> 63)
+    out = bytearray()
+    while n >= 0x80:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+def test_value_branch_must_match_value_type() -> None:
+    data = _raw_body(_datum(valueType="MESSAGE", intent="PUBLISH"))
+    with pytest.raises(
+        errors.ValueTypeMismatchError, match="valueType is MESSAGE but the value is a JobValue"
+    ):
+        CODEC.decode(data)
+
+
+def test_intent_must_belong_to_the_value_type() -> None:
+    data = _raw_body(_datum(intent="PUBLISH"))
+    with pytest.raises(
+        errors.UnknownIntentError, match="PUBLISH is not an intent of JOB; valid: CREATED, COMPLETE"
+    ):
+        CODEC.decode(data)
+
+
+def test_invalid_utf8_in_a_string() -> None:
+    good = _raw_body(_datum(engineVersion="zz"))
+    bad = good.replace(b"zz", b"\xff\xfe")
+    with pytest.raises(errors.MalformedBodyError, match="UnicodeDecodeError"):
+        CODEC.decode(bad)
+
+
+def test_oversized_records_are_refused_on_encode_and_decode() -> None:
+    small = RecordCodec(max_record_bytes=1024)
+    big = command(JobIntent.COMPLETE, JobValue(variables=json.dumps({"blob": "x" * 2000})))
+    with pytest.raises(
+        errors.RecordTooLargeError,
+        match=r"JOB COMPLETE record is \d+ bytes, over the limit of 1024",
+    ):
+        small.encode(big)
+    with pytest.raises(errors.RecordTooLargeError, match="over the limit"):
+        small.decode(CODEC.encode(big), offset=3)
+
+
+def test_encode_refuses_an_intent_of_another_value_type() -> None:
+    wrong = Record(RecordType.COMMAND, ValueType.JOB, MessageIntent.PUBLISH, JobValue())
+    with pytest.raises(errors.EncodeError, match="not an intent of JOB"):
+        CODEC.encode(wrong)
+
+
+def test_encode_refuses_a_value_of_the_wrong_type_in_a_field() -> None:
+    wrong = command(JobIntent.COMPLETE, JobValue(retries="three"))  # type: ignore[arg-type]
+    with pytest.raises(errors.EncodeError, match="cannot encode JOB COMPLETE"):
+        CODEC.encode(wrong)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.binary(max_size=300))
+def test_any_bytes_after_a_valid_header_give_a_typed_error_or_a_record(body: bytes) -> None:
+    try:
+        record = CODEC.decode(MAGIC + CODEC.fingerprint + body)
+    except (errors.DecodeError, errors.RecordTooLargeError):
+        return
+    assert isinstance(record, Record)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(min_value=0), st.data())
+def test_flipping_any_byte_of_a_valid_record_never_escapes_untyped(
+    seed: int, data: st.DataObject
+) -> None:
+    valid = bytearray(_valid())
+    index = data.draw(st.integers(min_value=0, max_value=len(valid) - 1))
+    valid[index] = seed % 256
+    with contextlib.suppress(errors.DecodeError, errors.RecordTooLargeError):
+        CODEC.decode(bytes(valid))

@@ -1,0 +1,91 @@
+"""The Avro schema, the Python model and the docs describe the same records."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import MISSING, fields
+from enum import Enum
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from engine.protocol import enums
+from engine.protocol.convert import short_name, snake_case
+from engine.protocol.docgen import render
+from engine.protocol.intents import ALL_INTENT_NAMES, INTENTS_BY_VALUE_TYPE
+from engine.protocol.schemas import current_schema
+from engine.protocol.values import VALUE_CLASSES
+
+ROOT = Path(__file__).resolve().parents[3]
+RAW = json.loads(current_schema().path.read_text())
+
+
+def _named(schema: Any, kind: str, found: dict[str, Any]) -> dict[str, Any]:
+    if isinstance(schema, list):
+        for item in schema:
+            _named(item, kind, found)
+    elif isinstance(schema, dict):
+        if schema.get("type") == kind:
+            found[short_name(schema["name"])] = schema
+        for key in ("fields", "type", "items", "values"):
+            if key in schema:
+                _named(schema[key], kind, found)
+    return found
+
+
+AVRO_ENUMS = _named(RAW, "enum", {})
+AVRO_RECORDS = _named(RAW, "record", {})
+
+
+@pytest.mark.parametrize(
+    "enum_cls",
+    [
+        c
+        for c in vars(enums).values()
+        if isinstance(c, type) and issubclass(c, Enum) and c is not Enum
+    ],
+    ids=lambda c: c.__name__,
+)
+def test_python_enums_have_the_avro_symbols(enum_cls: type[Enum]) -> None:
+    assert [m.name for m in enum_cls] == AVRO_ENUMS[enum_cls.__name__]["symbols"]
+
+
+def test_the_avro_intent_enum_is_the_union_of_every_value_types_intents() -> None:
+    assert AVRO_ENUMS["Intent"]["symbols"] == list(ALL_INTENT_NAMES)
+
+
+def test_every_value_type_has_intents_and_commands_are_not_past_tense() -> None:
+    for value_type, intents in INTENTS_BY_VALUE_TYPE.items():
+        assert len(intents) > 0, value_type
+        for intent in intents:
+            if not intent.is_event:
+                assert not intent.name.endswith(("ED", "ING")), intent
+
+
+@pytest.mark.parametrize("cls", list(VALUE_CLASSES.values()), ids=lambda c: c.__name__)
+def test_value_dataclasses_match_their_avro_records(cls: type[Any]) -> None:
+    avro = AVRO_RECORDS[cls.__name__]
+    python_fields = fields(cls)
+    assert [f.name for f in python_fields] == [snake_case(f["name"]) for f in avro["fields"]]
+    for python_field, avro_field in zip(python_fields, avro["fields"], strict=True):
+        default = (
+            python_field.default
+            if python_field.default is not MISSING
+            else python_field.default_factory()  # type: ignore[misc]
+        )
+        expected = avro_field["default"]
+        if isinstance(default, Enum):
+            default = default.name
+        if isinstance(default, bytes):
+            default = default.decode("latin-1")
+        if isinstance(default, tuple):
+            default = list(default)
+        assert default == expected, f"{cls.__name__}.{python_field.name}"
+
+
+def test_the_records_reference_in_docs_is_generated_from_the_schema() -> None:
+    committed = (ROOT / "docs" / "records.md").read_text()
+    assert committed == render(), (
+        "docs/records.md is stale: run `python -m engine.protocol.docgen > docs/records.md`"
+    )
