@@ -16,7 +16,7 @@ from typing import Any
 
 from fastavro import schemaless_reader, schemaless_writer
 
-from engine.protocol.convert import RecordConverter, short_name
+from engine.protocol.convert import RecordConverter, check_int32, short_name
 from engine.protocol.enums import RecordType, RejectionType, ValueType
 from engine.protocol.errors import (
     BadMagicError,
@@ -86,7 +86,7 @@ class RecordCodec:
             )
         rejection = record.rejection_type
         datum = {
-            "partitionId": record.partition_id,
+            "partitionId": check_int32(record.partition_id),
             "key": record.key,
             "sourceRecordPosition": record.source_record_position,
             "recordType": record.record_type.value,

@@ -11,6 +11,7 @@ from enum import Enum
 from typing import Any
 
 from engine.protocol import enums, values
+from engine.protocol.errors import EncodeError
 
 Convert = Callable[[Any], Any]
 
@@ -94,6 +95,8 @@ def _converters(
         if short_name(avro_type) in registry:  # a reference to a named record
             converter = registry[short_name(avro_type)]
             return converter.to_avro, converter.from_avro
+        if avro_type == "int":
+            return check_int32, None
         return None, None
     if isinstance(avro_type, list):
         return None, None  # unions are handled by the envelope codec
@@ -119,3 +122,14 @@ def _converters(
 
 def _enum_name(member: Enum) -> str:
     return member.name
+
+
+INT32_MIN = -(2**31)
+INT32_MAX = 2**31 - 1
+
+
+def check_int32(value: Any) -> Any:
+    """Avro `int` fields are 32-bit; fastavro would write larger numbers that Java cannot read."""
+    if isinstance(value, int) and not INT32_MIN <= value <= INT32_MAX:
+        raise EncodeError(f"{value} does not fit an Avro int (32-bit)")
+    return value

@@ -2,16 +2,43 @@
 
 from __future__ import annotations
 
+import json
 import typing
 from dataclasses import fields
 from enum import Enum
 from typing import Any
 
 from engine.protocol import enums, values
+from engine.protocol.convert import snake_case
 from engine.protocol.enums import RecordType, ValueType
 from engine.protocol.intents import INTENTS_BY_VALUE_TYPE
 from engine.protocol.records import Record
+from engine.protocol.schemas import current_schema
 from engine.protocol.values import VALUE_CLASSES
+
+
+def _avro_int_fields() -> set[tuple[str, str]]:
+    """(record name, attribute) of every Avro `int` field: samples keep them 32-bit."""
+    raw = json.loads(current_schema().path.read_text())
+    found: set[tuple[str, str]] = set()
+
+    def walk(schema: Any) -> None:
+        if isinstance(schema, list):
+            for item in schema:
+                walk(item)
+        elif isinstance(schema, dict):
+            for field in schema.get("fields", []):
+                if field["type"] == "int":
+                    found.add((schema["name"], snake_case(field["name"])))
+                walk(field["type"])
+            if "items" in schema:
+                walk(schema["items"])
+
+    walk(raw)
+    return found
+
+
+_INT_FIELDS = _avro_int_fields()
 
 
 def sample_value(cls: type[Any]) -> Any:
@@ -19,7 +46,10 @@ def sample_value(cls: type[Any]) -> Any:
     kwargs: dict[str, Any] = {}
     for i, field in enumerate(fields(cls)):
         hint = hints[field.name]
-        kwargs[field.name] = _sample(hint, i)
+        if (cls.__name__, field.name) in _INT_FIELDS:
+            kwargs[field.name] = 1_000_000 + i
+        else:
+            kwargs[field.name] = _sample(hint, i)
     return cls(**kwargs)
 
 

@@ -217,6 +217,13 @@ def test_encode_refuses_an_intent_of_another_value_type() -> None:
         CODEC.encode(wrong)
 
 
+def test_encode_refuses_numbers_beyond_avro_int_that_other_languages_cannot_read() -> None:
+    with pytest.raises(errors.EncodeError, match="does not fit an Avro int"):
+        CODEC.encode(command(JobIntent.COMPLETE, JobValue(retries=2**31)))
+    with pytest.raises(errors.EncodeError, match="does not fit an Avro int"):
+        CODEC.encode(replace(command(JobIntent.COMPLETE, JobValue()), partition_id=-(2**31) - 1))
+
+
 def test_encode_refuses_a_value_of_the_wrong_type_in_a_field() -> None:
     wrong = command(JobIntent.COMPLETE, JobValue(retries="three"))  # type: ignore[arg-type]
     with pytest.raises(errors.EncodeError, match="cannot encode JOB COMPLETE"):
