@@ -120,6 +120,16 @@ def cmd_up(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_bench_codec(args: argparse.Namespace) -> int:
+    import json
+
+    from engine.bench import codec
+
+    _progress(f"Timing encode/decode: {args.rounds} rounds x {args.batch} records each...")
+    print(json.dumps(codec.run(rounds=args.rounds, batch=args.batch)))
+    return 0
+
+
 def cmd_worker(args: argparse.Namespace) -> int:
     raise PartitaError(
         "the partition worker is not part of this build yet (it is tracked as issue 5);"
@@ -223,6 +233,20 @@ def build_parser() -> argparse.ArgumentParser:
         "create missing topics; refuse conflicting ones",
         local=True,
     )
+
+    bench = commands.add_parser("bench", help="benchmarks; each prints one JSON line")
+    bench_commands = bench.add_subparsers(dest="bench_command", metavar="BENCH", required=True)
+    codec_bench = bench_commands.add_parser(
+        "codec",
+        help="encode/decode microseconds per record (median)",
+        description="Median encode and decode time per record of a typical job record and a"
+        " process instance record, with the Avro single-object codec.",
+    )
+    codec_bench.add_argument("--rounds", type=int, default=15, help="rounds (default: 15)")
+    codec_bench.add_argument(
+        "--batch", type=int, default=2000, help="records per round (default: 2000)"
+    )
+    codec_bench.set_defaults(func=cmd_bench_codec)
 
     add(
         commands,

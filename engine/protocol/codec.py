@@ -34,6 +34,9 @@ from engine.protocol.records import Record
 from engine.protocol.schemas import WriterSchema, current_schema, known_schemas
 from engine.protocol.values import VALUE_TYPES
 
+_VALUE_TYPES = {member.name: member for member in ValueType}
+_RECORD_TYPES = {member.name: member for member in RecordType}
+
 MAGIC = b"\xc3\x01"
 HEADER_SIZE = 10
 DEFAULT_MAX_RECORD_BYTES = 4 * 1024 * 1024
@@ -165,13 +168,10 @@ class RecordCodec:
     def _record(
         self, datum: dict[str, Any], topic: str | None, partition: int | None, offset: int | None
     ) -> Record:
-        value_type = ValueType[datum["valueType"]]
+        value_type = _VALUE_TYPES[datum["valueType"]]
         branch, value_data = datum["value"]
-        converter = (
-            self._values.get(branch)
-            or self._values[next(n for n in self._values if short_name(n) == short_name(branch))]
-        )
-        if VALUE_TYPES[converter.cls] is not value_type:
+        converter = self._values.get(branch)
+        if converter is None or converter.value_type is not value_type:
             raise ValueTypeMismatchError(
                 f"valueType is {value_type.name} but the value is a {short_name(branch)}",
                 location(topic, partition, offset),
@@ -186,24 +186,24 @@ class RecordCodec:
         rejection = datum["rejectionType"]
         try:
             value = converter.from_avro(value_data)
-        except KeyError as exc:
+        except KeyError as exc:  # an enum symbol this engine does not know (newer writer)
             raise MalformedBodyError(
                 f"{short_name(branch)} has an unknown symbol {exc}",
                 location(topic, partition, offset),
             ) from None
         return Record(
-            record_type=RecordType[datum["recordType"]],
-            value_type=value_type,
-            intent=intent,
-            value=value,
-            key=datum["key"],
-            partition_id=datum["partitionId"],
-            source_record_position=datum["sourceRecordPosition"],
-            timestamp=datum["timestamp"],
-            rejection_type=None if rejection is None else RejectionType[rejection],
-            rejection_reason=datum["rejectionReason"],
-            engine_version=datum["engineVersion"],
-            position=-1 if offset is None else offset,
+            _RECORD_TYPES[datum["recordType"]],
+            value_type,
+            intent,
+            value,
+            datum["key"],
+            datum["partitionId"],
+            datum["sourceRecordPosition"],
+            datum["timestamp"],
+            None if rejection is None else RejectionType[rejection],
+            datum["rejectionReason"],
+            datum["engineVersion"],
+            -1 if offset is None else offset,
         )
 
     def _bad_magic(

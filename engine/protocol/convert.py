@@ -41,6 +41,7 @@ class RecordConverter:
     def __init__(self, schema: dict[str, Any], registry: dict[str, RecordConverter]) -> None:
         self.fullname: str = schema["name"]
         self.cls = _CLASSES[short_name(self.fullname)]
+        self.value_type = values.VALUE_TYPES.get(self.cls)  # None for nested records
         registry[short_name(self.fullname)] = self
         attributes = {f.name for f in fields(self.cls)}
         self._to: list[tuple[str, str, Convert | None]] = []

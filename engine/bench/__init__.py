@@ -1,0 +1,1 @@
+"""Benchmark commands (`partita bench ...`). Each prints one JSON line of measured figures."""

@@ -1,0 +1,96 @@
+"""`partita bench codec`: per-record encode and decode time of the Avro codec.
+
+Two typical records: a JOB CREATED event with variables and headers (the record every job
+worker reads) and a PROCESS_INSTANCE ELEMENT_ACTIVATED event (the most frequent record on the
+log). Each figure is the median over `rounds` rounds of `batch` back-to-back calls.
+"""
+
+from __future__ import annotations
+
+import platform
+import statistics
+import time
+from collections.abc import Callable
+from typing import Any
+
+import fastavro
+
+from engine import __version__
+from engine.protocol.codec import RecordCodec
+from engine.protocol.enums import BpmnElementType, BpmnEventType
+from engine.protocol.intents import JobIntent, ProcessInstanceIntent
+from engine.protocol.records import Record, event
+from engine.protocol.values import JobValue, ProcessInstanceValue
+
+_INSTANCE = 2251799813685249
+_DEFINITION = 2251799813685250
+
+
+def typical_records() -> dict[str, Record]:
+    job = JobValue(
+        type="payment-service",
+        retries=3,
+        variables='{"orderId": "ORD-4711", "amount": 99.5, "currency": "EUR"}',
+        custom_headers={"method": "card"},
+        process_instance_key=_INSTANCE,
+        bpmn_process_id="order-process",
+        process_definition_version=3,
+        process_definition_key=_DEFINITION,
+        element_id="charge-card",
+        element_instance_key=_INSTANCE + 7,
+    )
+    element = ProcessInstanceValue(
+        bpmn_process_id="order-process",
+        version=3,
+        process_definition_key=_DEFINITION,
+        process_instance_key=_INSTANCE,
+        element_id="charge-card",
+        flow_scope_key=_INSTANCE,
+        bpmn_element_type=BpmnElementType.SERVICE_TASK,
+        bpmn_event_type=BpmnEventType.UNSPECIFIED,
+    )
+    common: dict[str, Any] = {
+        "partition_id": 1,
+        "timestamp": 1_764_000_000_000,
+        "source_record_position": 42,
+        "engine_version": __version__,
+    }
+    return {
+        "job": event(JobIntent.CREATED, job, _INSTANCE + 8, **common),
+        "process_instance": event(
+            ProcessInstanceIntent.ELEMENT_ACTIVATED, element, _INSTANCE + 7, **common
+        ),
+    }
+
+
+def _median_us(call: Callable[[], object], rounds: int, batch: int) -> float:
+    samples = []
+    for _ in range(rounds):
+        started = time.perf_counter()
+        for _ in range(batch):
+            call()
+        samples.append((time.perf_counter() - started) / batch * 1e6)
+    return round(statistics.median(samples), 2)
+
+
+def run(rounds: int = 15, batch: int = 2000) -> dict[str, Any]:
+    codec = RecordCodec()
+    encode_us: dict[str, float] = {}
+    decode_us: dict[str, float] = {}
+    sizes: dict[str, int] = {}
+    for name, record in typical_records().items():
+        data = codec.encode(record)
+        assert codec.decode(data) == record, "round trip changed the record"
+        sizes[name] = len(data)
+        encode_us[name] = _median_us(lambda r=record: codec.encode(r), rounds, batch)  # type: ignore[misc]
+        decode_us[name] = _median_us(lambda d=data: codec.decode(d), rounds, batch)  # type: ignore[misc]
+    return {
+        "bench": "codec",
+        "encode_us": encode_us,
+        "decode_us": decode_us,
+        "bytes": sizes,
+        "rounds": rounds,
+        "batch": batch,
+        "python": platform.python_version(),
+        "fastavro": fastavro.__version__,
+    }
