@@ -7,6 +7,7 @@ using it would break routing (keys encode partitions) or retention guarantees.
 
 from __future__ import annotations
 
+import time
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -123,7 +124,7 @@ def apply_topics(admin: AdminClient, specs: list[TopicSpec]) -> dict[str, TopicO
     actual_configs = _describe_configs(admin, [s.name for s in verify]) if verify else {}
     for spec in verify:
         outcomes[spec.name] = TopicOutcome.EXISTS
-        actual_partitions = len(metadata.topics[spec.name].partitions)
+        actual_partitions = _partition_count(admin, spec.name)
         if actual_partitions != spec.partitions:
             conflicts.append(
                 f"{spec.name}: has {actual_partitions} partitions, the spec needs {spec.partitions}"
@@ -142,7 +143,33 @@ def apply_topics(admin: AdminClient, specs: list[TopicSpec]) -> dict[str, TopicO
     return outcomes
 
 
+def _partition_count(admin: AdminClient, name: str) -> int:
+    """Partitions of an existing topic, waiting briefly for metadata of a just-created one."""
+    deadline = time.monotonic() + _TIMEOUT_S
+    while True:
+        topic = admin.list_topics(topic=name, timeout=_TIMEOUT_S).topics.get(name)
+        if topic is not None and topic.error is None and topic.partitions:
+            return len(topic.partitions)
+        if time.monotonic() > deadline:
+            raise PartitaError(f"topic {name!r} exists but its metadata is not available")
+        time.sleep(0.2)
+
+
 def _describe_configs(admin: AdminClient, names: list[str]) -> dict[str, dict[str, str]]:
+    """Topic configs by name. A topic created a moment ago may not be known to every broker
+    yet (metadata propagates asynchronously), so UNKNOWN_TOPIC_OR_PART is retried briefly."""
+    deadline = time.monotonic() + _TIMEOUT_S
+    while True:
+        try:
+            return _describe_configs_once(admin, names)
+        except KafkaException as exc:
+            error = exc.args[0]
+            if error.code() != KafkaError.UNKNOWN_TOPIC_OR_PART or time.monotonic() > deadline:
+                raise PartitaError(f"describing topics {names} failed: {error.str()}") from None
+            time.sleep(0.2)
+
+
+def _describe_configs_once(admin: AdminClient, names: list[str]) -> dict[str, dict[str, str]]:
     resources = [ConfigResource(ConfigResource.Type.TOPIC, name) for name in names]
     result: dict[str, dict[str, str]] = {}
     for resource, future in admin.describe_configs(resources, request_timeout=_TIMEOUT_S).items():

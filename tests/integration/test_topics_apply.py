@@ -79,3 +79,15 @@ def test_cli_topics_apply_reports_and_exits_nonzero_on_conflict(
     err = capsys.readouterr().err
     assert "has 3 partitions, the spec needs 5" in err
     assert "PARTITA_NAMESPACE" in err
+
+
+def test_partita_up_against_an_existing_cluster_applies_topics_and_says_what_runs(
+    config: Config, capsys: pytest.CaptureFixture[str]
+) -> None:
+    flags = ["--bootstrap-servers", config.bootstrap, "--namespace", config.namespace]
+    assert main(["up", *flags]) == 0
+    out = capsys.readouterr().out
+    assert f"created  {config.log_topic} (3 partitions)" in out
+    assert "Partita is ready." in out and config.bootstrap in out
+    assert main(["up", *flags]) == 0  # again: everything exists, nothing changes
+    assert f"exists   {config.log_topic}" in capsys.readouterr().out
