@@ -1,0 +1,85 @@
+"""Typed column families with Zeebe's semantics, read and written through the batch overlay."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+from engine.state.errors import KeyExistsError, KeyNotFoundError
+
+if TYPE_CHECKING:
+    from engine.state.columns import ColumnFamilyDef
+    from engine.state.transaction import Overlay
+
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+class ColumnFamily(Generic[K, V]):
+    """One column family of a partition. Every read sees the batch's own writes.
+
+    `insert` fails if the key exists, `update` and `delete_existing` fail if it is absent (a
+    typed error naming the column family and key); `upsert` and `delete` never fail.
+    """
+
+    def __init__(self, definition: ColumnFamilyDef[K, V], overlay: Overlay) -> None:
+        self.name = definition.name
+        self._key = definition.key
+        self._value = definition.value
+        self._overlay = overlay
+
+    def get(self, key: K) -> V | None:
+        raw = self._overlay.get(self.name, self._key.encode(key))
+        return None if raw is None else self._value.decode(raw)
+
+    def exists(self, key: K) -> bool:
+        return self._overlay.get(self.name, self._key.encode(key)) is not None
+
+    def insert(self, key: K, value: V) -> None:
+        encoded = self._key.encode(key)
+        if self._overlay.get(self.name, encoded) is not None:
+            raise KeyExistsError(self.name, key)
+        self._overlay.put(self.name, encoded, self._value.encode(value))
+
+    def update(self, key: K, value: V) -> None:
+        encoded = self._key.encode(key)
+        if self._overlay.get(self.name, encoded) is None:
+            raise KeyNotFoundError(self.name, key, "update")
+        self._overlay.put(self.name, encoded, self._value.encode(value))
+
+    def upsert(self, key: K, value: V) -> None:
+        self._overlay.put(self.name, self._key.encode(key), self._value.encode(value))
+
+    def delete_existing(self, key: K) -> None:
+        encoded = self._key.encode(key)
+        if self._overlay.get(self.name, encoded) is None:
+            raise KeyNotFoundError(self.name, key, "delete_existing")
+        self._overlay.put(self.name, encoded, None)
+
+    def delete(self, key: K) -> None:
+        self._overlay.put(self.name, self._key.encode(key), None)
+
+    def items(self, prefix: bytes = b"") -> Iterator[tuple[K, V]]:
+        """Entries in key order, optionally only those whose encoded key starts with `prefix`."""
+        decode_key, decode_value = self._key.decode, self._value.decode
+        for raw_key, raw_value in self._overlay.scan(self.name, prefix):
+            yield decode_key(raw_key), decode_value(raw_value)
+
+    def for_each(self, visitor: Callable[[K, V], Any]) -> None:
+        """Visit every entry in key order; the visitor returning False stops the iteration."""
+        for key, value in self.items():
+            if visitor(key, value) is False:
+                return
+
+    def while_equal_prefix(self, prefix: bytes, visitor: Callable[[K, V], Any]) -> None:
+        """Visit entries whose key starts with `prefix` (see `CompositeKey.prefix`), in key
+        order, until the visitor returns False."""
+        for key, value in self.items(prefix):
+            if visitor(key, value) is False:
+                return
+
+    def is_empty(self) -> bool:
+        return next(self._overlay.scan(self.name, b""), None) is None
+
+    def count(self) -> int:
+        return sum(1 for _ in self._overlay.scan(self.name, b""))

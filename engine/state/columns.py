@@ -1,0 +1,87 @@
+"""Column family declarations: a name, a key codec and a value codec each.
+
+`ColumnFamilies` is the one place the engine's column families are declared; adding one is one
+line there. The numeric order of declaration is also the order of the state digest.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+from engine.state.keys import (
+    CompositeKey,
+    ForeignKey,
+    IntKey,
+    KeyCodec,
+    LongKey,
+    StrKey,
+)
+from engine.state.values import ValueCodec
+
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+@dataclass(frozen=True, slots=True)
+class ColumnFamilyDef(Generic[K, V]):
+    """A column family: its RocksDB name and how its keys and values are encoded."""
+
+    name: str
+    key: KeyCodec[K]
+    value: ValueCodec[V]
+
+
+def cf(name: str, key: KeyCodec[K], value_type: Any, version: int = 1) -> ColumnFamilyDef[K, Any]:
+    return ColumnFamilyDef(name, key, ValueCodec(value_type, version))
+
+
+_LONG = LongKey()
+_STR = StrKey()
+_INSTANCE = ForeignKey(LongKey(), "element_instance")
+_NIL_VALUE = type(None)
+
+
+class ColumnFamilies:
+    """Every column family of a partition. Values are plain JSON-compatible types for now;
+    the engine's processors replace `Any` with their state dataclasses as they are built."""
+
+    META = cf("meta", _STR, Any)  # positions, key generator, schema version
+    PROCESS_BY_KEY = cf("process_by_key", _LONG, Any)
+    PROCESS_BY_ID_AND_VERSION = cf(  # -> the process definition key
+        "process_by_id_and_version", CompositeKey(_STR, IntKey()), int
+    )
+    LATEST_PROCESS_VERSION = cf("latest_process_version", _STR, int)
+    ELEMENT_INSTANCE = cf("element_instance", _LONG, Any)
+    ELEMENT_INSTANCE_CHILDREN = cf(
+        "element_instance_children", CompositeKey(_INSTANCE, _LONG), _NIL_VALUE
+    )
+    JOB = cf("job", _LONG, Any)
+    JOB_STATE = cf("job_state", _LONG, str)
+    JOB_ACTIVATABLE = cf("job_activatable", CompositeKey(_STR, _LONG), _NIL_VALUE)
+    JOB_DEADLINE = cf("job_deadline", CompositeKey(_LONG, _LONG), _NIL_VALUE)
+    JOB_BACKOFF = cf("job_backoff", CompositeKey(_LONG, _LONG), _NIL_VALUE)
+    MESSAGE = cf("message", _LONG, Any)
+    MESSAGE_CORRELATION = cf("message_correlation", CompositeKey(_STR, _STR, _LONG), _NIL_VALUE)
+    MESSAGE_DEADLINE = cf("message_deadline", CompositeKey(_LONG, _LONG), _NIL_VALUE)
+    MESSAGE_ID = cf("message_id", CompositeKey(_STR, _STR, _STR), int)
+    MESSAGE_SUBSCRIPTION = cf("message_subscription", CompositeKey(_STR, _STR, _LONG), Any)
+    PROCESS_MESSAGE_SUBSCRIPTION = cf(
+        "process_message_subscription", CompositeKey(_INSTANCE, _STR), Any
+    )
+    MESSAGE_START_EVENT_SUBSCRIPTION = cf(
+        "message_start_event_subscription", CompositeKey(_STR, _LONG), Any
+    )
+    TIMER = cf("timer", CompositeKey(_INSTANCE, _LONG), Any)
+    TIMER_DUE_DATE = cf("timer_due_date", CompositeKey(_LONG, _INSTANCE, _LONG), _NIL_VALUE)
+    VARIABLE = cf("variable", CompositeKey(_LONG, _STR), str)
+    INCIDENT = cf("incident", _LONG, Any)
+    INCIDENT_BY_ELEMENT = cf("incident_by_element", _INSTANCE, int)
+    BANNED_INSTANCE = cf("banned_instance", _LONG, _NIL_VALUE)
+    AWAIT_RESULT = cf("await_result", _LONG, Any)
+    DOWNSTREAM_POSITION = cf("downstream_position", _STR, int)
+
+    @classmethod
+    def all(cls) -> tuple[ColumnFamilyDef[Any, Any], ...]:
+        """Every declaration, in declaration order."""
+        return tuple(v for v in vars(cls).values() if isinstance(v, ColumnFamilyDef))

@@ -1,0 +1,175 @@
+"""One RocksDB per partition (rocksdict, raw mode) with the declared column families.
+
+All reads and writes go through the batch overlay (`engine.state.transaction`); `commit` writes
+the overlay and the meta positions in one `WriteBatch` with the WAL on, so after a crash the
+store holds exactly the last committed batch. `rollback` discards the overlay.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, TypeVar
+
+from rocksdict import Checkpoint, Options, Rdict, ReadOptions, WriteBatch, WriteOptions
+
+from engine.state.column_family import ColumnFamily
+from engine.state.columns import ColumnFamilies, ColumnFamilyDef
+from engine.state.errors import StateError
+from engine.state.transaction import Overlay
+
+K = TypeVar("K")
+V = TypeVar("V")
+
+META = ColumnFamilies.META
+LAST_PROCESSED_POSITION = "last_processed_position"
+LAST_APPLIED_POSITION = "last_applied_position"
+
+
+def _options() -> Options:
+    options = Options(raw_mode=True)
+    options.create_if_missing(True)
+    options.create_missing_column_families(True)
+    return options
+
+
+def _prefix_end(prefix: bytes) -> bytes | None:
+    """The smallest key greater than every key starting with `prefix` (None: unbounded)."""
+    trimmed = prefix.rstrip(b"\xff")
+    if not trimmed:
+        return None
+    return trimmed[:-1] + bytes([trimmed[-1] + 1])
+
+
+class PartitionDb:
+    """The state of one partition. Single-threaded: one batch (overlay) at a time."""
+
+    def __init__(
+        self, path: Path, definitions: tuple[ColumnFamilyDef[Any, Any], ...] | None = None
+    ) -> None:
+        self.path = Path(path)
+        self.definitions = definitions or ColumnFamilies.all()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        column_families = {d.name: Options(raw_mode=True) for d in self.definitions}
+        try:
+            self._db = Rdict(str(self.path), options=_options(), column_families=column_families)
+        except Exception as exc:  # rocksdict raises plain exceptions (lock held, corruption)
+            raise StateError(f"cannot open the state store at {self.path}: {exc}") from None
+        self._handles = {
+            d.name: self._db.get_column_family_handle(d.name) for d in self.definitions
+        }
+        self._cfs = {d.name: self._db.get_column_family(d.name) for d in self.definitions}
+        self._write_options = WriteOptions()
+        self._write_options.sync = False  # WAL on; fsync per batch is the OS's job after a crash
+        self.overlay = Overlay(self._db_get, self._db_scan)
+        self.meta: ColumnFamily[str, Any] = self.column(META)
+
+    # -- raw access for the overlay -------------------------------------------------------------
+
+    def _db_get(self, cf: str, key: bytes) -> bytes | None:
+        value: bytes | None = self._cfs[cf].get(key)
+        return value
+
+    def _db_scan(self, cf: str, prefix: bytes) -> Iterator[tuple[bytes, bytes]]:
+        read_options = ReadOptions()
+        if prefix:
+            read_options.set_iterate_lower_bound(prefix)
+            end = _prefix_end(prefix)
+            if end is not None:
+                read_options.set_iterate_upper_bound(end)
+        iterator = self._cfs[cf].iter(read_options)
+        iterator.seek_to_first()
+        while iterator.valid():
+            yield iterator.key(), iterator.value()
+            iterator.next()
+
+    # -- API ----------------------------------------------------------------------------------
+
+    def column(self, definition: ColumnFamilyDef[K, V]) -> ColumnFamily[K, V]:
+        """The typed column family `definition`, reading and writing through the overlay."""
+        if definition.name not in self._handles:
+            raise StateError(f"column family {definition.name!r} is not declared in this store")
+        return ColumnFamily(definition, self.overlay)
+
+    def commit(
+        self,
+        *,
+        last_processed_position: int | None = None,
+        last_applied_position: int | None = None,
+    ) -> int:
+        """Write the overlay (plus the given positions) in one WriteBatch; returns its size."""
+        if last_processed_position is not None:
+            self.meta.upsert(LAST_PROCESSED_POSITION, last_processed_position)
+        if last_applied_position is not None:
+            self.meta.upsert(LAST_APPLIED_POSITION, last_applied_position)
+        batch = WriteBatch(raw_mode=True)
+        size = 0
+        for cf, writes in self.overlay.writes.items():
+            handle = self._handles[cf]
+            for key, value in writes.items():
+                if value is None:
+                    batch.delete(key, handle)
+                else:
+                    batch.put(key, value, handle)
+                size += 1
+        if size:
+            self._db.write(batch, self._write_options)
+        self.overlay.clear()
+        return size
+
+    def rollback(self) -> None:
+        """Discard every uncommitted write."""
+        self.overlay.clear()
+
+    def position(self, name: str) -> int:
+        """A committed (or pending) meta position; -1 when never written."""
+        value = self.meta.get(name)
+        return -1 if value is None else int(value)
+
+    def checkpoint(self, target: Path) -> Path:
+        """A consistent RocksDB checkpoint (hard links) of the committed state at `target`."""
+        if len(self.overlay):
+            raise StateError("checkpoint with uncommitted writes; commit or roll back first")
+        if target.exists():
+            raise StateError(f"checkpoint target {target} already exists")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        Checkpoint(self._db).create_checkpoint(str(target))
+        return target
+
+    def digest(self) -> str:
+        """SHA-256 of the committed state: every column family in declaration order, every
+        entry in key order. Equal state gives an equal digest on any machine."""
+        sha = hashlib.sha256()
+        for definition in self.definitions:
+            name = definition.name.encode()
+            sha.update(len(name).to_bytes(4, "big") + name)
+            for key, value in self._db_scan(definition.name, b""):
+                sha.update(len(key).to_bytes(4, "big") + key)
+                sha.update(len(value).to_bytes(4, "big") + value)
+        return sha.hexdigest()
+
+    def close(self) -> None:
+        """Release the store (and its lock). Column family views must be closed first, else
+        RocksDB keeps the lock until they are garbage collected."""
+        self.overlay.clear()
+        for column_family in self._cfs.values():
+            column_family.close()
+        self._cfs.clear()
+        self._handles.clear()
+        self._db.close()
+
+    def __enter__(self) -> PartitionDb:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    @classmethod
+    def open_checkpoint(cls, checkpoint: Path, target: Path) -> PartitionDb:
+        """Copy a checkpoint to `target` and open it (the checkpoint stays untouched)."""
+        if target.exists():
+            shutil.rmtree(target)
+        shutil.copytree(checkpoint, target)
+        return cls(target)

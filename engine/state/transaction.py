@@ -1,0 +1,101 @@
+"""The in-memory overlay that gives a batch read-your-writes over RocksDB.
+
+Writes land in a per-column-family dict (`None` marks a delete). Reads look at the overlay
+first; prefix iteration merges the overlay's keys with RocksDB's in key order and hides deletes.
+Savepoints record the previous overlay entry of every key written after them, so one command's
+changes can be undone inside a batch. Nothing reaches RocksDB until `PartitionDb.commit`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+from engine.state.errors import SavepointError
+
+_ABSENT = object()
+Scan = Callable[[str, bytes], Iterator[tuple[bytes, bytes]]]
+Get = Callable[[str, bytes], bytes | None]
+
+
+class Overlay:
+    """Uncommitted writes of one batch, with savepoints. Single-threaded by design."""
+
+    def __init__(self, get: Get, scan: Scan) -> None:
+        self._db_get = get
+        self._db_scan = scan
+        self.writes: dict[str, dict[bytes, bytes | None]] = {}
+        self._undo: list[list[tuple[str, bytes, object]]] = []
+
+    def __len__(self) -> int:
+        return sum(len(w) for w in self.writes.values())
+
+    def get(self, cf: str, key: bytes) -> bytes | None:
+        writes = self.writes.get(cf)
+        if writes is not None and key in writes:
+            return writes[key]
+        return self._db_get(cf, key)
+
+    def put(self, cf: str, key: bytes, value: bytes | None) -> None:
+        """Set `key` to `value`; `None` deletes it."""
+        writes = self.writes.setdefault(cf, {})
+        if self._undo:
+            self._undo[-1].append((cf, key, writes.get(key, _ABSENT)))
+        writes[key] = value
+
+    def scan(self, cf: str, prefix: bytes) -> Iterator[tuple[bytes, bytes]]:
+        """Live entries whose key starts with `prefix`, in key order, overlay merged in.
+
+        The overlay's keys are taken when iteration starts; writes made while iterating are
+        not visited.
+        """
+        writes = self.writes.get(cf)
+        if not writes:
+            yield from self._db_scan(cf, prefix)
+            return
+        pending = sorted((k, v) for k, v in writes.items() if k.startswith(prefix))
+        index = 0
+        for key, value in self._db_scan(cf, prefix):
+            while index < len(pending) and pending[index][0] < key:
+                own_key, own_value = pending[index]
+                index += 1
+                if own_value is not None:
+                    yield own_key, own_value
+            if index < len(pending) and pending[index][0] == key:
+                own_value = pending[index][1]
+                index += 1
+                if own_value is not None:
+                    yield key, own_value
+                continue
+            yield key, value
+        for own_key, own_value in pending[index:]:
+            if own_value is not None:
+                yield own_key, own_value
+
+    # -- savepoints ---------------------------------------------------------------------------
+
+    def savepoint(self) -> None:
+        """Mark the current overlay; `rollback_to_savepoint` returns to it."""
+        self._undo.append([])
+
+    def rollback_to_savepoint(self) -> None:
+        """Undo every write since the last savepoint and drop that savepoint."""
+        if not self._undo:
+            raise SavepointError("rollback_to_savepoint without a savepoint")
+        for cf, key, previous in reversed(self._undo.pop()):
+            writes = self.writes[cf]
+            if previous is _ABSENT:
+                del writes[key]
+            else:
+                writes[key] = previous  # type: ignore[assignment]
+
+    def release_savepoint(self) -> None:
+        """Keep the writes since the last savepoint; they join the enclosing savepoint, if any."""
+        if not self._undo:
+            raise SavepointError("release_savepoint without a savepoint")
+        released = self._undo.pop()
+        if self._undo:
+            self._undo[-1].extend(released)
+
+    def clear(self) -> None:
+        self.writes.clear()
+        self._undo.clear()

@@ -1,0 +1,110 @@
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from engine.state.errors import EncodingError
+from engine.state.keys import BytesKey, CompositeKey, IntKey, LongKey, NilKey, StrKey
+from engine.state.values import ValueCodec
+
+LONGS = st.integers(min_value=-(2**63), max_value=2**63 - 1)
+INTS = st.integers(min_value=-(2**31), max_value=2**31 - 1)
+
+
+@given(st.lists(LONGS, min_size=2))
+def test_long_encoding_preserves_order(values: list[int]) -> None:
+    codec = LongKey()
+    assert sorted(values, key=codec.encode) == sorted(values)
+    assert all(codec.decode(codec.encode(v)) == v for v in values)
+
+
+@given(st.lists(INTS, min_size=2))
+def test_int_encoding_preserves_order(values: list[int]) -> None:
+    codec = IntKey()
+    assert sorted(values, key=codec.encode) == sorted(values)
+
+
+@given(st.lists(st.text(), min_size=2))
+def test_string_encoding_preserves_utf8_order_and_round_trips(values: list[str]) -> None:
+    codec = StrKey()
+    assert sorted(values, key=codec.encode) == sorted(values, key=lambda s: s.encode())
+    assert all(codec.decode(codec.encode(v)) == v for v in values)
+
+
+@given(st.lists(st.tuples(st.binary(), LONGS, st.text()), min_size=2))
+def test_composite_keys_order_by_components(values: list[tuple[bytes, int, str]]) -> None:
+    codec = CompositeKey(BytesKey(), LongKey(), StrKey())
+    assert sorted(values, key=codec.encode) == sorted(
+        values, key=lambda t: (t[0], t[1], t[2].encode())
+    )
+    assert all(codec.decode(codec.encode(v)) == v for v in values)
+
+
+def test_strings_have_no_prefix_collisions() -> None:
+    pair = CompositeKey(StrKey(), StrKey())
+    assert pair.encode(("ab", "")) != pair.encode(("a", "b"))
+    assert not pair.encode(("ab", "c")).startswith(pair.prefix("a"))
+    assert pair.encode(("a", "zzz")).startswith(pair.prefix("a"))
+    assert StrKey().decode(StrKey().encode("a\x00b")) == "a\x00b"
+
+
+def test_nested_composites_and_nil() -> None:
+    inner = CompositeKey(LongKey(), StrKey())
+    outer = CompositeKey(inner, IntKey())
+    assert outer.decode(outer.encode(((7, "x"), 3))) == ((7, "x"), 3)
+    assert outer.encode(((7, "x"), 3)).startswith(outer.prefix((7, "x")))
+    assert NilKey().encode(None) == b""
+
+
+def test_bad_keys_are_typed_errors() -> None:
+    with pytest.raises(EncodingError, match="not a 64-bit"):
+        LongKey().encode(2**63)
+    with pytest.raises(EncodingError, match="not a 2-tuple"):
+        CompositeKey(LongKey(), LongKey()).encode((1,))
+    with pytest.raises(EncodingError, match="trailing"):
+        LongKey().decode(bytes(9))
+
+
+class Color(Enum):
+    RED = 1
+    BLUE = 2
+
+
+@dataclass(frozen=True, slots=True)
+class Old:
+    name: str
+    size: int
+
+
+@dataclass(frozen=True, slots=True)
+class New:
+    name: str
+    size: int
+    color: Color = Color.RED
+    tags: tuple[str, ...] = ()
+    blob: bytes | None = None
+
+
+def test_values_are_versioned_deterministic_and_round_trip() -> None:
+    codec: ValueCodec[New] = ValueCodec(New)
+    value = New("a", 2, Color.BLUE, ("x", "y"), b"\x00\xff")
+    data = codec.encode(value)
+    assert data[0] == 1
+    assert codec.decode(data) == value
+    assert codec.encode(New("a", 2, Color.BLUE, ("x", "y"), b"\x00\xff")) == data
+    dicts: ValueCodec[dict[str, int]] = ValueCodec(dict[str, int])
+    assert dicts.encode({"b": 1, "a": 2}) == dicts.encode({"a": 2, "b": 1})
+
+
+def test_a_value_written_before_fields_were_added_decodes_with_defaults() -> None:
+    old = ValueCodec(Old).encode(Old("a", 2))
+    assert ValueCodec(New).decode(old) == New("a", 2)
+
+
+def test_an_unknown_value_version_is_a_typed_error() -> None:
+    with pytest.raises(EncodingError, match="expects value version 2, found 1"):
+        ValueCodec(Old, version=2).decode(ValueCodec(Old).encode(Old("a", 1)))

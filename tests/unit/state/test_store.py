@@ -1,0 +1,134 @@
+"""The partition store: Zeebe's column family semantics, overlay, savepoints, commits,
+checkpoints, digest and the key generator."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from engine.protocol.keys import encode_key
+from engine.state import ColumnFamilies as CF  # noqa: N817 - reads like Zeebe's ZbColumnFamilies
+from engine.state import KeyGenerator, PartitionDb
+from engine.state.errors import KeyExistsError, KeyNotFoundError, SavepointError, StateError
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> PartitionDb:
+    store = PartitionDb(tmp_path / "partition-1")
+    yield store  # type: ignore[misc]
+    store.close()
+
+
+def test_insert_update_delete_semantics_name_the_column_family_and_key(db: PartitionDb) -> None:
+    variables = db.column(CF.VARIABLE)
+    variables.insert((1, "x"), "1")
+    with pytest.raises(
+        KeyExistsError,
+        match=r"insert of an existing key: key \(1, 'x'\) in column family 'variable'",
+    ):
+        variables.insert((1, "x"), "2")
+    with pytest.raises(KeyNotFoundError, match="update of a missing key"):
+        variables.update((1, "y"), "2")
+    with pytest.raises(KeyNotFoundError, match="delete_existing of a missing key"):
+        variables.delete_existing((2, "x"))
+    variables.update((1, "x"), "3")
+    variables.upsert((1, "y"), "4")
+    variables.delete((9, "nothing"))  # never fails
+    assert variables.get((1, "x")) == "3"
+    assert variables.count() == 2 and not variables.is_empty()
+    variables.delete_existing((1, "x"))
+    assert variables.get((1, "x")) is None
+
+
+def test_prefix_iteration_merges_overlay_and_committed_state_in_key_order(db: PartitionDb) -> None:
+    children = db.column(CF.ELEMENT_INSTANCE_CHILDREN)
+    for child in (30, 10, 50):
+        children.insert((7, child), None)
+    children.insert((8, 1), None)
+    db.commit()
+    children.insert((7, 20), None)  # overlay only
+    children.delete((7, 30))  # deleted in the overlay
+
+    seen: list[int] = []
+    children.while_equal_prefix(
+        CF.ELEMENT_INSTANCE_CHILDREN.key.prefix(7), lambda k, _: seen.append(k[1])
+    )
+    assert seen == [10, 20, 50]
+
+    first_two: list[int] = []
+    children.while_equal_prefix(
+        CF.ELEMENT_INSTANCE_CHILDREN.key.prefix(7),
+        lambda k, _: first_two.append(k[1]) or len(first_two) < 2,
+    )
+    assert first_two == [10, 20]
+
+
+def test_savepoints_roll_back_one_command_inside_a_batch(db: PartitionDb) -> None:
+    jobs = db.column(CF.JOB_STATE)
+    jobs.insert(1, "ACTIVATABLE")
+    db.overlay.savepoint()
+    jobs.update(1, "ACTIVATED")
+    jobs.insert(2, "ACTIVATABLE")
+    db.overlay.rollback_to_savepoint()
+    assert jobs.get(1) == "ACTIVATABLE" and jobs.get(2) is None
+    db.overlay.savepoint()
+    jobs.insert(3, "FAILED")
+    db.overlay.release_savepoint()
+    db.commit()
+    assert [k for k, _ in jobs.items()] == [1, 3]
+    with pytest.raises(SavepointError):
+        db.overlay.rollback_to_savepoint()
+
+
+def test_commit_writes_positions_and_survives_reopen_rollback_discards(tmp_path: Path) -> None:
+    path = tmp_path / "p"
+    with PartitionDb(path) as db:
+        db.column(CF.BANNED_INSTANCE).insert(42, None)
+        db.commit(last_processed_position=100, last_applied_position=120)
+        db.column(CF.BANNED_INSTANCE).insert(43, None)
+        db.rollback()
+    with PartitionDb(path) as db:
+        assert [k for k, _ in db.column(CF.BANNED_INSTANCE).items()] == [42]
+        assert db.position("last_processed_position") == 100
+        assert db.position("last_applied_position") == 120
+
+
+def test_checkpoint_opens_with_the_same_digest_and_digest_tracks_state(tmp_path: Path) -> None:
+    with PartitionDb(tmp_path / "p") as db:
+        db.column(CF.VARIABLE).insert((1, "a"), '"x"')
+        db.column(CF.JOB).insert(5, {"type": "pay", "retries": 3})
+        db.commit()
+        digest = db.digest()
+        db.checkpoint(tmp_path / "cp")
+        with pytest.raises(StateError, match="already exists"):
+            db.checkpoint(tmp_path / "cp")
+        db.column(CF.VARIABLE).upsert((1, "a"), '"y"')
+        with pytest.raises(StateError, match="uncommitted"):
+            db.checkpoint(tmp_path / "cp2")
+        db.commit()
+        assert db.digest() != digest
+    with PartitionDb.open_checkpoint(tmp_path / "cp", tmp_path / "restored") as restored:
+        assert restored.digest() == digest
+        assert restored.column(CF.VARIABLE).get((1, "a")) == '"x"'
+
+
+def test_key_generator_survives_restart_rollback_and_replay(tmp_path: Path) -> None:
+    with PartitionDb(tmp_path / "p") as db:
+        keys = KeyGenerator(db, partition_id=3)
+        first = keys.next_key()
+        assert first == encode_key(3, 1)
+        db.commit()
+        keys.next_key()
+        db.rollback()  # the rolled-back command gives its key back
+        assert keys.next_key() == encode_key(3, 2)
+        keys.set_key_if_higher(encode_key(3, 40))  # replayed a record with a higher key
+        keys.set_key_if_higher(encode_key(4, 99))  # another partition's key: ignored
+        db.commit()
+    with PartitionDb(tmp_path / "p") as db:
+        assert KeyGenerator(db, 3).next_key() == encode_key(3, 41)
+
+
+def test_a_second_open_of_a_locked_store_is_a_clear_error(db: PartitionDb) -> None:
+    with pytest.raises(StateError, match="cannot open the state store"):
+        PartitionDb(db.path)
