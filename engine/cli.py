@@ -130,6 +130,16 @@ def cmd_bench_codec(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_bench_state(args: argparse.Namespace) -> int:
+    import json
+
+    from engine.bench import state
+
+    _progress(f"Timing the state store with {args.operations} operations...")
+    print(json.dumps(state.run(operations=args.operations)))
+    return 0
+
+
 def cmd_worker(args: argparse.Namespace) -> int:
     raise PartitaError(
         "the partition worker is not part of this build yet (it is tracked as issue 5);"
@@ -247,6 +257,15 @@ def build_parser() -> argparse.ArgumentParser:
         "--batch", type=int, default=2000, help="records per round (default: 2000)"
     )
     codec_bench.set_defaults(func=cmd_bench_codec)
+    state_bench = bench_commands.add_parser(
+        "state",
+        help="state store get/put/scan per second and commits of 1,000-op batches",
+        description="Throughput of the partition state store through the batch overlay.",
+    )
+    state_bench.add_argument(
+        "--operations", type=int, default=200_000, help="operations (default: 200000)"
+    )
+    state_bench.set_defaults(func=cmd_bench_state)
 
     add(
         commands,

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
-from rocksdict import Checkpoint, Options, Rdict, ReadOptions, WriteBatch, WriteOptions
+from rocksdict import Checkpoint, Options, Rdict, WriteBatch, WriteOptions
 
 from engine.state.column_family import ColumnFamily
 from engine.state.columns import ColumnFamilies, ColumnFamilyDef
@@ -33,14 +33,6 @@ def _options() -> Options:
     options.create_if_missing(True)
     options.create_missing_column_families(True)
     return options
-
-
-def _prefix_end(prefix: bytes) -> bytes | None:
-    """The smallest key greater than every key starting with `prefix` (None: unbounded)."""
-    trimmed = prefix.rstrip(b"\xff")
-    if not trimmed:
-        return None
-    return trimmed[:-1] + bytes([trimmed[-1] + 1])
 
 
 class PartitionDb:
@@ -73,16 +65,18 @@ class PartitionDb:
         return value
 
     def _db_scan(self, cf: str, prefix: bytes) -> Iterator[tuple[bytes, bytes]]:
-        read_options = ReadOptions()
+        # Seek and stop at the first key outside the prefix. (rocksdict's ReadOptions bounds
+        # are not raw-mode aware, so they are not used.)
+        iterator = self._cfs[cf].iter()
         if prefix:
-            read_options.set_iterate_lower_bound(prefix)
-            end = _prefix_end(prefix)
-            if end is not None:
-                read_options.set_iterate_upper_bound(end)
-        iterator = self._cfs[cf].iter(read_options)
-        iterator.seek_to_first()
+            iterator.seek(prefix)
+        else:
+            iterator.seek_to_first()
         while iterator.valid():
-            yield iterator.key(), iterator.value()
+            key = iterator.key()
+            if not key.startswith(prefix):
+                return
+            yield key, iterator.value()
             iterator.next()
 
     # -- API ----------------------------------------------------------------------------------
