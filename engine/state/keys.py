@@ -37,6 +37,13 @@ class KeyCodec(Generic[K]):
     def read(self, data: bytes, pos: int) -> tuple[K, int]:
         raise NotImplementedError
 
+    def prefix(self, *leading: Any) -> bytes:
+        """The encoded leading components of a key, for `while_equal_prefix`; for a simple
+        key, the key itself."""
+        if len(leading) != 1:
+            raise EncodingError(f"a prefix of a {self} key has exactly one component")
+        return self.encode(leading[0])
+
     def decode(self, data: bytes) -> K:
         key, end = self.read(data, 0)
         if end != len(data):
