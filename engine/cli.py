@@ -5,10 +5,14 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from engine import __version__
 from engine.config import Config
 from engine.errors import PartitaError
+
+if TYPE_CHECKING:
+    from engine.localkafka import LocalBroker
 
 
 def _progress(message: str) -> None:
@@ -26,7 +30,7 @@ def _config(args: argparse.Namespace) -> Config:
     )
 
 
-def _local_broker(config: Config):  # type: ignore[no-untyped-def]
+def _local_broker(config: Config) -> LocalBroker:
     from engine.localkafka import LocalBroker
 
     return LocalBroker(config.home, config.kafka_port, config.controller_port)
