@@ -32,7 +32,6 @@ from engine.protocol.errors import (
 from engine.protocol.intents import INTENTS_BY_VALUE_TYPE, intent_for
 from engine.protocol.records import Record
 from engine.protocol.schemas import WriterSchema, current_schema, known_schemas
-from engine.protocol.values import VALUE_TYPES
 
 _VALUE_TYPES = {member.name: member for member in ValueType}
 _RECORD_TYPES = {member.name: member for member in RecordType}
@@ -78,7 +77,7 @@ class RecordCodec:
         converter = self._by_class.get(type(record.value))
         if converter is None:
             raise EncodeError(f"{type(record.value).__name__} is not a record value class")
-        if VALUE_TYPES[converter.cls] is not record.value_type:
+        if converter.value_type is not record.value_type:
             raise EncodeError(
                 f"value type {record.value_type.name} does not match the value"
                 f" {converter.cls.__name__}"

@@ -13,7 +13,7 @@ from typing import Any
 from engine.protocol.convert import short_name
 from engine.protocol.enums import ValueType
 from engine.protocol.intents import INTENTS_BY_VALUE_TYPE
-from engine.protocol.schemas import current_schema
+from engine.protocol.schemas import current_schema, named_types
 from engine.protocol.values import VALUE_CLASSES
 
 
@@ -59,18 +59,6 @@ def _nested_records(schema: dict[str, Any]) -> list[dict[str, Any]]:
     return found
 
 
-def _enums(schema: Any, seen: dict[str, list[str]]) -> None:
-    if isinstance(schema, list):
-        for item in schema:
-            _enums(item, seen)
-    elif isinstance(schema, dict):
-        if schema.get("type") == "enum" and short_name(schema["name"]) != "Intent":
-            seen.setdefault(short_name(schema["name"]), schema["symbols"])
-        for key in ("fields", "type", "items", "values"):
-            if key in schema:
-                _enums(schema[key], seen)
-
-
 def render() -> str:
     raw = json.loads(current_schema().path.read_text())
     by_name = {short_name(b["name"]): b for b in raw["fields"][-1]["type"]}
@@ -108,11 +96,10 @@ def render() -> str:
         for nested in _nested_records(schema):
             out += [f"`{short_name(nested['name'])}`: {nested.get('doc', '')}", ""]
             out += [*_field_table(nested), ""]
-    enum_symbols: dict[str, list[str]] = {}
-    _enums(raw, enum_symbols)
     out += ["## Enums", ""]
-    for name, symbols in enum_symbols.items():
-        out += [f"- `{name}`: " + ", ".join(f"`{s}`" for s in symbols)]
+    for name, enum in named_types(raw, "enum").items():
+        if name != "Intent":  # listed per value type above
+            out += [f"- `{name}`: " + ", ".join(f"`{s}`" for s in enum["symbols"])]
     out.append("")
     return "\n".join(out)
 

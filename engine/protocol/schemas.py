@@ -45,6 +45,26 @@ def crc64_avro(data: bytes) -> int:
     return fp
 
 
+def named_types(schema: Any, kind: str) -> dict[str, dict[str, Any]]:
+    """Every named `kind` ("record" or "enum") defined in a raw schema, by short name, in
+    order of definition (nested definitions included)."""
+    found: dict[str, dict[str, Any]] = {}
+
+    def walk(node: Any) -> None:
+        if isinstance(node, list):
+            for item in node:
+                walk(item)
+        elif isinstance(node, dict):
+            if node.get("type") == kind:
+                found.setdefault(node["name"].rsplit(".", 1)[-1], node)
+            for key in ("fields", "type", "items", "values"):
+                if key in node:
+                    walk(node[key])
+
+    walk(schema)
+    return found
+
+
 @dataclass(frozen=True, slots=True)
 class WriterSchema:
     """One known schema version: its file, parsed form and fingerprint."""

@@ -88,7 +88,7 @@ def _converters(tp: Any) -> tuple[_Convert, _Convert]:
         to_item, from_item = _converters(args[0])
         build = tuple if origin is tuple else list
         return (lambda v: [to_item(i) for i in v]), (lambda v: build(from_item(i) for i in v))
-    if origin in (dict, Mapping) or (origin is not None and "Mapping" in str(origin)):
+    if origin in (dict, Mapping):
         to_item, from_item = _converters(args[1])
         return (
             lambda v: {k: to_item(i) for k, i in v.items()},

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import typing
+from collections.abc import Mapping
 from dataclasses import fields
 from enum import Enum
 from typing import Any
@@ -13,29 +14,19 @@ from engine.protocol.convert import snake_case
 from engine.protocol.enums import RecordType, ValueType
 from engine.protocol.intents import INTENTS_BY_VALUE_TYPE
 from engine.protocol.records import Record
-from engine.protocol.schemas import current_schema
+from engine.protocol.schemas import current_schema, named_types
 from engine.protocol.values import VALUE_CLASSES
 
 
 def _avro_int_fields() -> set[tuple[str, str]]:
     """(record name, attribute) of every Avro `int` field: samples keep them 32-bit."""
     raw = json.loads(current_schema().path.read_text())
-    found: set[tuple[str, str]] = set()
-
-    def walk(schema: Any) -> None:
-        if isinstance(schema, list):
-            for item in schema:
-                walk(item)
-        elif isinstance(schema, dict):
-            for field in schema.get("fields", []):
-                if field["type"] == "int":
-                    found.add((schema["name"], snake_case(field["name"])))
-                walk(field["type"])
-            if "items" in schema:
-                walk(schema["items"])
-
-    walk(raw)
-    return found
+    return {
+        (name, snake_case(field["name"]))
+        for name, record in named_types(raw, "record").items()
+        for field in record["fields"]
+        if field["type"] == "int"
+    }
 
 
 _INT_FIELDS = _avro_int_fields()
@@ -70,7 +61,7 @@ def _sample(hint: Any, i: int) -> Any:
         if isinstance(item, type) and hasattr(item, "__dataclass_fields__"):
             return (sample_value(item),)
         return (_sample(item, i), _sample(item, i + 1))
-    if origin is not None and "Mapping" in str(origin):
+    if origin is Mapping:
         return {"region": "eu", "tier": f"gold-{i}"}
     raise TypeError(f"no sample for {hint!r}")
 

@@ -11,31 +11,18 @@ from typing import Any
 import pytest
 
 from engine.protocol import enums
-from engine.protocol.convert import short_name, snake_case
+from engine.protocol.convert import snake_case
 from engine.protocol.docgen import render
 from engine.protocol.intents import ALL_INTENT_NAMES, INTENTS_BY_VALUE_TYPE
-from engine.protocol.schemas import current_schema
+from engine.protocol.schemas import current_schema, named_types
 from engine.protocol.values import VALUE_CLASSES
 
 ROOT = Path(__file__).resolve().parents[3]
 RAW = json.loads(current_schema().path.read_text())
 
 
-def _named(schema: Any, kind: str, found: dict[str, Any]) -> dict[str, Any]:
-    if isinstance(schema, list):
-        for item in schema:
-            _named(item, kind, found)
-    elif isinstance(schema, dict):
-        if schema.get("type") == kind:
-            found[short_name(schema["name"])] = schema
-        for key in ("fields", "type", "items", "values"):
-            if key in schema:
-                _named(schema[key], kind, found)
-    return found
-
-
-AVRO_ENUMS = _named(RAW, "enum", {})
-AVRO_RECORDS = _named(RAW, "record", {})
+AVRO_ENUMS = named_types(RAW, "enum")
+AVRO_RECORDS = named_types(RAW, "record")
 
 
 @pytest.mark.parametrize(
