@@ -94,6 +94,7 @@ class RecordCodec:
             "recordType": record.record_type.value,
             "valueType": record.value_type.value,
             "intent": record.intent.name,
+            "recordVersion": check_int32(record.record_version),
             "timestamp": record.timestamp,
             "rejectionType": None if rejection is None else rejection.value,
             "rejectionReason": record.rejection_reason,
@@ -202,6 +203,7 @@ class RecordCodec:
             None if rejection is None else RejectionType[rejection],
             datum["rejectionReason"],
             datum["engineVersion"],
+            datum["recordVersion"],
             -1 if offset is None else offset,
         )
 

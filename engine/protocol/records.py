@@ -27,6 +27,7 @@ class Record:
     rejection_type: RejectionType | None = None
     rejection_reason: str = ""
     engine_version: str = ""
+    record_version: int = 1
     position: int = -1
 
     @property

@@ -88,6 +88,7 @@ function envelope(valueType, intent, key, partitionId, branch, value) {
     recordType: 'COMMAND',
     valueType,
     intent,
+    recordVersion: 1,
     timestamp: 1764000000000n,
     rejectionType: null,
     rejectionReason: '',

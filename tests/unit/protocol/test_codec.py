@@ -67,7 +67,7 @@ def _v1() -> Any:
     return load_schema(contract_dir("avro") / "history" / "record.v1.avsc")
 
 
-def test_a_record_written_with_the_previous_schema_version_still_decodes() -> None:
+def test_a_record_written_with_the_first_schema_version_still_decodes() -> None:
     v1 = _v1()
     assert "tenantId" not in v1.canonical  # the real change: v2 added tenantId everywhere
     old_writer = RecordCodec(schemas=(v1,))
@@ -81,6 +81,14 @@ def test_a_record_written_with_the_previous_schema_version_still_decodes() -> No
     assert decoded.intent is JobIntent.COMPLETE and decoded.key == 7
 
 
+def test_a_record_written_before_record_version_existed_decodes_as_version_1() -> None:
+    v2 = load_schema(contract_dir("avro") / "history" / "record.v2.avsc")
+    assert "recordVersion" not in v2.canonical  # v3 added the envelope's recordVersion
+    old_bytes = RecordCodec(schemas=(v2,)).encode(command(JobIntent.COMPLETE, JobValue(), key=9))
+    decoded = CODEC.decode(old_bytes)
+    assert decoded.record_version == 1 and decoded.key == 9
+
+
 def test_without_the_old_version_in_history_its_records_are_an_unknown_schema() -> None:
     only_current = RecordCodec(schemas=(current_schema(),))
     old_bytes = RecordCodec(schemas=(_v1(),)).encode(command(JobIntent.COMPLETE, JobValue()))
@@ -90,7 +98,7 @@ def test_without_the_old_version_in_history_its_records_are_an_unknown_schema() 
 
 def test_known_schemas_are_the_current_one_then_history() -> None:
     assert known_schemas()[0] == current_schema()
-    assert {s.path.name for s in known_schemas()[1:]} == {"record.v1.avsc"}
+    assert {s.path.name for s in known_schemas()[1:]} == {"record.v1.avsc", "record.v2.avsc"}
 
 
 # -- bad input --------------------------------------------------------------------------------
