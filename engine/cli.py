@@ -145,10 +145,51 @@ def cmd_bench_state(args: argparse.Namespace) -> int:
 
 
 def cmd_worker(args: argparse.Namespace) -> int:
-    raise PartitaError(
-        "the partition worker is not part of this build yet (it is tracked as issue 5);"
-        " `partita up` prepares Kafka and the topics it will use"
+    import logging
+
+    from engine.stream.worker import Worker, load_engine
+
+    logging.basicConfig(
+        level=getattr(logging, args.log_level.upper()),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    config = _config(args)
+    worker = Worker(
+        config, load_engine(args.engine), max_commands_in_batch=args.max_commands_in_batch
+    )
+    worker.install_signal_handlers()
+    _progress(
+        f"Worker joining group {config.namespace}.engine on {config.log_topic} at"
+        f" {config.bootstrap} (state in {config.home / 'state' / config.namespace})"
+    )
+    worker.run()
+    _progress("Worker stopped.")
+    return 0
+
+
+def cmd_verify_replay(args: argparse.Namespace) -> int:
+    from engine.log.admin import admin_client
+    from engine.stream.verify import verify_replay
+    from engine.stream.worker import load_engine
+
+    config = _config(args)
+    engine = load_engine(args.engine)
+    if args.partition is not None:
+        partitions = [args.partition]
+    else:
+        topic = admin_client(config.bootstrap).list_topics(config.log_topic, timeout=30)
+        partitions = sorted(topic.topics[config.log_topic].partitions)
+    different = 0
+    for partition in partitions:
+        result = verify_replay(config, engine, partition)
+        verdict = "equal" if result.equal else "DIFFERENT"
+        print(
+            f"partition {partition}: live {result.live_digest[:16]} replayed"
+            f" {result.replayed_digest[:16]} at position {result.position}"
+            f" ({result.events} events): {verdict}"
+        )
+        different += not result.equal
+    return 1 if different else 0
 
 
 # -- parser -----------------------------------------------------------------------------------
@@ -248,6 +289,21 @@ def build_parser() -> argparse.ArgumentParser:
         local=True,
     )
 
+    verify = add(
+        commands,
+        "verify-replay",
+        cmd_verify_replay,
+        "rebuild partition state from the log and compare its digest with the live store",
+        local=True,
+    )
+    verify.add_argument("--partition", type=int, help="only this partition (default: all)")
+    verify.add_argument(
+        "--engine",
+        default="engine.processing.builtin:build_engine",
+        metavar="MODULE:FUNCTION",
+        help="factory of the appliers to replay with (default: the built-in engine)",
+    )
+
     bench = commands.add_parser("bench", help="benchmarks; each prints one JSON line")
     bench_commands = bench.add_subparsers(dest="bench_command", metavar="BENCH", required=True)
     codec_bench = bench_commands.add_parser(
@@ -271,12 +327,27 @@ def build_parser() -> argparse.ArgumentParser:
     )
     state_bench.set_defaults(func=cmd_bench_state)
 
-    add(
+    worker = add(
         commands,
         "worker",
         cmd_worker,
-        "run a partition worker (issue 5: not built yet)",
+        "run a partition worker: join the engine group and process the log's commands",
         local=True,
+    )
+    worker.add_argument(
+        "--engine",
+        default="engine.processing.builtin:build_engine",
+        metavar="MODULE:FUNCTION",
+        help="factory of the processors and appliers to run (default: the built-in engine)",
+    )
+    worker.add_argument(
+        "--max-commands-in-batch",
+        type=int,
+        default=100,
+        help="commands (a command and its follow-ups) processed per batch (default: 100)",
+    )
+    worker.add_argument(
+        "--log-level", default="info", choices=["debug", "info", "warning", "error"]
     )
     return parser
 

@@ -8,7 +8,6 @@ may carry Spring Kafka's reply headers; the engine answers to that address.
 from __future__ import annotations
 
 import struct
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 from engine.protocol.records import Record
@@ -25,7 +24,8 @@ COMMAND = b"COMMAND"
 EVENT = b"EVENT"
 COMMAND_REJECTION = b"COMMAND_REJECTION"
 
-Headers = list[tuple[str, bytes]]
+Headers = list[tuple[str, str | bytes | None]]
+"""Headers as confluent-kafka takes and returns them."""
 
 
 def record_headers(record: Record) -> Headers:
@@ -37,16 +37,17 @@ def record_headers(record: Record) -> Headers:
     ]
 
 
-def header(headers: Sequence[tuple[str, bytes | None]] | None, name: str) -> bytes | None:
+def header(headers: Headers | dict[str, str | bytes | None] | None, name: str) -> bytes | None:
     """The first value of header `name`, or None."""
     if headers:
-        for key, value in headers:
+        items = headers.items() if isinstance(headers, dict) else headers
+        for key, value in items:
             if key == name:
-                return value
+                return value.encode() if isinstance(value, str) else value
     return None
 
 
-def is_command(headers: Sequence[tuple[str, bytes | None]] | None) -> bool:
+def is_command(headers: Headers | dict[str, str | bytes | None] | None) -> bool:
     """True when the headers mark a COMMAND; the hot-path filter that avoids decoding events.
 
     Records without the header are treated as commands so that they get decoded and, if they
@@ -74,7 +75,7 @@ class ReplyTo:
         return result
 
 
-def reply_to(headers: Sequence[tuple[str, bytes | None]] | None) -> ReplyTo | None:
+def reply_to(headers: Headers | dict[str, str | bytes | None] | None) -> ReplyTo | None:
     """The reply address of a request, or None when it carries no (valid) `kafka_replyTopic`.
 
     `kafka_replyPartition` is a 4-byte big-endian int; any other length is ignored (the reply

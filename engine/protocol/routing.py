@@ -7,8 +7,11 @@ clients get the same with `partitioner=murmur2_random`.
 
 from __future__ import annotations
 
+from engine.protocol.enums import ValueType
 from engine.protocol.errors import InvalidKeyError
+from engine.protocol.intents import DeploymentIntent, MessageIntent
 from engine.protocol.keys import kafka_partition_of_key
+from engine.protocol.records import Record
 
 _M = 0x5BD1E995
 _SEED = 0x9747B28C
@@ -61,3 +64,22 @@ def partition_for_key(key: int, partition_count: int) -> int:
             f"key {key} belongs to partition {partition}, but the log has {partition_count}"
         )
     return partition
+
+
+def partition_for_command(record: Record, partition_count: int, default: int) -> int:
+    """The Kafka partition a command belongs on (ARCHITECTURE.md section 4); `default` for
+    commands that may go anywhere (process instance creation) or carry an invalid key (the
+    owner of `default` then rejects them)."""
+    if record.key > 0:
+        try:
+            return partition_for_key(record.key, partition_count)
+        except InvalidKeyError:
+            return default
+    if record.value_type is ValueType.MESSAGE and record.intent is MessageIntent.PUBLISH:
+        return partition_for_correlation_key(
+            record.value.correlation_key,  # type: ignore[union-attr]
+            partition_count,
+        )
+    if record.value_type is ValueType.DEPLOYMENT and record.intent is DeploymentIntent.CREATE:
+        return 0
+    return default

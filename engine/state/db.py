@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
-from rocksdict import Checkpoint, Options, Rdict, WriteBatch, WriteOptions
+from rocksdict import AccessType, Checkpoint, Options, Rdict, WriteBatch, WriteOptions
 
 from engine.state.column_family import ColumnFamily
 from engine.state.columns import ColumnFamilies, ColumnFamilyDef
@@ -39,14 +39,28 @@ class PartitionDb:
     """The state of one partition. Single-threaded: one batch (overlay) at a time."""
 
     def __init__(
-        self, path: Path, definitions: tuple[ColumnFamilyDef[Any, Any], ...] | None = None
+        self,
+        path: Path,
+        definitions: tuple[ColumnFamilyDef[Any, Any], ...] | None = None,
+        *,
+        read_only: bool = False,
     ) -> None:
         self.path = Path(path)
         self.definitions = definitions or ColumnFamilies.all()
         self.path.parent.mkdir(parents=True, exist_ok=True)
         column_families = {d.name: Options(raw_mode=True) for d in self.definitions}
         try:
-            self._db = Rdict(str(self.path), options=_options(), column_families=column_families)
+            if read_only:  # no lock: readable while a worker owns the store
+                self._db = Rdict(
+                    str(self.path),
+                    options=_options(),
+                    column_families=column_families,
+                    access_type=AccessType.read_only(),
+                )
+            else:
+                self._db = Rdict(
+                    str(self.path), options=_options(), column_families=column_families
+                )
         except Exception as exc:  # rocksdict raises plain exceptions (lock held, corruption)
             raise StateError(f"cannot open the state store at {self.path}: {exc}") from None
         self._handles = {
@@ -134,12 +148,17 @@ class PartitionDb:
 
     def digest(self) -> str:
         """SHA-256 of the committed state: every column family in declaration order, every
-        entry in key order. Equal state gives an equal digest on any machine."""
+        entry in key order. Equal state gives an equal digest on any machine. The two
+        positions are bookkeeping, not state, and are left out: a store rebuilt by replay
+        must digest equal to the one that processed the commands."""
         sha = hashlib.sha256()
+        skip = {META.key.encode(LAST_PROCESSED_POSITION), META.key.encode(LAST_APPLIED_POSITION)}
         for definition in self.definitions:
             name = definition.name.encode()
             sha.update(len(name).to_bytes(4, "big") + name)
             for key, value in self._db_scan(definition.name, b""):
+                if definition is META and key in skip:
+                    continue
                 sha.update(len(key).to_bytes(4, "big") + key)
                 sha.update(len(value).to_bytes(4, "big") + value)
         return sha.hexdigest()

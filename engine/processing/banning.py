@@ -1,0 +1,29 @@
+"""ERROR events ban their process instance: later commands for it are rejected.
+
+Banned instances live in state (column family `banned_instance`), so replay restores them.
+"""
+
+from __future__ import annotations
+
+from engine.processing.engine import Engine
+from engine.protocol.intents import ErrorIntent
+from engine.protocol.records import Record
+from engine.protocol.values import ErrorValue
+from engine.state import ColumnFamilies, PartitionDb
+
+
+def apply_error_created(record: Record, db: PartitionDb) -> None:
+    value = record.value
+    assert isinstance(value, ErrorValue)
+    if value.process_instance_key > 0:
+        db.column(ColumnFamilies.BANNED_INSTANCE).upsert(value.process_instance_key, None)
+
+
+def is_banned(db: PartitionDb, process_instance_key: int) -> bool:
+    return process_instance_key > 0 and db.column(ColumnFamilies.BANNED_INSTANCE).exists(
+        process_instance_key
+    )
+
+
+def register(engine: Engine) -> None:
+    engine.applier(ErrorIntent.CREATED, apply_error_created)

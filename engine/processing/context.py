@@ -1,0 +1,145 @@
+"""What a processor sees: state, keys, the clock, and writers for its results."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+
+from engine import __version__
+from engine.processing.engine import Engine
+from engine.protocol.enums import RecordType, RejectionType
+from engine.protocol.headers import Headers, ReplyTo
+from engine.protocol.intents import Intent
+from engine.protocol.records import NO_KEY, Record, command
+from engine.protocol.values import VALUE_TYPES, RecordValue
+from engine.state import KeyGenerator, PartitionDb
+
+
+class RejectionError(Exception):
+    """Raised by a processor to reject its command (a business failure, not a bug)."""
+
+    def __init__(self, rejection_type: RejectionType, reason: str) -> None:
+        super().__init__(reason)
+        self.rejection_type = rejection_type
+        self.reason = reason
+
+
+@dataclass(slots=True)
+class ProcessingOutput:
+    """Everything a batch writes to Kafka, in order."""
+
+    records: list[tuple[int, Record]] = field(default_factory=list)
+    """(Kafka partition, record): own events and rejections, commands for other partitions."""
+    replies: list[tuple[ReplyTo, Record]] = field(default_factory=list)
+    forwarded: list[tuple[int, bytes, Headers]] = field(default_factory=list)
+    """(partition, raw value, headers) of commands that arrived on the wrong partition."""
+
+    def __len__(self) -> int:
+        return len(self.records) + len(self.replies) + len(self.forwarded)
+
+    def mark(self) -> tuple[int, int, int]:
+        return len(self.records), len(self.replies), len(self.forwarded)
+
+    def truncate(self, mark: tuple[int, int, int]) -> None:
+        del self.records[mark[0] :]
+        del self.replies[mark[1] :]
+        del self.forwarded[mark[2] :]
+
+
+class ProcessingContext:
+    """The world of one command. Events written here are applied to state immediately."""
+
+    def __init__(  # noqa: PLR0917 - built in one place, by the processing state machine
+        self,
+        engine: Engine,
+        db: PartitionDb,
+        keys: KeyGenerator,
+        partition: int,
+        output: ProcessingOutput,
+        route: Callable[[Record], int],
+    ) -> None:
+        self.engine = engine
+        self.state = db
+        self.keys = keys
+        self.partition = partition
+        self.partition_id = partition + 1
+        self.output = output
+        self._route = route
+        self.follow_ups: list[Record] = []
+        self.command: Record | None = None
+        self.reply_to: ReplyTo | None = None
+        self.now = 0
+        self.responded = False
+
+    def begin(self, record: Record, reply_to: ReplyTo | None, now: int) -> None:
+        self.command = record
+        self.reply_to = reply_to
+        self.now = now
+        self.responded = False
+
+    def _record(
+        self, record_type: RecordType, intent: Intent, value: RecordValue, key: int, **extra: object
+    ) -> Record:
+        assert self.command is not None
+        return Record(
+            record_type,
+            VALUE_TYPES[type(value)],
+            intent,
+            value,
+            key,
+            self.partition_id,
+            self.command.position,
+            self.now,
+            engine_version=__version__,
+            **extra,  # type: ignore[arg-type]
+        )
+
+    def append_event(
+        self, intent: Intent, value: RecordValue, key: int, *, respond: bool = False
+    ) -> Record:
+        """Write an event and apply it to state. `respond` makes it the command's reply."""
+        event = self._record(RecordType.EVENT, intent, value, key)
+        self.engine.apply(event, self.state)
+        self.keys.set_key_if_higher(key)
+        self.output.records.append((self.partition, event))
+        if respond:
+            self.respond(event)
+        return event
+
+    def reject(self, rejection_type: RejectionType, reason: str) -> Record:
+        """Write the rejection of the current command; it is also the reply."""
+        assert self.command is not None
+        rejection = replace(
+            self.command,
+            record_type=RecordType.COMMAND_REJECTION,
+            partition_id=self.partition_id,
+            source_record_position=self.command.position,
+            timestamp=self.now,
+            rejection_type=rejection_type,
+            rejection_reason=reason,
+            engine_version=__version__,
+            position=-1,
+        )
+        self.output.records.append((self.partition, rejection))
+        self.respond(rejection)
+        return rejection
+
+    def respond(self, record: Record) -> None:
+        if self.reply_to is not None and not self.responded:
+            self.output.replies.append((self.reply_to, record))
+        self.responded = True
+
+    def append_command(self, intent: Intent, value: RecordValue, key: int = NO_KEY) -> None:
+        """A follow-up command: processed in this batch when it belongs to this partition,
+        written to its partition otherwise."""
+        follow_up = replace(
+            command(intent, value, key),
+            partition_id=self.partition_id,
+            timestamp=self.now,
+            engine_version=__version__,
+        )
+        target = self._route(follow_up)
+        if target == self.partition:
+            self.follow_ups.append(follow_up)
+        else:
+            self.output.records.append((target, replace(follow_up, partition_id=target + 1)))

@@ -1,0 +1,69 @@
+"""The dispatch maps of the state machine."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
+
+from engine.protocol.enums import RecordType, ValueType
+from engine.protocol.intents import INTENTS_BY_VALUE_TYPE, Intent
+from engine.protocol.records import Record
+from engine.state import PartitionDb
+
+if TYPE_CHECKING:
+    from engine.processing.context import ProcessingContext
+
+Processor = Callable[[Record, "ProcessingContext"], None]
+"""Handles one command: reads state, writes events / a rejection / follow-up commands."""
+
+Applier = Callable[[Record, PartitionDb], None]
+"""Applies one event to state. Must be deterministic: no clock, no randomness, no I/O."""
+
+DueDateChecker = Callable[[PartitionDb, int], Iterable[Record]]
+"""Given state and the current time (ms), the commands for work that is due now."""
+
+
+def _value_type_of(intent: Intent) -> ValueType:
+    for value_type, enum in INTENTS_BY_VALUE_TYPE.items():
+        if type(intent) is enum:
+            return value_type
+    raise ValueError(f"{intent!r} belongs to no value type")
+
+
+class Engine:
+    """Processors, appliers and due-date checkers of one engine build."""
+
+    def __init__(self) -> None:
+        self.processors: dict[tuple[RecordType, ValueType, Intent], Processor] = {}
+        self.appliers: dict[tuple[ValueType, Intent, int], Applier] = {}
+        self.due_date_checkers: list[DueDateChecker] = []
+
+    def processor(self, intent: Intent, processor: Processor) -> None:
+        """Register the processor of the command `intent`."""
+        if intent.is_event:
+            raise ValueError(f"{intent!r} is an event intent; processors handle commands")
+        key = (RecordType.COMMAND, _value_type_of(intent), intent)
+        if key in self.processors:
+            raise ValueError(f"a processor for {intent!r} is already registered")
+        self.processors[key] = processor
+
+    def applier(self, intent: Intent, applier: Applier, version: int = 1) -> None:
+        """Register the applier of the event `intent` at `version`."""
+        if not intent.is_event:
+            raise ValueError(f"{intent!r} is a command intent; appliers handle events")
+        key = (_value_type_of(intent), intent, version)
+        if key in self.appliers:
+            raise ValueError(f"an applier for {intent!r} v{version} is already registered")
+        self.appliers[key] = applier
+
+    def due_date_checker(self, checker: DueDateChecker) -> None:
+        self.due_date_checkers.append(checker)
+
+    def find_processor(self, record: Record) -> Processor | None:
+        return self.processors.get((record.record_type, record.value_type, record.intent))
+
+    def apply(self, record: Record, db: PartitionDb) -> None:
+        """Apply an event (events without an applier change no state)."""
+        applier = self.appliers.get((record.value_type, record.intent, record.record_version))
+        if applier is not None:
+            applier(record, db)

@@ -1,0 +1,392 @@
+"""The processing state machine of one partition.
+
+For each batch of consumed records (one partition, offset order):
+
+1. SKIP events and rejections by header, without decoding; skip offsets already processed.
+2. DECODE commands; an undecodable record is answered by a rejection naming its offset.
+3. FORWARD a command that belongs to another partition, unchanged, to that partition.
+4. PROCESS the command through its processor inside a savepoint, then its follow-up commands
+   depth-first, up to `max_commands_in_batch` per batch; follow-ups beyond it are written to
+   the log as commands. A rejection or an exception rolls back only that command.
+5. COMMIT one Kafka transaction with every output and the consumer offset, then write the
+   state overlay and positions to RocksDB in one batch.
+
+A processor exception is retried once alone; if it fails again an ERROR event is written and
+the process instance is banned. Kafka errors: retriable -> retry; abortable -> abort, drop the
+overlay, rewind to the committed offset; fatal or fenced -> TaskFencedError, the task is dropped.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import traceback
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from confluent_kafka import KafkaError, KafkaException, Message, Producer, TopicPartition
+
+from engine.processing import Engine, ProcessingContext, ProcessingOutput, RejectionError
+from engine.processing.banning import is_banned
+from engine.protocol.codec import RecordCodec
+from engine.protocol.enums import RecordType, RejectionType, ValueType
+from engine.protocol.errors import DecodeError, ProtocolError, RecordTooLargeError
+from engine.protocol.headers import (
+    CORRELATION_ID,
+    INTENT,
+    VALUE_TYPE,
+    Headers,
+    ReplyTo,
+    header,
+    is_command,
+    record_headers,
+    reply_to,
+)
+from engine.protocol.intents import ErrorIntent, intent_for
+from engine.protocol.records import Record
+from engine.protocol.routing import partition_for_command
+from engine.protocol.values import VALUE_CLASSES, ErrorValue
+from engine.state import KeyGenerator, PartitionDb
+
+_LOG = logging.getLogger("partita.processing")
+_TXN_TIMEOUT_S = 30.0
+
+
+def _offset(message: Message) -> int:
+    offset = message.offset()
+    assert offset is not None, "consumed and delivered messages have offsets"
+    return offset
+
+
+class TaskFencedError(Exception):
+    """The partition has a newer owner (or the producer hit a fatal error): drop the task."""
+
+
+class AbortedBatchError(Exception):
+    """The transaction was aborted; state changes were dropped and the consumer rewound."""
+
+
+@dataclass(slots=True)
+class ProcessingMetrics:
+    commands: int = 0
+    follow_ups: int = 0
+    rejections: int = 0
+    errors: int = 0
+    forwarded: int = 0
+    undecodable: int = 0
+    batches: int = 0
+    aborted: int = 0
+    by_intent: dict[str, int] = field(default_factory=dict)
+
+
+class ProcessingStateMachine:
+    def __init__(
+        self,
+        *,
+        topic: str,
+        partition: int,
+        partition_count: int,
+        engine: Engine,
+        codec: RecordCodec,
+        db: PartitionDb,
+        keys: KeyGenerator,
+        producer: Producer,
+        group_metadata: Callable[[], Any],
+        rewind: Callable[[int], None],
+        next_offset: int,
+        max_commands_in_batch: int = 100,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.topic = topic
+        self.partition = partition
+        self.partition_count = partition_count
+        self.engine = engine
+        self.codec = codec
+        self.db = db
+        self.keys = keys
+        self.producer = producer
+        self.group_metadata = group_metadata
+        self.rewind = rewind
+        self.next_offset = next_offset
+        """The first offset not yet processed: equals the group's committed offset."""
+        self.max_commands_in_batch = max_commands_in_batch
+        self.clock = clock
+        self.metrics = ProcessingMetrics()
+        self._last_event_offset = -1
+
+    def _route(self, record: Record) -> int:
+        return partition_for_command(record, self.partition_count, self.partition)
+
+    # -- one batch ----------------------------------------------------------------------------
+
+    def process(self, messages: Sequence[Message], *, due: Sequence[Record] = ()) -> int:
+        """Process one batch (consumed records of this partition and due-date commands).
+        Returns the number of commands processed."""
+        output = ProcessingOutput()
+        context = ProcessingContext(
+            self.engine, self.db, self.keys, self.partition, output, self._route
+        )
+        last_offset = -1
+        processed = 0
+        for message in messages:
+            offset = _offset(message)
+            if offset < self.next_offset:
+                continue
+            last_offset = offset
+            headers = message.headers()
+            if not is_command(headers):
+                continue
+            try:
+                record = self.codec.decode(
+                    message.value(),  # type: ignore[arg-type]  # None is a typed DecodeError
+                    topic=self.topic,
+                    partition=self.partition,
+                    offset=offset,
+                )
+            except (DecodeError, RecordTooLargeError) as exc:
+                self._reject_undecodable(context, offset, headers, exc)
+                continue
+            if record.record_type is not RecordType.COMMAND:
+                continue
+            record = replace(record, position=offset)
+            target = self._route(record)
+            if target != self.partition:
+                forward_headers: Headers = (
+                    list(headers.items()) if isinstance(headers, dict) else list(headers or [])
+                )
+                output.forwarded.append((target, message.value() or b"", forward_headers))
+                self.metrics.forwarded += 1
+                continue
+            processed += self._process_command(context, record, reply_to(headers))
+        for record in due:
+            processed += self._process_command(context, record, None)
+        if last_offset < 0 and not len(output):
+            return processed
+        self._commit(output, last_offset)
+        return processed
+
+    def _process_command(
+        self,
+        context: ProcessingContext,
+        record: Record,
+        reply: ReplyTo | None,
+    ) -> int:
+        """Process `record` and, depth-first, the follow-up commands it causes, up to
+        `max_commands_in_batch` commands; further follow-ups go to the log as commands."""
+        queue = [(record, reply)]
+        processed = 0
+        while queue:
+            command, address = queue.pop()
+            if processed >= self.max_commands_in_batch:
+                context.output.records.append((self.partition, command))
+                continue
+            processed += 1
+            context.follow_ups = []
+            self._run_processor(context, command, address)
+            self.metrics.follow_ups += len(context.follow_ups)
+            queue.extend((follow_up, None) for follow_up in reversed(context.follow_ups))
+        return processed
+
+    def _run_processor(
+        self, context: ProcessingContext, command: Record, address: ReplyTo | None
+    ) -> None:
+        self.metrics.commands += 1
+        name = f"{command.value_type.name}.{command.intent.name}"
+        self.metrics.by_intent[name] = self.metrics.by_intent.get(name, 0) + 1
+        processor = self.engine.find_processor(command)
+        context.begin(command, address, int(self.clock() * 1000))
+        if processor is None:
+            context.reject(
+                RejectionType.INVALID_ARGUMENT,
+                f"no processor for {command.value_type.name} {command.intent.name} in this engine",
+            )
+            self.metrics.rejections += 1
+            return
+        instance = getattr(command.value, "process_instance_key", -1)
+        if is_banned(self.db, instance):
+            context.reject(
+                RejectionType.INVALID_STATE,
+                f"process instance {instance} is banned after an unexpected processing error;"
+                " see its ERROR event",
+            )
+            self.metrics.rejections += 1
+            return
+        for attempt in (1, 2):
+            mark = context.output.mark()
+            self.db.overlay.savepoint()
+            try:
+                processor(command, context)
+            except RejectionError as rejection:
+                self.db.overlay.rollback_to_savepoint()
+                context.output.truncate(mark)
+                context.follow_ups = []
+                context.begin(command, address, context.now)
+                context.reject(rejection.rejection_type, rejection.reason)
+                self.metrics.rejections += 1
+                return
+            except Exception as exc:
+                self.db.overlay.rollback_to_savepoint()
+                context.output.truncate(mark)
+                context.follow_ups = []
+                context.begin(command, address, context.now)
+                if attempt == 1:
+                    continue
+                self._write_error(context, command, instance, exc)
+                return
+            else:
+                self.db.overlay.release_savepoint()
+                return
+
+    def _write_error(
+        self, context: ProcessingContext, command: Record, instance: int, exc: Exception
+    ) -> None:
+        self.metrics.errors += 1
+        _LOG.error(
+            "partition %d: %s %s at offset %d failed twice; writing ERROR and banning instance %d",
+            self.partition,
+            command.value_type.name,
+            command.intent.name,
+            command.position,
+            instance,
+            exc_info=exc,
+        )
+        value = ErrorValue(
+            exception_message=f"{type(exc).__name__}: {exc}",
+            stacktrace="".join(traceback.format_exception(exc))[-4000:],
+            error_event_position=command.position,
+            process_instance_key=instance,
+        )
+        context.append_event(ErrorIntent.CREATED, value, command.key)
+        context.reject(
+            RejectionType.PROCESSING_ERROR,
+            f"unexpected error processing {command.value_type.name} {command.intent.name}:"
+            f" {type(exc).__name__}: {exc}",
+        )
+
+    def _reject_undecodable(
+        self,
+        context: ProcessingContext,
+        offset: int,
+        headers: Any,
+        exc: ProtocolError,
+    ) -> None:
+        """Answer a record that is not a valid command with a rejection naming its offset.
+
+        The rejection repeats the value type and intent from the headers when they are
+        valid, so a producer's reply listener can match it; otherwise it is an ERROR value.
+        """
+        self.metrics.undecodable += 1
+        self.metrics.rejections += 1
+        value_type_name = (header(headers, VALUE_TYPE) or b"").decode("ascii", "replace")
+        intent_name = (header(headers, INTENT) or b"").decode("ascii", "replace")
+        value_type = ValueType.__members__.get(value_type_name)
+        intent = intent_for(value_type, intent_name) if value_type else None
+        reason = (
+            f"record at offset {offset} of {self.topic}/{self.partition} is not a valid"
+            f" command: {exc.reason}"
+        )
+        if value_type is not None and intent is not None:
+            placeholder = Record(
+                RecordType.COMMAND, value_type, intent, VALUE_CLASSES[value_type](), position=offset
+            )
+        else:
+            placeholder = Record(
+                RecordType.COMMAND,
+                ValueType.ERROR,
+                ErrorIntent.CREATED,
+                ErrorValue(exception_message=reason, error_event_position=offset),
+                position=offset,
+            )
+        context.begin(placeholder, reply_to(headers), int(self.clock() * 1000))
+        context.reject(RejectionType.INVALID_ARGUMENT, reason)
+        _LOG.warning("partition %d: %s", self.partition, reason)
+
+    # -- the transaction ----------------------------------------------------------------------
+
+    def _commit(self, output: ProcessingOutput, last_offset: int) -> None:
+        producer = self.producer
+        events: list[int] = []
+
+        def on_delivery(error: KafkaError | None, message: Message) -> None:
+            if error is None and message.partition() == self.partition:
+                events.append(_offset(message))
+
+        try:
+            producer.begin_transaction()
+            for partition, record in output.records:
+                producer.produce(
+                    self.topic,
+                    self.codec.encode(record),
+                    partition=partition,
+                    headers=record_headers(record),
+                    on_delivery=on_delivery if record.is_event else None,
+                )
+            for partition, raw, headers in output.forwarded:
+                producer.produce(self.topic, raw, partition=partition, headers=headers)
+            for address, record in output.replies:
+                reply_headers = [*record_headers(record), (CORRELATION_ID, address.correlation_id)]
+                if address.partition is None:
+                    producer.produce(
+                        address.topic, self.codec.encode(record), headers=reply_headers
+                    )
+                else:
+                    producer.produce(
+                        address.topic,
+                        self.codec.encode(record),
+                        partition=address.partition,
+                        headers=reply_headers,
+                    )
+            if last_offset >= 0:
+                producer.send_offsets_to_transaction(
+                    [TopicPartition(self.topic, self.partition, last_offset + 1)],
+                    self.group_metadata(),
+                    _TXN_TIMEOUT_S,
+                )
+            self._commit_transaction()
+            producer.poll(0)  # serve delivery reports: our events' offsets
+        except KafkaException as exc:
+            self._on_kafka_error(exc, last_offset)
+            raise AbortedBatchError(str(exc)) from None
+        self.metrics.batches += 1
+        if events:
+            self._last_event_offset = max(self._last_event_offset, *events)
+        applied = self._last_event_offset if self._last_event_offset >= 0 else None
+        self.db.commit(
+            last_processed_position=last_offset if last_offset >= 0 else None,
+            last_applied_position=applied,
+        )
+        if last_offset >= 0:
+            self.next_offset = last_offset + 1
+
+    def _commit_transaction(self) -> None:
+        while True:
+            try:
+                self.producer.commit_transaction(_TXN_TIMEOUT_S)
+                return
+            except KafkaException as exc:
+                if exc.args[0].retriable():
+                    continue
+                raise
+
+    def _on_kafka_error(self, exc: KafkaException, last_offset: int) -> None:
+        error: KafkaError = exc.args[0]
+        self.db.rollback()
+        if error.fatal() or error.code() in (
+            KafkaError._FENCED,
+            KafkaError.PRODUCER_FENCED,
+            KafkaError.INVALID_PRODUCER_EPOCH,
+        ):
+            raise TaskFencedError(f"partition {self.partition}: {error.str()}") from None
+        if error.txn_requires_abort():
+            self.metrics.aborted += 1
+            _LOG.warning("partition %d: aborting batch: %s", self.partition, error.str())
+            try:
+                self.producer.abort_transaction(_TXN_TIMEOUT_S)
+            except KafkaException as abort_error:
+                raise TaskFencedError(
+                    f"partition {self.partition}: abort failed: {abort_error.args[0].str()}"
+                ) from None
+            self.rewind(self.next_offset)
+            return
+        raise TaskFencedError(f"partition {self.partition}: {error.str()}") from None

@@ -1,0 +1,166 @@
+"""A partition task: the unit of ownership of one log partition.
+
+Lifecycle: OPENING (open the state store, create the transactional producer and fence any
+previous owner with `init_transactions`) -> REPLAYING (apply events up to the end of the log)
+-> PROCESSING (batches of commands) -> CLOSED. A task that loses its partition (revoked,
+fenced, fatal error) goes to CLOSED and its uncommitted overlay is discarded; the state store
+keeps the last committed batch, which the next owner on this machine continues from.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import enum
+import logging
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from confluent_kafka import Consumer, KafkaException, Message, TopicPartition
+
+from engine.log import clients
+from engine.processing import Engine
+from engine.protocol.codec import RecordCodec
+from engine.protocol.keys import partition_id_of_kafka
+from engine.protocol.records import Record
+from engine.state import KeyGenerator, PartitionDb
+from engine.stream.processing import ProcessingStateMachine
+from engine.stream.replay import ReplayResult, ReplayStateMachine
+
+_LOG = logging.getLogger("partita.task")
+
+
+class TaskState(enum.Enum):
+    CREATED = "created"
+    OPENING = "opening"
+    REPLAYING = "replaying"
+    PROCESSING = "processing"
+    CLOSED = "closed"
+
+
+def state_dir(home: Path, namespace: str, partition: int) -> Path:
+    return home / "state" / namespace / f"partition-{partition}"
+
+
+class PartitionTask:
+    def __init__(
+        self,
+        *,
+        bootstrap: str,
+        namespace: str,
+        topic: str,
+        partition: int,
+        partition_count: int,
+        home: Path,
+        engine: Engine,
+        codec: RecordCodec,
+        consumer: Consumer,
+        max_commands_in_batch: int = 100,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.bootstrap = bootstrap
+        self.namespace = namespace
+        self.topic = topic
+        self.partition = partition
+        self.partition_count = partition_count
+        self.home = home
+        self.engine = engine
+        self.codec = codec
+        self.consumer = consumer
+        self.max_commands_in_batch = max_commands_in_batch
+        self.clock = clock
+        self.state = TaskState.CREATED
+        self.db: PartitionDb | None = None
+        self.producer: Any = None
+        self.processing: ProcessingStateMachine | None = None
+        self.replay: ReplayResult | None = None
+        self._next_due_check = 0.0
+
+    def __repr__(self) -> str:
+        return f"PartitionTask({self.topic}/{self.partition}, {self.state.value})"
+
+    def open(self) -> None:
+        """OPENING -> REPLAYING -> PROCESSING. Blocks until the state is current."""
+        started = time.monotonic()
+        self.state = TaskState.OPENING
+        self.db = PartitionDb(state_dir(self.home, self.namespace, self.partition))
+        keys = KeyGenerator(self.db, partition_id_of_kafka(self.partition))
+        self.producer = clients.transactional_producer(
+            self.bootstrap, self.namespace, self.partition
+        )
+        self.producer.init_transactions(60)  # fences the previous owner, aborts its open batch
+        self.state = TaskState.REPLAYING
+        restore = clients.restore_consumer(self.bootstrap, self.namespace, self.partition)
+        try:
+            self.replay = ReplayStateMachine(
+                restore, self.topic, self.partition, self.engine, self.codec, self.db, keys
+            ).run()
+        finally:
+            restore.close()
+        committed = self.consumer.committed(
+            [TopicPartition(self.topic, self.partition)], timeout=30
+        )
+        next_offset = max(committed[0].offset, 0)
+        self.processing = ProcessingStateMachine(
+            topic=self.topic,
+            partition=self.partition,
+            partition_count=self.partition_count,
+            engine=self.engine,
+            codec=self.codec,
+            db=self.db,
+            keys=keys,
+            producer=self.producer,
+            group_metadata=self.consumer.consumer_group_metadata,
+            rewind=self._rewind,
+            next_offset=next_offset,
+            max_commands_in_batch=self.max_commands_in_batch,
+            clock=self.clock,
+        )
+        self.state = TaskState.PROCESSING
+        _LOG.info(
+            "partition %d: processing from offset %d (replayed %d events, opened in %.2f s)",
+            self.partition,
+            next_offset,
+            self.replay.events,
+            time.monotonic() - started,
+        )
+
+    def _rewind(self, offset: int) -> None:
+        self.consumer.seek(TopicPartition(self.topic, self.partition, offset))
+
+    @property
+    def next_offset(self) -> int:
+        """Where the group consumer must start reading this partition."""
+        assert self.processing is not None
+        return self.processing.next_offset
+
+    def process(self, messages: Sequence[Message]) -> int:
+        assert self.processing is not None
+        return self.processing.process(messages)
+
+    def check_due_dates(self, now: float) -> int:
+        """Run the due-date checkers at most every 100 ms; process what is due."""
+        if now < self._next_due_check or not self.engine.due_date_checkers:
+            return 0
+        self._next_due_check = now + 0.1
+        assert self.db is not None and self.processing is not None
+        due: list[Record] = []
+        for checker in self.engine.due_date_checkers:
+            due.extend(checker(self.db, int(now * 1000)))
+        if not due:
+            return 0
+        return self.processing.process((), due=due)
+
+    def close(self) -> None:
+        """Discard uncommitted changes and release the store and the producer."""
+        if self.state is TaskState.CLOSED:
+            return
+        self.state = TaskState.CLOSED
+        if self.db is not None:
+            self.db.rollback()
+            self.db.close()
+        if self.producer is not None:
+            with contextlib.suppress(KafkaException):
+                self.producer.flush(5)
+        _LOG.info("partition %d: closed", self.partition)

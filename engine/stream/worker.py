@@ -1,0 +1,164 @@
+"""`partita worker`: one member of the engine's consumer group on `<ns>.log`.
+
+Every partition the group assigns becomes a `PartitionTask`, opened (fenced, replayed) inside
+the assignment callback and then fed batches from the one group consumer. Revoked or lost
+partitions close their task. A fenced task means this process is a zombie for that partition:
+the worker then leaves the group and joins again with fresh tasks, so it never commits on a
+partition it no longer owns. SIGTERM/SIGINT finish the batch in hand, then close cleanly.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import signal
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Callable
+from typing import Any
+
+from confluent_kafka import Consumer, KafkaError, Message, TopicPartition
+
+from engine.config import Config
+from engine.errors import PartitaError
+from engine.log import clients
+from engine.processing import Engine
+from engine.protocol.codec import RecordCodec
+from engine.stream.processing import AbortedBatchError, TaskFencedError
+from engine.stream.task import PartitionTask
+
+_LOG = logging.getLogger("partita.worker")
+
+
+def load_engine(spec: str) -> Engine:
+    """`module:function` returning an Engine (the processors and appliers to run)."""
+    module_name, _, function = spec.partition(":")
+    try:
+        factory: Callable[[], Engine] = getattr(importlib.import_module(module_name), function)
+    except (ImportError, AttributeError, ValueError) as exc:
+        raise PartitaError(
+            f"cannot load the engine factory {spec!r} (expected MODULE:FUNCTION): {exc}"
+        ) from None
+    return factory()
+
+
+class Worker:
+    def __init__(
+        self,
+        config: Config,
+        engine: Engine,
+        *,
+        max_commands_in_batch: int = 100,
+        consume_batch: int = 500,
+        consumer_overrides: dict[str, Any] | None = None,
+    ) -> None:
+        self.config = config
+        self.engine = engine
+        self.codec = RecordCodec()
+        self.max_commands_in_batch = max_commands_in_batch
+        self.consume_batch = consume_batch
+        self.consumer_overrides = consumer_overrides or {}
+        self.tasks: dict[int, PartitionTask] = {}
+        self.stopping = threading.Event()
+        self.consumer: Consumer | None = None
+        self.partition_count = 0
+
+    # -- rebalance callbacks (run inside consume()) ----------------------------------------------
+
+    def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        assigned = []
+        for tp in partitions:
+            task = PartitionTask(
+                bootstrap=self.config.bootstrap,
+                namespace=self.config.namespace,
+                topic=self.config.log_topic,
+                partition=tp.partition,
+                partition_count=self.partition_count,
+                home=self.config.home,
+                engine=self.engine,
+                codec=self.codec,
+                consumer=consumer,
+                max_commands_in_batch=self.max_commands_in_batch,
+            )
+            task.open()
+            self.tasks[tp.partition] = task
+            assigned.append(TopicPartition(tp.topic, tp.partition, task.next_offset))
+        consumer.incremental_assign(assigned)
+        _LOG.info("assigned partitions %s", sorted(self.tasks))
+
+    def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        for tp in partitions:
+            task = self.tasks.pop(tp.partition, None)
+            if task is not None:
+                task.close()
+        consumer.incremental_unassign(partitions)
+        _LOG.info("revoked partitions %s", sorted(tp.partition for tp in partitions))
+
+    # -- main loop ------------------------------------------------------------------------------
+
+    def install_signal_handlers(self) -> None:
+        def stop(signum: int, _frame: object) -> None:
+            _LOG.info("received %s, stopping after the current batch", signal.Signals(signum).name)
+            self.stopping.set()
+
+        signal.signal(signal.SIGTERM, stop)
+        signal.signal(signal.SIGINT, stop)
+
+    def run(self) -> None:
+        """Process until `stopping` is set. Rejoins the group after being fenced."""
+        while not self.stopping.is_set():
+            try:
+                self._run_member()
+            except TaskFencedError as fenced:
+                _LOG.warning("fenced (%s): leaving the group and joining again", fenced)
+
+    def _run_member(self) -> None:
+        consumer = clients.group_consumer(
+            self.config.bootstrap, self.config.namespace, **self.consumer_overrides
+        )
+        self.consumer = consumer
+        metadata = consumer.list_topics(self.config.log_topic, timeout=30)
+        self.partition_count = len(metadata.topics[self.config.log_topic].partitions)
+        consumer.subscribe(
+            [self.config.log_topic],
+            on_assign=self._on_assign,
+            on_revoke=self._on_revoke,
+            on_lost=self._on_revoke,
+        )
+        try:
+            while not self.stopping.is_set():
+                self._poll_once(consumer)
+        finally:
+            for task in self.tasks.values():
+                task.close()
+            self.tasks.clear()
+            consumer.close()
+            self.consumer = None
+
+    def _poll_once(self, consumer: Consumer) -> None:
+        messages = consumer.consume(num_messages=self.consume_batch, timeout=0.05)
+        by_partition: dict[int, list[Message]] = defaultdict(list)
+        for message in messages:
+            error = message.error()
+            if error is not None:
+                if error.code() != KafkaError._PARTITION_EOF:
+                    _LOG.warning("consumer: %s", error.str())
+                continue
+            partition = message.partition()
+            if partition is not None:
+                by_partition[partition].append(message)
+        for partition, batch in by_partition.items():
+            task = self.tasks.get(partition)
+            if task is None:
+                continue  # fetched before a revocation
+            try:
+                task.process(batch)
+            except AbortedBatchError:
+                continue
+        now = time.time()
+        for task in list(self.tasks.values()):
+            try:
+                task.check_due_dates(now)
+            except AbortedBatchError:
+                continue

@@ -1,0 +1,86 @@
+"""A minimal processor set for testing the stream layer before the workflow engine exists.
+
+PROCESS_INSTANCE_CREATION CREATE (bpmnProcessId selects the behaviour):
+- anything: a new instance key; CREATED (the reply) + four PROCESS_INSTANCE events (5 events);
+  state: the instance in `element_instance`;
+- "reject-me": rejected NOT_FOUND;
+- "explode": raises (an unexpected error: ERROR event, nothing else);
+- variables {"spawn": n}: n follow-up CREATE commands for "child".
+PROCESS_INSTANCE CANCEL (key = instance): ELEMENT_TERMINATED, removes it; an instance created
+with variables {"explodeOnCancel": true} raises instead (ERROR event, instance banned).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+from engine.processing import Engine, ProcessingContext, RejectionError
+from engine.processing.builtin import build_engine as build_builtin
+from engine.protocol.enums import BpmnElementType, RejectionType
+from engine.protocol.intents import ProcessInstanceCreationIntent as Creation
+from engine.protocol.intents import ProcessInstanceIntent as Instance
+from engine.protocol.records import Record
+from engine.protocol.values import ProcessInstanceCreationValue, ProcessInstanceValue
+from engine.state import ColumnFamilies, PartitionDb
+
+INSTANCES = ColumnFamilies.ELEMENT_INSTANCE
+
+
+def create(command: Record, ctx: ProcessingContext) -> None:
+    value = command.value
+    assert isinstance(value, ProcessInstanceCreationValue)
+    if value.bpmn_process_id == "reject-me":
+        raise RejectionError(RejectionType.NOT_FOUND, "no process 'reject-me' is deployed")
+    if value.bpmn_process_id == "explode":
+        raise RuntimeError("boom")
+    key = ctx.keys.next_key()
+    ctx.append_event(Creation.CREATED, replace(value, process_instance_key=key), key, respond=True)
+    element = ProcessInstanceValue(
+        bpmn_process_id=value.bpmn_process_id,
+        process_instance_key=key,
+        element_id=value.bpmn_process_id,
+        bpmn_element_type=BpmnElementType.PROCESS,
+    )
+    for intent in (
+        Instance.ELEMENT_ACTIVATING,
+        Instance.ELEMENT_ACTIVATED,
+        Instance.ELEMENT_COMPLETING,
+        Instance.ELEMENT_COMPLETED,
+    ):
+        ctx.append_event(intent, element, key)
+    for _ in range(json.loads(value.variables or "{}").get("spawn", 0)):
+        ctx.append_command(Creation.CREATE, ProcessInstanceCreationValue(bpmn_process_id="child"))
+
+
+def apply_created(record: Record, db: PartitionDb) -> None:
+    value = record.value
+    assert isinstance(value, ProcessInstanceCreationValue)
+    db.column(INSTANCES).insert(
+        record.key, {"bpmnProcessId": value.bpmn_process_id, "variables": value.variables}
+    )
+
+
+def cancel(command: Record, ctx: ProcessingContext) -> None:
+    instance = ctx.state.column(INSTANCES).get(command.key)
+    if instance is None:
+        raise RejectionError(RejectionType.NOT_FOUND, f"no process instance {command.key}")
+    if json.loads(instance["variables"]).get("explodeOnCancel"):
+        raise RuntimeError(f"cannot cancel {command.key}")
+    value = ProcessInstanceValue(
+        process_instance_key=command.key, element_id=instance["bpmnProcessId"]
+    )
+    ctx.append_event(Instance.ELEMENT_TERMINATED, value, command.key, respond=True)
+
+
+def apply_terminated(record: Record, db: PartitionDb) -> None:
+    db.column(INSTANCES).delete_existing(record.key)
+
+
+def build_engine() -> Engine:
+    engine = build_builtin()
+    engine.processor(Creation.CREATE, create)
+    engine.applier(Creation.CREATED, apply_created)
+    engine.processor(Instance.CANCEL, cancel)
+    engine.applier(Instance.ELEMENT_TERMINATED, apply_terminated)
+    return engine
