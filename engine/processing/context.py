@@ -132,14 +132,20 @@ class ProcessingContext:
     def append_command(self, intent: Intent, value: RecordValue, key: int = NO_KEY) -> None:
         """A follow-up command: processed in this batch when it belongs to this partition,
         written to its partition otherwise."""
+        assert self.command is not None
+        # Follow-ups processed in this batch never reach the log: their records name the
+        # position of the command from the log that caused them.
         follow_up = replace(
             command(intent, value, key),
             partition_id=self.partition_id,
             timestamp=self.now,
             engine_version=__version__,
+            position=self.command.position,
         )
         target = self._route(follow_up)
         if target == self.partition:
             self.follow_ups.append(follow_up)
         else:
-            self.output.records.append((target, replace(follow_up, partition_id=target + 1)))
+            self.output.records.append(
+                (target, replace(follow_up, partition_id=target + 1, position=-1))
+            )

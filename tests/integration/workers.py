@@ -1,0 +1,215 @@
+"""Helpers for tests that run real `partita worker` processes against the real broker."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+
+from engine.config import Config
+from engine.log.admin import admin_client
+from engine.log.topics import apply_topics, load_specs
+from engine.protocol.codec import RecordCodec
+from engine.protocol.enums import RecordType
+from engine.protocol.headers import ReplyTo, record_headers
+from engine.protocol.intents import ProcessInstanceCreationIntent
+from engine.protocol.records import Record, command
+from engine.protocol.values import ProcessInstanceCreationValue
+
+ROOT = Path(__file__).resolve().parents[2]
+TEST_ENGINE = "tests.support.processors:build_engine"
+CODEC = RecordCodec()
+
+
+def create_topics(config: Config) -> None:
+    apply_topics(admin_client(config.bootstrap), load_specs(config))
+
+
+class WorkerProcess:
+    """One `partita worker` in its own process, with its own home (its own "machine")."""
+
+    def __init__(self, config: Config, home: Path, name: str = "worker") -> None:
+        self.config = config
+        self.home = home
+        self.log = home / f"{name}.log"
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def args(self) -> list[str]:
+        return [
+            "--bootstrap-servers",
+            self.config.bootstrap,
+            "--namespace",
+            self.config.namespace,
+            "--home",
+            str(self.home),
+            "--engine",
+            TEST_ENGINE,
+        ]
+
+    def start(self) -> WorkerProcess:
+        self.home.mkdir(parents=True, exist_ok=True)
+        with self.log.open("ab") as log:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "engine.cli", "worker", *self.args()],
+                cwd=ROOT,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+        return self
+
+    def signal(self, sig: signal.Signals) -> None:
+        assert self.process is not None
+        os.kill(self.process.pid, sig)
+
+    def kill(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.signal(signal.SIGKILL)
+            self.process.wait(10)
+
+    def stop(self, timeout: float = 30) -> int:
+        """SIGTERM and wait; returns the exit code."""
+        assert self.process is not None
+        if self.process.poll() is None:
+            self.signal(signal.SIGTERM)
+        return self.process.wait(timeout)
+
+    def verify_replay(self) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "engine.cli", "verify-replay", *self.args()],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+
+    def tail(self, lines: int = 40) -> str:
+        return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
+
+
+def creation(n: int, process_id: str = "order", **variables: object) -> Record:
+    value = ProcessInstanceCreationValue(
+        bpmn_process_id=process_id, variables=json.dumps({"n": n, **variables})
+    )
+    return command(ProcessInstanceCreationIntent.CREATE, value)
+
+
+def produce(
+    config: Config,
+    records: list[tuple[int, Record]],
+    reply: bool = False,
+    raw: list[tuple[int, bytes]] | None = None,
+) -> None:
+    producer = Producer({"bootstrap.servers": config.bootstrap, "linger.ms": 5})
+    for i, (partition, record) in enumerate(records):
+        headers = record_headers(record)
+        if reply:
+            headers += ReplyTo(config.replies_topic, 0, f"corr-{i}".encode()).headers()
+        producer.produce(
+            config.log_topic, CODEC.encode(record), partition=partition, headers=headers
+        )
+    for partition, value in raw or []:
+        producer.produce(config.log_topic, value, partition=partition)
+    assert producer.flush(30) == 0
+
+
+@dataclass
+class Log:
+    """Every committed record of the log topic, by partition, in offset order."""
+
+    partitions: dict[int, list[Record]] = field(default_factory=lambda: defaultdict(list))
+    raw_commands: dict[int, list[int]] = field(default_factory=lambda: defaultdict(list))
+
+    def commands(self, partition: int) -> list[Record]:
+        return [r for r in self.partitions[partition] if r.record_type is RecordType.COMMAND]
+
+    def results_of(self, partition: int) -> dict[int, list[Record]]:
+        """Events and rejections grouped by the position of the command they answer."""
+        out: dict[int, list[Record]] = defaultdict(list)
+        for record in self.partitions[partition]:
+            if record.record_type is not RecordType.COMMAND:
+                out[record.source_record_position].append(record)
+        return out
+
+
+def read_log(config: Config, topic: str | None = None) -> Log:
+    topic = topic or config.log_topic
+    consumer = Consumer(
+        {
+            "bootstrap.servers": config.bootstrap,
+            "group.id": "test-reader",
+            "enable.auto.commit": False,
+            "enable.partition.eof": True,
+            "isolation.level": "read_committed",
+        }
+    )
+    log = Log()
+    try:
+        partitions = consumer.list_topics(topic, timeout=10).topics[topic].partitions
+        for partition in partitions:
+            consumer.assign([TopicPartition(topic, partition, 0)])
+            while True:
+                message = consumer.poll(10)
+                assert message is not None, f"no end of {topic}/{partition} within 10 s"
+                error = message.error()
+                if error is not None:
+                    assert error.code() == KafkaError._PARTITION_EOF, error
+                    break
+                try:
+                    record = CODEC.decode(message.value(), offset=message.offset())
+                except Exception:
+                    log.raw_commands[partition].append(message.offset())
+                    continue
+                log.partitions[partition].append(record)
+    finally:
+        consumer.close()
+    return log
+
+
+def wait_until(
+    predicate: Callable[[], bool],
+    timeout: float,
+    what: str,
+    on_fail: Callable[[], str] = lambda: "",
+) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.3)
+    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}\n{on_fail()}")
+
+
+def unanswered(log: Log) -> list[tuple[int, int]]:
+    """(partition, offset) of every command or undecodable record without a result."""
+    missing = []
+    for partition in set(log.partitions) | set(log.raw_commands):
+        results = log.results_of(partition)
+        offsets = [c.position for c in log.commands(partition)] + log.raw_commands[partition]
+        missing += [(partition, offset) for offset in offsets if offset not in results]
+    return missing
+
+
+def wait_answered(
+    config: Config, expected_commands: int, timeout: float, worker: WorkerProcess
+) -> Log:
+    """Wait until the log holds `expected_commands` commands and all are answered."""
+    state: dict[str, Log] = {}
+
+    def done() -> bool:
+        log = read_log(config)
+        state["log"] = log
+        count = sum(len(log.commands(p)) + len(log.raw_commands[p]) for p in log.partitions)
+        return count >= expected_commands and not unanswered(log)
+
+    wait_until(done, timeout, f"{expected_commands} answered commands", worker.tail)
+    return state["log"]
