@@ -144,6 +144,20 @@ def cmd_bench_state(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_bench_loop(args: argparse.Namespace) -> int:
+    import json
+
+    from engine.bench import loop
+
+    config = _config(args)
+    _progress(
+        f"Engine loop vs raw transactional loop, {args.commands} commands x"
+        f" {loop.EVENTS_PER_COMMAND} events on one partition at {config.bootstrap}..."
+    )
+    print(json.dumps(loop.run(config, commands=args.commands)))
+    return 0
+
+
 def cmd_worker(args: argparse.Namespace) -> int:
     import logging
 
@@ -326,6 +340,16 @@ def build_parser() -> argparse.ArgumentParser:
         "--operations", type=int, default=200_000, help="operations (default: 200000)"
     )
     state_bench.set_defaults(func=cmd_bench_state)
+    loop_bench = add(
+        bench_commands,
+        "loop",
+        cmd_bench_loop,
+        "engine processing loop vs a raw transactional loop (needs Kafka)",
+        local=True,
+    )
+    loop_bench.add_argument(
+        "--commands", type=int, default=20_000, help="commands to process (default: 20000)"
+    )
 
     worker = add(
         commands,

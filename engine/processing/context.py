@@ -100,7 +100,6 @@ class ProcessingContext:
         """Write an event and apply it to state. `respond` makes it the command's reply."""
         event = self._record(RecordType.EVENT, intent, value, key)
         self.engine.apply(event, self.state)
-        self.keys.set_key_if_higher(key)
         self.output.records.append((self.partition, event))
         if respond:
             self.respond(event)

@@ -11,12 +11,14 @@ Guarantees:
 
 from __future__ import annotations
 
+from enum import Enum
 from io import BytesIO
 from typing import Any
 
-from fastavro import schemaless_reader, schemaless_writer
+from fastavro import schemaless_reader
 
-from engine.protocol.convert import RecordConverter, check_int32, short_name
+from engine.protocol.convert import RecordConverter, short_name
+from engine.protocol.encoder import compile_encoder
 from engine.protocol.enums import RecordType, RejectionType, ValueType
 from engine.protocol.errors import (
     BadMagicError,
@@ -34,6 +36,14 @@ from engine.protocol.records import Record
 from engine.protocol.schemas import WriterSchema, current_schema, known_schemas
 
 _VALUE_TYPES = {member.name: member for member in ValueType}
+_ENUMS: tuple[type[Enum], ...] = (
+    RecordType,
+    ValueType,
+    RejectionType,
+    *INTENTS_BY_VALUE_TYPE.values(),
+)
+_NAMES: dict[object, str] = {member: member.name for enum in _ENUMS for member in enum}
+"""Enum member -> symbol without the Enum property machinery (hot path)."""
 _RECORD_TYPES = {member.name: member for member in RecordType}
 
 MAGIC = b"\xc3\x01"
@@ -55,6 +65,7 @@ class RecordCodec:
         self.current = schemas[0] if schemas else current_schema()
         self.max_record_bytes = max_record_bytes
         self._prefix = MAGIC + self.current.fingerprint_bytes
+        self._encode = compile_encoder(self.current.raw, Record)
         self._writers: dict[bytes, WriterSchema] = {s.fingerprint_bytes: s for s in schemas}
         self._values: dict[str, RecordConverter] = {}
         self._by_class: dict[type[Any], RecordConverter] = {}
@@ -86,30 +97,13 @@ class RecordCodec:
             raise EncodeError(
                 f"intent {record.intent!r} is not an intent of {record.value_type.name}"
             )
-        rejection = record.rejection_type
-        datum = {
-            "partitionId": check_int32(record.partition_id),
-            "key": record.key,
-            "sourceRecordPosition": record.source_record_position,
-            "recordType": record.record_type.value,
-            "valueType": record.value_type.value,
-            "intent": record.intent.name,
-            "recordVersion": check_int32(record.record_version),
-            "timestamp": record.timestamp,
-            "rejectionType": None if rejection is None else rejection.value,
-            "rejectionReason": record.rejection_reason,
-            "engineVersion": record.engine_version,
-            "value": (converter.fullname, converter.to_avro(record.value)),
-        }
-        out = BytesIO()
-        out.write(self._prefix)
         try:
-            schemaless_writer(out, self.current.schema, datum)
-        except (TypeError, ValueError, OverflowError, AttributeError) as exc:
+            data = self._prefix + self._encode(record)
+        except (TypeError, ValueError, OverflowError, AttributeError, KeyError) as exc:
             raise EncodeError(
-                f"cannot encode {record.value_type.name} {record.intent.name}: {exc}"
+                f"cannot encode {record.value_type.name} {record.intent.name}:"
+                f" {type(exc).__name__}: {exc}"
             ) from None
-        data = out.getvalue()
         if len(data) > self.max_record_bytes:
             raise RecordTooLargeError(
                 f"{record.value_type.name} {record.intent.name} record is {len(data)} bytes,"

@@ -104,7 +104,8 @@ def _converters(
     kind = avro_type["type"]
     if kind == "enum":
         enum_cls = _ENUMS[short_name(avro_type["name"])]
-        return _enum_name, enum_cls.__getitem__
+        names = {member: member.name for member in enum_cls}
+        return names.__getitem__, enum_cls.__getitem__
     if kind == "record":
         converter = RecordConverter(avro_type, registry)
         return converter.to_avro, converter.from_avro
@@ -119,10 +120,6 @@ def _converters(
     if kind == "map":
         return dict, dict
     return None, None  # primitives written as {"type": "long"}
-
-
-def _enum_name(member: Enum) -> str:
-    return member.name
 
 
 INT32_MIN = -(2**31)

@@ -28,13 +28,20 @@ Headers = list[tuple[str, str | bytes | None]]
 """Headers as confluent-kafka takes and returns them."""
 
 
+_HEADER_CACHE: dict[tuple[object, object, object], Headers] = {}
+
+
 def record_headers(record: Record) -> Headers:
-    """The filter headers of `record`."""
-    return [
-        (RECORD_TYPE, record.record_type.value.encode()),
-        (VALUE_TYPE, record.value_type.value.encode()),
-        (INTENT, record.intent.name.encode()),
-    ]
+    """The filter headers of `record` (a shared list per kind of record: do not mutate)."""
+    kind = (record.record_type, record.value_type, record.intent)
+    cached = _HEADER_CACHE.get(kind)
+    if cached is None:
+        cached = _HEADER_CACHE[kind] = [
+            (RECORD_TYPE, record.record_type.value.encode()),
+            (VALUE_TYPE, record.value_type.value.encode()),
+            (INTENT, record.intent.name.encode()),
+        ]
+    return cached
 
 
 def header(headers: Headers | dict[str, str | bytes | None] | None, name: str) -> bytes | None:

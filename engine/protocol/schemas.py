@@ -71,6 +71,7 @@ class WriterSchema:
 
     path: Path
     schema: Any  # fastavro's parsed schema
+    raw: Any  # the schema as JSON
     canonical: str
     fingerprint: int
 
@@ -84,7 +85,7 @@ def load_schema(path: Path) -> WriterSchema:
     # Fresh named-type registries per file: versions define the same names differently.
     parsed = fastavro.parse_schema(raw, named_schemas={})
     canonical = to_parsing_canonical_form(raw)
-    return WriterSchema(path, parsed, canonical, crc64_avro(canonical.encode("utf-8")))
+    return WriterSchema(path, parsed, raw, canonical, crc64_avro(canonical.encode("utf-8")))
 
 
 @cache

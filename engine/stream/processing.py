@@ -78,6 +78,9 @@ class ProcessingMetrics:
     batches: int = 0
     aborted: int = 0
     by_intent: dict[str, int] = field(default_factory=dict)
+    first_batch_started: float = 0.0
+    """time.monotonic() when the first batch began (0 before), for throughput figures."""
+    last_batch_committed: float = 0.0
 
 
 class ProcessingStateMachine:
@@ -123,6 +126,8 @@ class ProcessingStateMachine:
     def process(self, messages: Sequence[Message], *, due: Sequence[Record] = ()) -> int:
         """Process one batch (consumed records of this partition and due-date commands).
         Returns the number of commands processed."""
+        if not self.metrics.first_batch_started:
+            self.metrics.first_batch_started = time.monotonic()
         output = ProcessingOutput()
         context = ProcessingContext(
             self.engine, self.db, self.keys, self.partition, output, self._route
@@ -349,6 +354,7 @@ class ProcessingStateMachine:
             self._on_kafka_error(exc, last_offset)
             raise AbortedBatchError(str(exc)) from None
         self.metrics.batches += 1
+        self.metrics.last_batch_committed = time.monotonic()
         if events:
             self._last_event_offset = max(self._last_event_offset, *events)
         applied = self._last_event_offset if self._last_event_offset >= 0 else None

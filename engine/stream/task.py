@@ -76,20 +76,29 @@ class PartitionTask:
         self.processing: ProcessingStateMachine | None = None
         self.replay: ReplayResult | None = None
         self._next_due_check = 0.0
+        self._started = time.monotonic()
 
     def __repr__(self) -> str:
         return f"PartitionTask({self.topic}/{self.partition}, {self.state.value})"
 
-    def open(self) -> None:
-        """OPENING -> REPLAYING -> PROCESSING. Blocks until the state is current."""
-        started = time.monotonic()
+    def fence(self) -> None:
+        """OPENING: open the store and fence the previous owner (`init_transactions` aborts
+        its open batch and makes its producer unusable). Safe to run for several tasks in
+        parallel threads."""
+        self._started = time.monotonic()
         self.state = TaskState.OPENING
         self.db = PartitionDb(state_dir(self.home, self.namespace, self.partition))
-        keys = KeyGenerator(self.db, partition_id_of_kafka(self.partition))
         self.producer = clients.transactional_producer(
             self.bootstrap, self.namespace, self.partition
         )
-        self.producer.init_transactions(60)  # fences the previous owner, aborts its open batch
+        self.producer.init_transactions(60)
+
+    def open(self) -> None:
+        """OPENING -> REPLAYING -> PROCESSING. Blocks until the state is current."""
+        if self.state is TaskState.CREATED:
+            self.fence()
+        assert self.db is not None
+        keys = KeyGenerator(self.db, partition_id_of_kafka(self.partition))
         self.state = TaskState.REPLAYING
         restore = clients.restore_consumer(self.bootstrap, self.namespace, self.partition)
         try:
@@ -123,7 +132,7 @@ class PartitionTask:
             self.partition,
             next_offset,
             self.replay.events,
-            time.monotonic() - started,
+            time.monotonic() - self._started,
         )
 
     def _rewind(self, offset: int) -> None:

@@ -16,6 +16,7 @@ import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, Message, TopicPartition
@@ -67,9 +68,8 @@ class Worker:
     # -- rebalance callbacks (run inside consume()) ----------------------------------------------
 
     def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
-        assigned = []
-        for tp in partitions:
-            task = PartitionTask(
+        tasks = [
+            PartitionTask(
                 bootstrap=self.config.bootstrap,
                 namespace=self.config.namespace,
                 topic=self.config.log_topic,
@@ -81,9 +81,16 @@ class Worker:
                 consumer=consumer,
                 max_commands_in_batch=self.max_commands_in_batch,
             )
+            for tp in partitions
+        ]
+        if len(tasks) > 1:  # fencing is a round trip per partition: do them together
+            with ThreadPoolExecutor(max_workers=min(8, len(tasks))) as pool:
+                list(pool.map(PartitionTask.fence, tasks))
+        assigned = []
+        for task in tasks:
             task.open()
-            self.tasks[tp.partition] = task
-            assigned.append(TopicPartition(tp.topic, tp.partition, task.next_offset))
+            self.tasks[task.partition] = task
+            assigned.append(TopicPartition(task.topic, task.partition, task.next_offset))
         consumer.incremental_assign(assigned)
         _LOG.info("assigned partitions %s", sorted(self.tasks))
 

@@ -113,7 +113,7 @@ def produce(
     for i, (partition, record) in enumerate(records):
         headers = record_headers(record)
         if reply:
-            headers += ReplyTo(config.replies_topic, 0, f"corr-{i}".encode()).headers()
+            headers = headers + ReplyTo(config.replies_topic, 0, f"corr-{i}".encode()).headers()
         producer.produce(
             config.log_topic, CODEC.encode(record), partition=partition, headers=headers
         )
@@ -213,3 +213,68 @@ def wait_answered(
 
     wait_until(done, timeout, f"{expected_commands} answered commands", worker.tail)
     return state["log"]
+
+
+class Load:
+    """Produces creation commands at a steady pace from a background thread."""
+
+    def __init__(self, config: Config, per_tick: int = 10, tick: float = 0.05) -> None:
+        import threading
+
+        self.config = config
+        self.per_tick = per_tick
+        self.tick = tick
+        self.sent = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> Load:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.stop()
+
+    def stop(self) -> int:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(30)
+        return self.sent
+
+    def _run(self) -> None:
+        producer = Producer({"bootstrap.servers": self.config.bootstrap, "linger.ms": 5})
+        while not self._stop.is_set():
+            for _ in range(self.per_tick):
+                record = creation(self.sent)
+                producer.produce(
+                    self.config.log_topic,
+                    CODEC.encode(record),
+                    partition=self.sent % self.config.partitions,
+                    headers=record_headers(record),
+                )
+                self.sent += 1
+            producer.poll(0)
+            time.sleep(self.tick)
+        producer.flush(30)
+
+
+def assert_exactly_once(log: Log, partitions: int) -> int:
+    """Every creation command has exactly one CREATED and five results; no key twice.
+    Returns the number of commands checked."""
+    checked = 0
+    keys: set[int] = set()
+    for partition in range(partitions):
+        results = log.results_of(partition)
+        for cmd in log.commands(partition):
+            answer = results.get(cmd.position, [])
+            created = [r for r in answer if r.intent is ProcessInstanceCreationIntent.CREATED]
+            assert len(created) == 1 and len(answer) == 5, (
+                f"partition {partition} offset {cmd.position}: {len(created)} CREATED,"
+                f" {len(answer)} results"
+            )
+            assert created[0].key not in keys, f"key {created[0].key} created twice"
+            keys.add(created[0].key)
+            checked += 1
+        orphans = set(results) - {c.position for c in log.commands(partition)}
+        assert not orphans, f"partition {partition}: results for unknown positions {orphans}"
+    return checked

@@ -32,6 +32,29 @@ def test_every_value_type_round_trips_with_every_field_set(value_type: ValueType
     assert CODEC.decode(CODEC.encode(record), offset=17) == replace(record, position=17)
 
 
+@pytest.mark.parametrize("value_type", list(ValueType), ids=lambda v: v.name)
+def test_the_generated_encoder_writes_exactly_what_fastavro_writes(value_type: ValueType) -> None:
+    record = sample_record(value_type)
+    converter = CODEC._by_class[type(record.value)]
+    datum = {
+        "partitionId": record.partition_id,
+        "key": record.key,
+        "sourceRecordPosition": record.source_record_position,
+        "recordType": record.record_type.name,
+        "valueType": record.value_type.name,
+        "intent": record.intent.name,
+        "recordVersion": record.record_version,
+        "timestamp": record.timestamp,
+        "rejectionType": None,
+        "rejectionReason": record.rejection_reason,
+        "engineVersion": record.engine_version,
+        "value": (converter.fullname, converter.to_avro(record.value)),
+    }
+    out = io.BytesIO()
+    fastavro.schemaless_writer(out, current_schema().schema, datum)
+    assert CODEC.encode(record)[10:] == out.getvalue()
+
+
 def test_a_rejection_round_trips_with_type_and_reason() -> None:
     rejected = Record(
         RecordType.COMMAND_REJECTION,

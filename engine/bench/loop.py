@@ -1,0 +1,204 @@
+"""`partita bench loop`: the engine's processing loop against the physical limit of the stack.
+
+Both sides run on one partition of a fresh namespace of the configured cluster, over the same
+number of pre-produced commands of the same size:
+
+- engine: an in-process worker with a trivial processor (1 command -> 5 events; a new key per
+  command), i.e. header filtering, decoding, dispatch, encoding, one Kafka transaction per
+  consumed batch with the offsets, the RocksDB commit after it;
+- raw: a bare confluent-kafka transactional loop that consumes the same commands and produces
+  5 records of the same size per command, one transaction per consumed batch with the offsets.
+
+records/s counts records consumed plus records produced, per second of the processing phase.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import threading
+import time
+import uuid
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.cimpl import NewTopic
+
+from engine.config import Config
+from engine.log.admin import admin_client
+from engine.log.topics import apply_topics, load_specs
+from engine.processing import Engine, ProcessingContext
+from engine.processing.builtin import build_engine as build_builtin
+from engine.protocol.codec import RecordCodec
+from engine.protocol.enums import BpmnElementType
+from engine.protocol.headers import COMMAND, RECORD_TYPE, header, record_headers
+from engine.protocol.intents import ProcessInstanceCreationIntent as Creation
+from engine.protocol.intents import ProcessInstanceIntent as Instance
+from engine.protocol.records import Record, command, event
+from engine.protocol.values import ProcessInstanceCreationValue, ProcessInstanceValue
+from engine.stream.worker import Worker
+
+EVENTS_PER_COMMAND = 5
+_ELEMENT_EVENTS = (
+    Instance.ELEMENT_ACTIVATING,
+    Instance.ELEMENT_ACTIVATED,
+    Instance.ELEMENT_COMPLETING,
+    Instance.ELEMENT_COMPLETED,
+)
+
+
+def _trivial_create(record: Record, ctx: ProcessingContext) -> None:
+    value = record.value
+    assert isinstance(value, ProcessInstanceCreationValue)
+    key = ctx.keys.next_key()
+    ctx.append_event(Creation.CREATED, replace(value, process_instance_key=key), key, respond=True)
+    element = ProcessInstanceValue(
+        bpmn_process_id=value.bpmn_process_id,
+        process_instance_key=key,
+        element_id=value.bpmn_process_id,
+        bpmn_element_type=BpmnElementType.PROCESS,
+    )
+    for intent in _ELEMENT_EVENTS:
+        ctx.append_event(intent, element, key)
+
+
+def bench_engine() -> Engine:
+    engine = build_builtin()
+    engine.processor(Creation.CREATE, _trivial_create)
+    return engine
+
+
+def _command(i: int) -> Record:
+    value = ProcessInstanceCreationValue(bpmn_process_id="bench", variables=f'{{"i": {i}}}')
+    return command(Creation.CREATE, value)
+
+
+def _fill(bootstrap: str, topic: str, values: list[tuple[bytes, Any]]) -> None:
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20})
+    for value, headers in values:
+        producer.produce(topic, value, partition=0, headers=headers)
+        producer.poll(0)
+    producer.flush(60)
+
+
+def run_engine(config: Config, commands: int) -> dict[str, float]:
+    codec = RecordCodec()
+    records = [_command(i) for i in range(commands)]
+    _fill(
+        config.bootstrap, config.log_topic, [(codec.encode(r), record_headers(r)) for r in records]
+    )
+    worker = Worker(config, bench_engine(), consume_batch=500)
+    thread = threading.Thread(target=worker.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 600
+    metrics = None
+    while time.monotonic() < deadline:
+        task = worker.tasks.get(0)
+        if task is not None and task.processing is not None:
+            metrics = task.processing.metrics
+            if metrics.commands >= commands:
+                break
+        time.sleep(0.01)
+    worker.stopping.set()
+    thread.join(60)
+    if metrics is None or metrics.commands < commands:
+        raise RuntimeError("the engine did not process every command within 600 s")
+    seconds = metrics.last_batch_committed - metrics.first_batch_started
+    moved = commands * (1 + EVENTS_PER_COMMAND)
+    return {
+        "seconds": round(seconds, 3),
+        "records_per_s": round(moved / seconds),
+        "commands_per_s": round(commands / seconds),
+        "batches": metrics.batches,
+    }
+
+
+def run_raw(config: Config, commands: int) -> dict[str, float]:
+    """The same shape of work with nothing but confluent-kafka."""
+    codec = RecordCodec()
+    topic = f"{config.namespace}.raw"
+    admin = admin_client(config.bootstrap)
+    admin.create_topics(
+        [NewTopic(topic, 1, 1 if config.replication_factor < 1 else config.replication_factor)]
+    )[topic].result()
+    sample_event = event(
+        Instance.ELEMENT_ACTIVATED,
+        ProcessInstanceValue(bpmn_process_id="bench", process_instance_key=2251799813685249),
+        2251799813685249,
+    )
+    event_value, event_headers = codec.encode(sample_event), record_headers(sample_event)
+    _fill(
+        config.bootstrap,
+        topic,
+        [(codec.encode(r), record_headers(r)) for r in (_command(i) for i in range(commands))],
+    )
+    consumer = Consumer(
+        {
+            "bootstrap.servers": config.bootstrap,
+            "group.id": f"{config.namespace}.raw",
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+            "isolation.level": "read_committed",
+            "fetch.wait.max.ms": 10,
+        }
+    )
+    producer = Producer(
+        {
+            "bootstrap.servers": config.bootstrap,
+            "transactional.id": f"{config.namespace}.raw",
+            "linger.ms": 1,
+            "retry.backoff.ms": 10,
+        }
+    )
+    producer.init_transactions(60)
+    consumer.assign([TopicPartition(topic, 0, 0)])
+    consumed = 0
+    started = 0.0
+    while consumed < commands:
+        messages = consumer.consume(num_messages=500, timeout=1.0)
+        if not messages:
+            continue
+        if not started:
+            started = time.monotonic()
+        # like the engine, it reads its own output back and skips it by header
+        batch_commands = [m for m in messages if header(m.headers(), RECORD_TYPE) == COMMAND]
+        producer.begin_transaction()
+        for _ in batch_commands:
+            for _ in range(EVENTS_PER_COMMAND):
+                producer.produce(topic, event_value, partition=0, headers=event_headers)
+        last = messages[-1].offset()
+        assert last is not None
+        producer.send_offsets_to_transaction(
+            [TopicPartition(topic, 0, last + 1)], consumer.consumer_group_metadata(), 30
+        )
+        producer.commit_transaction(30)
+        consumed += len(batch_commands)
+    seconds = time.monotonic() - started
+    consumer.close()
+    moved = commands * (1 + EVENTS_PER_COMMAND)
+    return {
+        "seconds": round(seconds, 3),
+        "records_per_s": round(moved / seconds),
+        "commands_per_s": round(commands / seconds),
+    }
+
+
+def run(config: Config, commands: int = 20_000) -> dict[str, Any]:
+    namespace = f"bench{uuid.uuid4().hex[:8]}"
+    with tempfile.TemporaryDirectory(prefix="partita-bench-loop-") as home:
+        bench_config = replace(config, namespace=namespace, partitions=1, home=Path(home))
+        apply_topics(admin_client(bench_config.bootstrap), load_specs(bench_config))
+        engine = run_engine(bench_config, commands)
+        raw = run_raw(bench_config, commands)
+    return {
+        "bench": "loop",
+        "commands": commands,
+        "events_per_command": EVENTS_PER_COMMAND,
+        "engine_records_per_s": engine["records_per_s"],
+        "raw_records_per_s": raw["records_per_s"],
+        "ratio": round(engine["records_per_s"] / raw["records_per_s"], 3),
+        "engine_commands_per_s": engine["commands_per_s"],
+        "engine_batches": engine["batches"],
+        "namespace": namespace,
+    }

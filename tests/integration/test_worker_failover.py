@@ -1,0 +1,193 @@
+"""Crashes, rebalances and zombies against the real broker: nothing lost, nothing twice, and
+the live state always equals a replay of the log."""
+
+from __future__ import annotations
+
+import random
+import signal
+import time
+import uuid
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
+
+from engine.config import Config
+from engine.log import clients
+from engine.protocol.enums import BpmnElementType, RecordType
+from engine.protocol.headers import record_headers
+from engine.protocol.intents import ProcessInstanceCreationIntent as Creation
+from engine.protocol.intents import ProcessInstanceIntent as Instance
+from engine.protocol.keys import encode_key
+from engine.protocol.records import command, event
+from engine.protocol.values import ProcessInstanceValue
+from tests.integration.workers import (
+    CODEC,
+    Load,
+    WorkerProcess,
+    assert_exactly_once,
+    create_topics,
+    creation,
+    unanswered,
+    wait_answered,
+    wait_until,
+)
+
+pytestmark = pytest.mark.kafka
+
+KILL_ROUNDS = 10
+
+
+def _config(bootstrap: str, home: Path, partitions: int = 3) -> Config:
+    config = Config(
+        bootstrap_servers=bootstrap,
+        namespace=f"f{uuid.uuid4().hex[:8]}",
+        home=home,
+        partitions=partitions,
+    )
+    create_topics(config)
+    return config
+
+
+def _verify(worker: WorkerProcess, partitions: int) -> None:
+    result = worker.verify_replay()
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.count(": equal") == partitions, result.stdout
+
+
+def test_kill_9_at_random_moments_loses_and_repeats_nothing(
+    kafka_bootstrap: str, tmp_path: Path
+) -> None:
+    config = _config(kafka_bootstrap, tmp_path)
+    rng = random.Random(20261130)
+    worker = WorkerProcess(config, tmp_path).start()
+    with Load(config) as load:
+        for _ in range(KILL_ROUNDS):
+            time.sleep(rng.uniform(1.5, 6.0))
+            worker.kill()
+            worker.start()
+        sent = load.stop()
+    log = wait_answered(config, sent, 120, worker)
+    assert assert_exactly_once(log, 3) == sent
+    assert worker.stop() == 0, worker.tail()
+    _verify(worker, 3)
+
+
+def test_workers_joining_and_leaving_during_load_share_six_partitions(
+    kafka_bootstrap: str, tmp_path: Path
+) -> None:
+    config = _config(kafka_bootstrap, tmp_path, partitions=6)
+    a = WorkerProcess(config, tmp_path / "a", "a").start()
+    b = WorkerProcess(config, tmp_path / "b", "b").start()
+    with Load(config) as load:
+        time.sleep(6)
+        c = WorkerProcess(config, tmp_path / "c", "c").start()  # 2 -> 3 workers
+        time.sleep(6)
+        assert a.stop() == 0, a.tail()  # 3 -> 2
+        time.sleep(4)
+        b.kill()  # 2 -> 1, hard
+        time.sleep(4)
+        b.start()  # 1 -> 2
+        time.sleep(4)
+        sent = load.stop()
+    log = wait_answered(config, sent, 120, c)
+    assert assert_exactly_once(log, 6) == sent
+    assert b.stop() == 0, b.tail()  # c now owns all six partitions
+    wait_until(
+        lambda: "assigned partitions [0, 1, 2, 3, 4, 5]" in c.tail(200), 60, "c to own all", c.tail
+    )
+    assert c.stop() == 0, c.tail()
+    _verify(c, 6)
+
+
+def test_a_frozen_worker_that_resumes_after_its_partitions_moved_commits_nothing(
+    kafka_bootstrap: str, tmp_path: Path
+) -> None:
+    config = _config(kafka_bootstrap, tmp_path)
+    zombie = WorkerProcess(config, tmp_path / "zombie", "zombie").start()
+    wait_until(
+        lambda: "assigned partitions [0, 1, 2]" in zombie.tail(),
+        60,
+        "zombie to own all",
+        zombie.tail,
+    )
+    other = WorkerProcess(config, tmp_path / "other", "other").start()
+    with Load(config, per_tick=5) as load:
+        time.sleep(3)
+        zombie.signal(signal.SIGSTOP)
+        # the group drops the frozen member after session.timeout.ms (10 s); other takes over
+        wait_until(
+            lambda: "assigned partitions [0, 1, 2]" in other.tail(), 60, "takeover", other.tail
+        )
+        time.sleep(2)
+        zombie.signal(signal.SIGCONT)
+        time.sleep(8)
+        sent = load.stop()
+    log = wait_answered(config, sent, 120, other)
+    assert assert_exactly_once(log, 3) == sent
+    assert zombie.stop() == 0, zombie.tail()
+    assert other.stop() == 0, other.tail()
+
+
+def test_commands_appended_before_earlier_events_wait_for_replay(
+    kafka_bootstrap: str, tmp_path: Path
+) -> None:
+    """Log of partition 0: CREATE@0, CANCEL@1, then the events of CREATE written by a previous
+    owner that committed offset 1 and crashed before its state reached disk. A new owner with
+    no state must apply those events before it processes CANCEL@1."""
+    config = _config(kafka_bootstrap, tmp_path)
+    instance = encode_key(1, 1)
+    create = creation(0)
+    cancel = command(
+        Instance.CANCEL, ProcessInstanceValue(process_instance_key=instance), key=instance
+    )
+    plain = Producer({"bootstrap.servers": config.bootstrap})
+    for record in (create, cancel):
+        plain.produce(
+            config.log_topic, CODEC.encode(record), partition=0, headers=record_headers(record)
+        )
+    assert plain.flush(30) == 0
+
+    previous_owner = clients.transactional_producer(config.bootstrap, config.namespace, 0)
+    previous_owner.init_transactions(30)
+    previous_owner.begin_transaction()
+    created = replace(create.value, process_instance_key=instance)
+    element = ProcessInstanceValue(
+        bpmn_process_id="order",
+        process_instance_key=instance,
+        element_id="order",
+        bpmn_element_type=BpmnElementType.PROCESS,
+    )
+    events = [event(Creation.CREATED, created, instance)] + [
+        event(intent, element, instance)
+        for intent in (
+            Instance.ELEMENT_ACTIVATING,
+            Instance.ELEMENT_ACTIVATED,
+            Instance.ELEMENT_COMPLETING,
+            Instance.ELEMENT_COMPLETED,
+        )
+    ]
+    for written in events:
+        record = replace(written, partition_id=1, source_record_position=0)
+        previous_owner.produce(
+            config.log_topic, CODEC.encode(record), partition=0, headers=record_headers(record)
+        )
+    group = Consumer(
+        {"bootstrap.servers": config.bootstrap, "group.id": clients.engine_group(config.namespace)}
+    )
+    previous_owner.send_offsets_to_transaction(
+        [TopicPartition(config.log_topic, 0, 1)], group.consumer_group_metadata(), 30
+    )
+    previous_owner.commit_transaction(30)
+    group.close()
+
+    worker = WorkerProcess(config, tmp_path / "new-machine").start()
+    log = wait_answered(config, 2, 60, worker)
+    (answer,) = log.results_of(0)[1]
+    assert answer.record_type is RecordType.EVENT, answer.rejection_reason
+    assert answer.intent is Instance.ELEMENT_TERMINATED and answer.key == instance
+    assert len(log.results_of(0)[0]) == 5  # CREATE was not processed again
+    assert not unanswered(log)
+    assert worker.stop() == 0
+    _verify(worker, 3)
