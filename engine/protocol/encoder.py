@@ -56,9 +56,19 @@ def zigzag_int(value: int) -> bytes:
     return zigzag(value)
 
 
+_TEXT_CACHE: dict[str, bytes] = {}
+
+
 def utf8(text: str) -> bytes:
+    """A length-prefixed UTF-8 string. Short strings are cached: element ids, process ids,
+    tenant ids and empty strings repeat in nearly every record."""
     data = text.encode("utf-8")
-    return zigzag(len(data)) + data
+    encoded = zigzag(len(data)) + data
+    if len(data) <= 64:
+        if len(_TEXT_CACHE) >= _CACHE_LIMIT:
+            _TEXT_CACHE.clear()
+        _TEXT_CACHE[text] = encoded
+    return encoded
 
 
 def raw_bytes(data: bytes) -> bytes:
@@ -90,6 +100,8 @@ class _Generator:
             "zigzag_int": zigzag_int,
             "utf8": utf8,
             "raw_bytes": raw_bytes,
+            "cached_long": _CACHE.get,
+            "cached_text": _TEXT_CACHE.get,
         }
         self.records: dict[str, str] = {}  # short name -> function name
         self.sources: list[str] = []
@@ -114,9 +126,9 @@ class _Generator:
         """An expression giving the Avro encoding of `value`."""
         if isinstance(avro_type, str):
             primitive = {
-                "long": f"zigzag({value})",
+                "long": f"(cached_long({value}) or zigzag({value}))",
                 "int": f"zigzag_int({value})",
-                "string": f"utf8({value})",
+                "string": f"(cached_text({value}) or utf8({value}))",
                 "bytes": f"raw_bytes({value})",
                 "boolean": f"(b'\\x01' if {value} else b'\\x00')",
                 "null": "b''",

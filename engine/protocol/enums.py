@@ -11,6 +11,8 @@ from enum import Enum
 class RecordType(Enum):
     """What a record is: a request (COMMAND), a fact (EVENT) or a refused request."""
 
+    __hash__ = object.__hash__  # identity: a C-level hash (Enum hashes the name in Python)
+
     COMMAND = "COMMAND"
     EVENT = "EVENT"
     COMMAND_REJECTION = "COMMAND_REJECTION"
@@ -18,6 +20,8 @@ class RecordType(Enum):
 
 class ValueType(Enum):
     """Which kind of value a record carries; selects the Avro branch of `value` and the intents."""
+
+    __hash__ = object.__hash__  # identity: a C-level hash (Enum hashes the name in Python)
 
     DEPLOYMENT = "DEPLOYMENT"
     PROCESS = "PROCESS"
@@ -41,6 +45,8 @@ class ValueType(Enum):
 class RejectionType(Enum):
     """Why a command was refused. The rejection reason says the details."""
 
+    __hash__ = object.__hash__  # identity: a C-level hash (Enum hashes the name in Python)
+
     INVALID_ARGUMENT = "INVALID_ARGUMENT"
     NOT_FOUND = "NOT_FOUND"
     ALREADY_EXISTS = "ALREADY_EXISTS"
@@ -51,6 +57,8 @@ class RejectionType(Enum):
 
 class BpmnElementType(Enum):
     """The BPMN element a process instance record is about (Zeebe's names)."""
+
+    __hash__ = object.__hash__  # identity: a C-level hash (Enum hashes the name in Python)
 
     UNSPECIFIED = "UNSPECIFIED"
     PROCESS = "PROCESS"
@@ -81,6 +89,8 @@ class BpmnElementType(Enum):
 class BpmnEventType(Enum):
     """The event definition of an event element (Zeebe's names)."""
 
+    __hash__ = object.__hash__  # identity: a C-level hash (Enum hashes the name in Python)
+
     UNSPECIFIED = "UNSPECIFIED"
     NONE = "NONE"
     MESSAGE = "MESSAGE"
@@ -97,12 +107,16 @@ class BpmnEventType(Enum):
 class VariableDocumentUpdateSemantic(Enum):
     """LOCAL sets every variable on the given scope; PROPAGATE updates where a name is defined."""
 
+    __hash__ = object.__hash__  # identity: a C-level hash (Enum hashes the name in Python)
+
     LOCAL = "LOCAL"
     PROPAGATE = "PROPAGATE"
 
 
 class ErrorType(Enum):
     """Why an incident was raised (Zeebe's names)."""
+
+    __hash__ = object.__hash__  # identity: a C-level hash (Enum hashes the name in Python)
 
     UNKNOWN = "UNKNOWN"
     IO_MAPPING_ERROR = "IO_MAPPING_ERROR"

@@ -20,6 +20,7 @@ class Intent(Enum):
     """Base of the per-value-type intent enums. A member is declared as `NAME = code, EVT|CMD`."""
 
     is_event: bool
+    __hash__ = object.__hash__  # identity: a C-level hash (Enum hashes the name in Python)
 
     def __new__(cls, code: int, is_event: bool) -> Any:
         member = object.__new__(cls)

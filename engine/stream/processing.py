@@ -317,15 +317,23 @@ class ProcessingStateMachine:
             if error is None and message.partition() == self.partition:
                 events.append(_offset(message))
 
+        # Offsets grow in produce order within a partition, so the delivery report of the
+        # last own event is enough to know the batch's last applied position.
+        own = self.partition
+        last_event = -1
+        for index, (partition, record) in enumerate(output.records):
+            if partition == own and record.record_type is RecordType.EVENT:
+                last_event = index
+        encode = self.codec.encode
         try:
             producer.begin_transaction()
-            for partition, record in output.records:
+            for index, (partition, record) in enumerate(output.records):
                 producer.produce(
                     self.topic,
-                    self.codec.encode(record),
+                    encode(record),
                     partition=partition,
                     headers=record_headers(record),
-                    on_delivery=on_delivery if record.is_event else None,
+                    on_delivery=on_delivery if index == last_event else None,
                 )
             for partition, raw, headers in output.forwarded:
                 producer.produce(self.topic, raw, partition=partition, headers=headers)
