@@ -70,6 +70,7 @@ class PartitionDb:
         self._write_options = WriteOptions()
         self._write_options.sync = False  # WAL on; fsync per batch is the OS's job after a crash
         self.overlay = Overlay(self._db_get, self._db_scan)
+        self._columns: dict[str, ColumnFamily[Any, Any]] = {}
         self.meta: ColumnFamily[str, Any] = self.column(META)
 
     # -- raw access for the overlay -------------------------------------------------------------
@@ -97,9 +98,14 @@ class PartitionDb:
 
     def column(self, definition: ColumnFamilyDef[K, V]) -> ColumnFamily[K, V]:
         """The typed column family `definition`, reading and writing through the overlay."""
-        if definition.name not in self._handles:
-            raise StateError(f"column family {definition.name!r} is not declared in this store")
-        return ColumnFamily(definition, self.overlay)
+        column = self._columns.get(definition.name)
+        if column is None:
+            if definition.name not in self._handles:
+                raise StateError(
+                    f"column family {definition.name!r} is not declared in this store"
+                )
+            column = self._columns[definition.name] = ColumnFamily(definition, self.overlay)
+        return column
 
     def commit(
         self,

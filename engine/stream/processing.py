@@ -22,7 +22,7 @@ import logging
 import time
 import traceback
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Message, Producer, TopicPartition
@@ -77,7 +77,6 @@ class ProcessingMetrics:
     undecodable: int = 0
     batches: int = 0
     aborted: int = 0
-    by_intent: dict[str, int] = field(default_factory=dict)
     first_batch_started: float = 0.0
     """time.monotonic() when the first batch began (0 before), for throughput figures."""
     last_batch_committed: float = 0.0
@@ -154,7 +153,6 @@ class ProcessingStateMachine:
                 continue
             if record.record_type is not RecordType.COMMAND:
                 continue
-            record = replace(record, position=offset)
             target = self._route(record)
             if target != self.partition:
                 forward_headers: Headers = (
@@ -197,8 +195,6 @@ class ProcessingStateMachine:
         self, context: ProcessingContext, command: Record, address: ReplyTo | None
     ) -> None:
         self.metrics.commands += 1
-        name = f"{command.value_type.name}.{command.intent.name}"
-        self.metrics.by_intent[name] = self.metrics.by_intent.get(name, 0) + 1
         processor = self.engine.find_processor(command)
         context.begin(command, address, int(self.clock() * 1000))
         if processor is None:
