@@ -101,6 +101,7 @@ class _Generator:
             "utf8": utf8,
             "raw_bytes": raw_bytes,
             "cached_long": _CACHE.get,
+            "small_int": _SMALL.get,
             "cached_text": _TEXT_CACHE.get,
         }
         self.records: dict[str, str] = {}  # short name -> function name
@@ -127,7 +128,7 @@ class _Generator:
         if isinstance(avro_type, str):
             primitive = {
                 "long": f"(cached_long({value}) or zigzag({value}))",
-                "int": f"zigzag_int({value})",
+                "int": f"(small_int({value}) or zigzag_int({value}))",
                 "string": f"(cached_text({value}) or utf8({value}))",
                 "bytes": f"raw_bytes({value})",
                 "boolean": f"(b'\\x01' if {value} else b'\\x00')",

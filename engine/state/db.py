@@ -101,9 +101,7 @@ class PartitionDb:
         column = self._columns.get(definition.name)
         if column is None:
             if definition.name not in self._handles:
-                raise StateError(
-                    f"column family {definition.name!r} is not declared in this store"
-                )
+                raise StateError(f"column family {definition.name!r} is not declared in this store")
             column = self._columns[definition.name] = ColumnFamily(definition, self.overlay)
         return column
 

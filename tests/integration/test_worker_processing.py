@@ -223,6 +223,38 @@ def test_follow_up_commands_are_processed_in_the_same_batch(
     )  # follow-ups were not written as commands
 
 
+def test_the_due_date_checker_turns_due_work_into_commands(
+    shared: tuple[Config, WorkerProcess],
+) -> None:
+    config, worker = shared
+    produce(config, [(2, creation(5, "short-lived", expireAfterMs=300))])
+
+    def terminated() -> bool:
+        log = read_log(config)
+        return any(
+            r.intent is ProcessInstanceIntent.ELEMENT_TERMINATED and r.source_record_position == -1
+            for r in log.partitions[2]
+        )
+
+    from tests.integration.workers import wait_until
+
+    wait_until(terminated, 60, "the due-date checker's cancel", worker.tail)
+    log = read_log(config)
+    created = [
+        r
+        for r in log.partitions[2]
+        if r.intent is ProcessInstanceCreationIntent.CREATED
+        and r.value.bpmn_process_id == "short-lived"
+    ]
+    (ended,) = [
+        r
+        for r in log.partitions[2]
+        if r.intent is ProcessInstanceIntent.ELEMENT_TERMINATED and r.key == created[0].key
+    ]
+    assert ended.timestamp >= created[0].timestamp + 300
+    assert ended.source_record_position == -1  # an internal command, never on the log
+
+
 def test_graceful_stop_then_verify_replay_matches_the_live_state(
     kafka_bootstrap: str, tmp_path: Path
 ) -> None:

@@ -8,6 +8,8 @@ PROCESS_INSTANCE_CREATION CREATE (bpmnProcessId selects the behaviour):
 - variables {"spawn": n}: n follow-up CREATE commands for "child".
 PROCESS_INSTANCE CANCEL (key = instance): ELEMENT_TERMINATED, removes it; an instance created
 with variables {"explodeOnCancel": true} raises instead (ERROR event, instance banned).
+Due dates: an instance created with {"expireAfterMs": n} is cancelled by the due-date checker
+n ms after its CREATED event.
 """
 
 from __future__ import annotations
@@ -20,11 +22,12 @@ from engine.processing.builtin import build_engine as build_builtin
 from engine.protocol.enums import BpmnElementType, RejectionType
 from engine.protocol.intents import ProcessInstanceCreationIntent as Creation
 from engine.protocol.intents import ProcessInstanceIntent as Instance
-from engine.protocol.records import Record
+from engine.protocol.records import Record, command
 from engine.protocol.values import ProcessInstanceCreationValue, ProcessInstanceValue
 from engine.state import ColumnFamilies, PartitionDb
 
 INSTANCES = ColumnFamilies.ELEMENT_INSTANCE
+DUE = ColumnFamilies.TIMER_DUE_DATE
 
 
 def create(command: Record, ctx: ProcessingContext) -> None:
@@ -56,9 +59,25 @@ def create(command: Record, ctx: ProcessingContext) -> None:
 def apply_created(record: Record, db: PartitionDb) -> None:
     value = record.value
     assert isinstance(value, ProcessInstanceCreationValue)
+    expire = json.loads(value.variables or "{}").get("expireAfterMs")
+    due = -1 if expire is None else record.timestamp + int(expire)  # from the record: no clock
     db.column(INSTANCES).insert(
-        record.key, {"bpmnProcessId": value.bpmn_process_id, "variables": value.variables}
+        record.key,
+        {"bpmnProcessId": value.bpmn_process_id, "variables": value.variables, "dueAt": due},
     )
+    if due >= 0:
+        db.column(DUE).insert((due, record.key, 0), None)
+
+
+def expired_instances(db: PartitionDb, now: int) -> list[Record]:
+    """The due-date checker: a CANCEL command for every instance whose time is up."""
+    due_commands = []
+    for (due, instance, _), _value in db.column(DUE).items():
+        if due > now:
+            break
+        value = ProcessInstanceValue(process_instance_key=instance)
+        due_commands.append(command(Instance.CANCEL, value, key=instance))
+    return due_commands
 
 
 def cancel(command: Record, ctx: ProcessingContext) -> None:
@@ -74,6 +93,10 @@ def cancel(command: Record, ctx: ProcessingContext) -> None:
 
 
 def apply_terminated(record: Record, db: PartitionDb) -> None:
+    instance = db.column(INSTANCES).get(record.key)
+    assert instance is not None
+    if instance.get("dueAt", -1) >= 0:
+        db.column(DUE).delete_existing((instance["dueAt"], record.key, 0))
     db.column(INSTANCES).delete_existing(record.key)
 
 
@@ -83,4 +106,5 @@ def build_engine() -> Engine:
     engine.applier(Creation.CREATED, apply_created)
     engine.processor(Instance.CANCEL, cancel)
     engine.applier(Instance.ELEMENT_TERMINATED, apply_terminated)
+    engine.due_date_checker(expired_instances)
     return engine
