@@ -119,7 +119,8 @@ def cmd_up(args: argparse.Namespace) -> int:
         "\nPartita is ready.\n"
         f"  Kafka:     {config.bootstrap}\n"
         f"  Log topic: {config.log_topic} ({config.partitions} partitions)\n"
-        "Next: `partita kafka status`, `partita kafka down` to stop the broker."
+        "Next: `partita worker` to process the log, `partita kafka status`,"
+        " `partita kafka down` to stop the broker."
     )
     return 0
 
