@@ -35,7 +35,7 @@ def group_consumer(bootstrap: str, namespace: str, **overrides: Any) -> Consumer
         "auto.offset.reset": "earliest",
         "isolation.level": "read_committed",
         "partition.assignment.strategy": "cooperative-sticky",
-        "session.timeout.ms": 10000,
+        "session.timeout.ms": 6000,  # the broker minimum: a crashed worker is replaced fast
         "heartbeat.interval.ms": 1000,
         "max.poll.interval.ms": 300000,
         "fetch.wait.max.ms": 10,

@@ -85,7 +85,7 @@ class ReplayStateMachine:
         pending = 0
         decode, apply = self.codec.decode, self.engine.apply
         while True:
-            messages = self.consumer.consume(num_messages=1000, timeout=1.0)
+            messages = self.consumer.consume(num_messages=1000, timeout=0.05)
             for message in messages:
                 error = message.error()
                 if error is not None:
@@ -112,8 +112,10 @@ class ReplayStateMachine:
                     self.db.commit(last_applied_position=offset)
                     pending = 0
                 self._last = offset
-            if not messages:
-                continue
+            # the end may be a transaction marker, which is never delivered: ask the position
+            position = self.consumer.position([TopicPartition(self.topic, self.partition)])
+            if position[0].offset >= end:
+                return self._finish(applied, pending)
 
     def _finish(self, applied: int, pending: int) -> int:
         if pending:
