@@ -191,3 +191,34 @@ def test_commands_appended_before_earlier_events_wait_for_replay(
     assert not unanswered(log)
     assert worker.stop() == 0
     _verify(worker, 3)
+
+
+def test_a_fenced_task_makes_the_worker_rejoin_and_nothing_is_lost(
+    kafka_bootstrap: str, tmp_path: Path
+) -> None:
+    config = _config(kafka_bootstrap, tmp_path)
+    worker = WorkerProcess(config, tmp_path).start()
+    wait_until(
+        lambda: "assigned partitions [0, 1, 2]" in worker.tail(), 60, "assignment", worker.tail
+    )
+    plain = Producer({"bootstrap.servers": config.bootstrap})
+
+    def send(first: int, count: int) -> None:
+        for i in range(first, first + count):
+            record = creation(i)
+            plain.produce(
+                config.log_topic, CODEC.encode(record), partition=0, headers=record_headers(record)
+            )
+        assert plain.flush(30) == 0
+
+    send(0, 10)
+    wait_answered(config, 10, 60, worker)
+    usurper = clients.transactional_producer(config.bootstrap, config.namespace, 0)
+    usurper.init_transactions(30)  # the worker's producer for partition 0 is now fenced
+    send(10, 10)
+
+    log = wait_answered(config, 20, 90, worker)
+    assert assert_exactly_once(log, 3) == 20
+    assert "leaving the group and joining again" in worker.tail(400)
+    assert worker.stop() == 0, worker.tail()
+    _verify(worker, 3)
