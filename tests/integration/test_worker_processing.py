@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from confluent_kafka import Consumer, TopicPartition
 
 from engine.config import Config
 from engine.protocol.enums import RecordType, RejectionType, ValueType
@@ -20,6 +21,7 @@ from engine.protocol.keys import encode_key, kafka_partition_of_key
 from engine.protocol.records import command
 from engine.protocol.values import ProcessInstanceValue
 from tests.integration.workers import (
+    CODEC,
     WorkerProcess,
     create_topics,
     creation,
@@ -45,6 +47,30 @@ def shared(
     worker = WorkerProcess(config, home).start()
     yield config, worker
     assert worker.stop() == 0, worker.tail()
+
+
+def _replies(config: Config) -> dict[bytes, object]:
+    """Replies on the replies topic by correlation id; a correlation id seen twice fails."""
+    consumer = Consumer(
+        {
+            "bootstrap.servers": config.bootstrap,
+            "group.id": "reply-reader",
+            "enable.partition.eof": True,
+            "isolation.level": "read_committed",
+        }
+    )
+    out: dict[bytes, object] = {}
+    try:
+        for partition in range(3):
+            consumer.assign([TopicPartition(config.replies_topic, partition, 0)])
+            while (message := consumer.poll(10)) is not None and not message.error():
+                headers = dict(message.headers() or [])
+                correlation = headers["kafka_correlationId"]
+                assert correlation not in out, f"two replies for {correlation!r}"
+                out[correlation] = CODEC.decode(message.value())
+    finally:
+        consumer.close()
+    return out
 
 
 def _count(config: Config) -> int:
@@ -76,11 +102,14 @@ def test_n_commands_give_exactly_n_results_in_log_order_with_replies(
         sources = [e.source_record_position for e in events]
         assert sources == sorted(sources), "results are in the log order of their commands"
 
-    replies = read_log(config, config.replies_topic)
-    created_replies = [
-        r for r in replies.partitions[0] if r.intent is ProcessInstanceCreationIntent.CREATED
-    ]
-    assert len(created_replies) >= n
+    replies = _replies(config)
+    sent = {f"corr-{i}".encode() for i in range(n)}
+    answered = {corr: record for corr, record in replies.items() if corr in sent}
+    assert set(answered) == sent  # every request answered once, correlation id echoed
+    by_position = {c.position: c for p in range(3) for c in log.commands(p)}
+    for record in answered.values():
+        assert record.intent is ProcessInstanceCreationIntent.CREATED
+        assert record.source_record_position in by_position
 
 
 def test_rejections_errors_and_banning(shared: tuple[Config, WorkerProcess]) -> None:
