@@ -18,6 +18,7 @@ from typing import Any
 from fastavro import schemaless_reader
 
 from engine.protocol.convert import RecordConverter, short_name
+from engine.protocol.decoder import compile_decoder
 from engine.protocol.encoder import compile_encoder
 from engine.protocol.enums import RecordType, RejectionType, ValueType
 from engine.protocol.errors import (
@@ -34,6 +35,7 @@ from engine.protocol.errors import (
 from engine.protocol.intents import INTENTS_BY_VALUE_TYPE, intent_for
 from engine.protocol.records import Record
 from engine.protocol.schemas import WriterSchema, current_schema, known_schemas
+from engine.protocol.values import VALUE_TYPES
 
 _VALUE_TYPES = {member.name: member for member in ValueType}
 _ENUMS: tuple[type[Enum], ...] = (
@@ -66,6 +68,7 @@ class RecordCodec:
         self.max_record_bytes = max_record_bytes
         self._prefix = MAGIC + self.current.fingerprint_bytes
         self._encode = compile_encoder(self.current.raw, Record)
+        self._decode_body = compile_decoder(self.current.raw)
         self._writers: dict[bytes, WriterSchema] = {s.fingerprint_bytes: s for s in schemas}
         self._values: dict[str, RecordConverter] = {}
         self._by_class: dict[type[Any], RecordConverter] = {}
@@ -142,11 +145,14 @@ class RecordCodec:
                 " Produce with a schema from avro/ (or add the new version to avro/history/).",
                 location(topic, partition, offset),
             )
+        if writer is self.current:
+            return self._decode_current(bytes(data), topic, partition, offset)
         stream = BytesIO(data)
         stream.seek(HEADER_SIZE)
-        reader = None if writer is self.current else self.current.schema
-        try:
-            datum = schemaless_reader(stream, writer.schema, reader, return_record_name=True)
+        try:  # an older writer schema: fastavro resolves it into the current one
+            datum = schemaless_reader(
+                stream, writer.schema, self.current.schema, return_record_name=True
+            )
         except Exception as exc:  # any malformed body must become a typed error
             raise MalformedBodyError(
                 f"Avro body does not decode: {type(exc).__name__}: {exc}",
@@ -158,6 +164,64 @@ class RecordCodec:
                 location(topic, partition, offset),
             )
         return self._record(datum, topic, partition, offset)  # type: ignore[arg-type]
+
+    def _decode_current(
+        self, data: bytes, topic: str | None, partition: int | None, offset: int | None
+    ) -> Record:
+        try:
+            fields, end = self._decode_body(data, HEADER_SIZE)
+        except Exception as exc:  # any malformed body must become a typed error
+            raise MalformedBodyError(
+                f"Avro body does not decode: {type(exc).__name__}: {exc}",
+                location(topic, partition, offset),
+            ) from None
+        if end != len(data):
+            raise TrailingBytesError(
+                f"{len(data) - end} bytes left after the Avro body",
+                location(topic, partition, offset),
+            )
+        (
+            partition_id,
+            key,
+            source_position,
+            record_type,
+            value_type_name,
+            intent_name,
+            record_version,
+            timestamp,
+            rejection,
+            rejection_reason,
+            engine_version,
+            (branch, value),
+        ) = fields
+        value_type = _VALUE_TYPES[value_type_name]
+        if VALUE_TYPES[type(value)] is not value_type:
+            raise ValueTypeMismatchError(
+                f"valueType is {value_type.name} but the value is a {short_name(branch)}",
+                location(topic, partition, offset),
+            )
+        intent = intent_for(value_type, intent_name)
+        if intent is None:
+            raise UnknownIntentError(
+                f"{intent_name} is not an intent of {value_type.name}; valid:"
+                f" {', '.join(m.name for m in INTENTS_BY_VALUE_TYPE[value_type])}",
+                location(topic, partition, offset),
+            )
+        return Record(
+            _RECORD_TYPES[record_type],
+            value_type,
+            intent,
+            value,
+            key,
+            partition_id,
+            source_position,
+            timestamp,
+            None if rejection is None else RejectionType[rejection],
+            rejection_reason,
+            engine_version,
+            record_version,
+            -1 if offset is None else offset,
+        )
 
     def _record(
         self, datum: dict[str, Any], topic: str | None, partition: int | None, offset: int | None
