@@ -219,18 +219,12 @@ class ProcessingStateMachine:
             try:
                 processor(command, context)
             except RejectionError as rejection:
-                self.db.overlay.rollback_to_savepoint()
-                context.output.truncate(mark)
-                context.follow_ups = []
-                context.begin(command, address, context.now)
+                self._undo(context, mark, command, address)
                 context.reject(rejection.rejection_type, rejection.reason)
                 self.metrics.rejections += 1
                 return
             except Exception as exc:
-                self.db.overlay.rollback_to_savepoint()
-                context.output.truncate(mark)
-                context.follow_ups = []
-                context.begin(command, address, context.now)
+                self._undo(context, mark, command, address)
                 if attempt == 1:
                     continue
                 self._write_error(context, command, instance, exc)
@@ -238,6 +232,19 @@ class ProcessingStateMachine:
             else:
                 self.db.overlay.release_savepoint()
                 return
+
+    def _undo(
+        self,
+        context: ProcessingContext,
+        mark: tuple[int, int, int],
+        command: Record,
+        address: ReplyTo | None,
+    ) -> None:
+        """Forget everything the failed attempt did: state, outputs, follow-ups, reply."""
+        self.db.overlay.rollback_to_savepoint()
+        context.output.truncate(mark)
+        context.follow_ups = []
+        context.begin(command, address, context.now)
 
     def _write_error(
         self, context: ProcessingContext, command: Record, instance: int, exc: Exception
