@@ -47,6 +47,9 @@ def shared(
     worker = WorkerProcess(config, home).start()
     yield config, worker
     assert worker.stop() == 0, worker.tail()
+    # everything the tests did (bans, cancels, due-date work) is rebuilt exactly by replay
+    result = worker.verify_replay()
+    assert result.returncode == 0, result.stdout + result.stderr
 
 
 def _replies(config: Config) -> dict[bytes, object]:
