@@ -1,0 +1,297 @@
+"""BPMN XML -> `Process` models, reporting every problem at once.
+
+Supported so far (issue 6): none start and end events, service task (`zeebe:taskDefinition`,
+`zeebe:taskHeaders`, `zeebe:ioMapping`), task and manual task (pass through), exclusive gateway
+(conditions, default flow), parallel gateway, sequence flows. Any other flow element is
+rejected by name, never ignored. Diagram interchange, documentation and extension elements of
+other vendors are ignored.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from engine.bpmn.errors import BpmnValidationError, Problem
+from engine.bpmn.model import (
+    ExclusiveGateway,
+    FlowNode,
+    IoMapping,
+    Process,
+    SequenceFlow,
+    ServiceTask,
+)
+from engine.bpmn.xml import Node, parse_xml
+from engine.protocol.enums import BpmnElementType, BpmnEventType
+
+BPMN = "{http://www.omg.org/spec/BPMN/20100524/MODEL}"
+ZEEBE = "{http://camunda.org/schema/zeebe/1.0}"
+
+_SIMPLE = {
+    "task": BpmnElementType.TASK,
+    "manualTask": BpmnElementType.MANUAL_TASK,
+    "parallelGateway": BpmnElementType.PARALLEL_GATEWAY,
+}
+_IGNORED = {
+    "documentation",
+    "extensionElements",
+    "laneSet",
+    "textAnnotation",
+    "association",
+    "dataObject",
+    "dataObjectReference",
+    "dataStoreReference",
+    "group",
+    "category",
+}
+_EVENT_DEFINITIONS = {
+    "messageEventDefinition": "message",
+    "timerEventDefinition": "timer",
+    "errorEventDefinition": "error",
+    "signalEventDefinition": "signal",
+    "escalationEventDefinition": "escalation",
+    "terminateEventDefinition": "terminate",
+    "linkEventDefinition": "link",
+    "compensateEventDefinition": "compensation",
+    "conditionalEventDefinition": "conditional",
+}
+
+
+def parse_bpmn(data: bytes, resource_name: str = "resource.bpmn") -> list[Process]:
+    """The executable processes of a BPMN resource.
+
+    Raises BpmnValidationError listing every problem (element id and reason) when the XML is
+    unsafe or malformed, when an element is not supported, or when the model is inconsistent.
+    """
+    root = parse_xml(data, resource_name)
+    if root.tag != BPMN + "definitions":
+        raise BpmnValidationError(
+            resource_name, [Problem(root.local, "the root element must be bpmn:definitions")]
+        )
+    problems: list[Problem] = []
+    processes = []
+    for node in root.find_all(BPMN + "process"):
+        if node.attributes.get("isExecutable", "false").lower() != "true":
+            continue
+        process = _process(node, problems)
+        if process is not None:
+            processes.append(process)
+    if not processes and not problems:
+        problems.append(Problem("(resource)", 'no executable process (isExecutable="true")'))
+    if problems:
+        raise BpmnValidationError(resource_name, problems)
+    return processes
+
+
+def _process(node: Node, problems: list[Problem]) -> Process | None:
+    process_id = node.attributes.get("id", "")
+    if not process_id:
+        problems.append(Problem(f"line {node.line}", "a process needs an id"))
+        return None
+    nodes: list[Node] = []
+    flows: dict[str, SequenceFlow] = {}
+    seen: set[str] = set()
+    for child in node.children:
+        if child.namespace != BPMN[1:-1] or child.local in _IGNORED:
+            continue
+        element_id = child.attributes.get("id", "")
+        if not element_id:
+            problems.append(Problem(f"line {child.line}", f"bpmn:{child.local} needs an id"))
+            continue
+        if element_id in seen:
+            problems.append(Problem(element_id, "the id is used twice"))
+            continue
+        seen.add(element_id)
+        if child.local == "sequenceFlow":
+            flows[element_id] = _flow(child)
+        else:
+            nodes.append(child)
+    node_ids = {n.attributes["id"] for n in nodes}
+    incoming: dict[str, list[str]] = {i: [] for i in node_ids}
+    outgoing: dict[str, list[str]] = {i: [] for i in node_ids}
+    for flow in list(flows.values()):
+        for ref, end in ((flow.source, "sourceRef"), (flow.target, "targetRef")):
+            if ref not in node_ids:
+                problems.append(
+                    Problem(flow.id, f"{end} '{ref}' is not a flow node of the process")
+                )
+                del flows[flow.id]
+                break
+        else:
+            outgoing[flow.source].append(flow.id)
+            incoming[flow.target].append(flow.id)
+    elements: dict[str, FlowNode] = {}
+    for child in nodes:
+        element_id = child.attributes["id"]
+        links = {"incoming": tuple(incoming[element_id]), "outgoing": tuple(outgoing[element_id])}
+        element = _element(child, problems, links)
+        if element is not None:
+            elements[element_id] = element
+    starts = [e.id for e in elements.values() if e.element_type is BpmnElementType.START_EVENT]
+    if not starts:
+        problems.append(Problem(process_id, "the process has no none start event"))
+    elif len(starts) > 1:
+        problems.append(Problem(process_id, f"more than one none start event: {', '.join(starts)}"))
+    _validate(elements, flows, problems)
+    return Process(
+        process_id,
+        node.attributes.get("name", ""),
+        elements,
+        flows,
+        starts[0] if starts else "",
+    )
+
+
+def _flow(node: Node) -> SequenceFlow:
+    condition = node.find(BPMN + "conditionExpression")
+    text = condition.text.strip() if condition is not None else ""
+    return SequenceFlow(
+        node.attributes["id"],
+        node.attributes.get("sourceRef", ""),
+        node.attributes.get("targetRef", ""),
+        text or None,
+    )
+
+
+def _event_kind(node: Node) -> str | None:
+    for child in node.children:
+        if child.namespace == BPMN[1:-1] and child.local in _EVENT_DEFINITIONS:
+            return _EVENT_DEFINITIONS[child.local]
+    return None
+
+
+def _element(
+    node: Node, problems: list[Problem], links: dict[str, tuple[str, ...]]
+) -> FlowNode | None:
+    element_id = node.attributes["id"]
+    inputs, outputs = _io_mappings(node, problems)
+    common: dict[str, Any] = {
+        "id": element_id,
+        "name": node.attributes.get("name", ""),
+        "inputs": inputs,
+        "outputs": outputs,
+        **links,
+    }
+    local = node.local
+    if local in ("startEvent", "endEvent"):
+        kind = _event_kind(node)
+        if kind is not None:
+            problems.append(Problem(element_id, f"{kind} {local}s are not supported yet"))
+            return None
+        element_type = (
+            BpmnElementType.START_EVENT if local == "startEvent" else BpmnElementType.END_EVENT
+        )
+        return FlowNode(element_type=element_type, event_type=BpmnEventType.NONE, **common)
+    if local in _SIMPLE:
+        return FlowNode(element_type=_SIMPLE[local], **common)
+    if local == "exclusiveGateway":
+        return ExclusiveGateway(
+            element_type=BpmnElementType.EXCLUSIVE_GATEWAY,
+            default_flow=node.attributes.get("default") or None,
+            **common,
+        )
+    if local == "serviceTask":
+        return _service_task(node, problems, common)
+    problems.append(Problem(element_id, f"bpmn:{local} is not supported"))
+    return None
+
+
+def _extensions(node: Node) -> Node | None:
+    return node.find(BPMN + "extensionElements")
+
+
+def _service_task(
+    node: Node, problems: list[Problem], common: dict[str, Any]
+) -> ServiceTask | None:
+    element_id = node.attributes["id"]
+    extensions = _extensions(node)
+    definition = extensions.find(ZEEBE + "taskDefinition") if extensions is not None else None
+    if definition is None or not definition.attributes.get("type", "").strip():
+        problems.append(
+            Problem(element_id, 'a service task needs <zeebe:taskDefinition type="..."/>')
+        )
+        return None
+    headers: list[tuple[str, str]] = []
+    header_list = extensions.find(ZEEBE + "taskHeaders") if extensions is not None else None
+    for header in header_list.find_all(ZEEBE + "header") if header_list is not None else []:
+        key = header.attributes.get("key", "")
+        if not key:
+            problems.append(Problem(element_id, "a zeebe:header needs a key"))
+            continue
+        headers.append((key, header.attributes.get("value", "")))
+    return ServiceTask(
+        element_type=BpmnElementType.SERVICE_TASK,
+        job_type=definition.attributes["type"].strip(),
+        retries=definition.attributes.get("retries", "3").strip() or "3",
+        headers=tuple(headers),
+        **common,
+    )
+
+
+def _io_mappings(
+    node: Node, problems: list[Problem]
+) -> tuple[tuple[IoMapping, ...], tuple[IoMapping, ...]]:
+    extensions = _extensions(node)
+    mapping = extensions.find(ZEEBE + "ioMapping") if extensions is not None else None
+    if mapping is None:
+        return (), ()
+    result: dict[str, list[IoMapping]] = {"input": [], "output": []}
+    for kind, mappings in result.items():
+        for item in mapping.find_all(ZEEBE + kind):
+            source, target = item.attributes.get("source", ""), item.attributes.get("target", "")
+            if not source or not target:
+                problems.append(
+                    Problem(node.attributes["id"], f"a zeebe:{kind} needs a source and a target")
+                )
+                continue
+            mappings.append(IoMapping(source, target))
+    return tuple(result["input"]), tuple(result["output"])
+
+
+def _validate(
+    elements: dict[str, FlowNode], flows: dict[str, SequenceFlow], problems: list[Problem]
+) -> None:
+    for element in elements.values():
+        kind = element.element_type
+        if kind is BpmnElementType.START_EVENT and element.incoming:
+            problems.append(
+                Problem(element.id, "a start event cannot have incoming sequence flows")
+            )
+        if kind is BpmnElementType.END_EVENT and element.outgoing:
+            problems.append(Problem(element.id, "an end event cannot have outgoing sequence flows"))
+        if kind is not BpmnElementType.END_EVENT and not element.outgoing:
+            problems.append(Problem(element.id, "has no outgoing sequence flow"))
+        if isinstance(element, ExclusiveGateway):
+            _validate_gateway(element, flows, problems)
+        elif kind is not BpmnElementType.EXCLUSIVE_GATEWAY:
+            for flow_id in element.outgoing:
+                if flows[flow_id].condition is not None:
+                    problems.append(
+                        Problem(
+                            flow_id, "only flows leaving an exclusive gateway can have conditions"
+                        )
+                    )
+
+
+def _validate_gateway(
+    gateway: ExclusiveGateway, flows: dict[str, SequenceFlow], problems: list[Problem]
+) -> None:
+    if gateway.default_flow is not None and gateway.default_flow not in gateway.outgoing:
+        problems.append(
+            Problem(
+                gateway.id,
+                f"default flow '{gateway.default_flow}' is not one of its outgoing flows",
+            )
+        )
+    if len(gateway.outgoing) > 1:
+        for flow_id in gateway.outgoing:
+            if flow_id != gateway.default_flow and flows[flow_id].condition is None:
+                problems.append(
+                    Problem(
+                        flow_id,
+                        "a flow leaving an exclusive gateway needs a condition unless it is"
+                        " the default flow",
+                    )
+                )
+    default = flows.get(gateway.default_flow or "")
+    if default is not None and default.id in gateway.outgoing and default.condition is not None:
+        problems.append(Problem(default.id, "the default flow cannot have a condition"))
