@@ -9,6 +9,7 @@ other vendors are ignored.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from engine.bpmn.errors import BpmnValidationError, Problem
@@ -56,7 +57,15 @@ _EVENT_DEFINITIONS = {
 }
 
 
-def parse_bpmn(data: bytes, resource_name: str = "resource.bpmn") -> list[Process]:
+ExpressionCheck = Callable[[str], str | None]
+"""Returns why an expression is invalid, or None; lets the caller plug in FEEL."""
+
+
+def parse_bpmn(
+    data: bytes,
+    resource_name: str = "resource.bpmn",
+    check_expression: ExpressionCheck | None = None,
+) -> list[Process]:
     """The executable processes of a BPMN resource.
 
     Raises BpmnValidationError listing every problem (element id and reason) when the XML is
@@ -75,6 +84,8 @@ def parse_bpmn(data: bytes, resource_name: str = "resource.bpmn") -> list[Proces
         process = _process(node, problems)
         if process is not None:
             processes.append(process)
+            if check_expression is not None:
+                _check_expressions(process, check_expression, problems)
     if not processes and not problems:
         problems.append(Problem("(resource)", 'no executable process (isExecutable="true")'))
     if problems:
@@ -295,3 +306,15 @@ def _validate_gateway(
     default = flows.get(gateway.default_flow or "")
     if default is not None and default.id in gateway.outgoing and default.condition is not None:
         problems.append(Problem(default.id, "the default flow cannot have a condition"))
+
+
+def _check_expressions(process: Process, check: ExpressionCheck, problems: list[Problem]) -> None:
+    found = [(flow.id, flow.condition) for flow in process.flows.values() if flow.condition]
+    for element in process.elements.values():
+        found += [(element.id, m.source) for m in (*element.inputs, *element.outputs)]
+        if isinstance(element, ServiceTask):
+            found += [(element.id, element.job_type), (element.id, element.retries)]
+    for element_id, text in found:
+        reason = check(text)
+        if reason is not None:
+            problems.append(Problem(element_id, f"invalid expression '{text}': {reason}"))

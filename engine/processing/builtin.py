@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from engine.processing import banning
+from engine.processing import banning, deployment
 from engine.processing.engine import Engine
 
 
 def build_engine() -> Engine:
-    """The core (ERROR events ban instances) plus every domain registered so far."""
+    """The core (ERROR events ban instances), deployments, and every domain added since."""
     engine = Engine()
     banning.register(engine)
+    deployment.register(engine)
     return engine

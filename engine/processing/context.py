@@ -57,12 +57,14 @@ class ProcessingContext:
         partition: int,
         output: ProcessingOutput,
         route: Callable[[Record], int],
+        partition_count: int = 1,
     ) -> None:
         self.engine = engine
         self.state = db
         self.keys = keys
         self.partition = partition
         self.partition_id = partition + 1
+        self.partition_count = partition_count
         self.output = output
         self._route = route
         self.follow_ups: list[Record] = []
@@ -128,9 +130,16 @@ class ProcessingContext:
             self.output.replies.append((self.reply_to, record))
         self.responded = True
 
-    def append_command(self, intent: Intent, value: RecordValue, key: int = NO_KEY) -> None:
+    def append_command(
+        self,
+        intent: Intent,
+        value: RecordValue,
+        key: int = NO_KEY,
+        *,
+        partition: int | None = None,
+    ) -> None:
         """A follow-up command: processed in this batch when it belongs to this partition,
-        written to its partition otherwise."""
+        written to its partition otherwise (routing decides unless `partition` is given)."""
         assert self.command is not None
         # Follow-ups processed in this batch never reach the log: their records name the
         # position of the command from the log that caused them.
@@ -141,7 +150,7 @@ class ProcessingContext:
             engine_version=__version__,
             position=self.command.position,
         )
-        target = self._route(follow_up)
+        target = self._route(follow_up) if partition is None else partition
         if target == self.partition:
             self.follow_ups.append(follow_up)
         else:

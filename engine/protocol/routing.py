@@ -70,6 +70,8 @@ def partition_for_command(record: Record, partition_count: int, default: int) ->
     """The Kafka partition a command belongs on (ARCHITECTURE.md section 4); `default` for
     commands that may go anywhere (process instance creation) or carry an invalid key (the
     owner of `default` then rejects them)."""
+    if record.intent is DeploymentIntent.DISTRIBUTE:
+        return default  # addressed to one partition on purpose, with partition 0's key
     if record.key > 0:
         try:
             return partition_for_key(record.key, partition_count)

@@ -129,7 +129,13 @@ class ProcessingStateMachine:
             self.metrics.first_batch_started = time.monotonic()
         output = ProcessingOutput()
         context = ProcessingContext(
-            self.engine, self.db, self.keys, self.partition, output, self._route
+            self.engine,
+            self.db,
+            self.keys,
+            self.partition,
+            output,
+            self._route,
+            self.partition_count,
         )
         last_offset = -1
         processed = 0

@@ -1,0 +1,113 @@
+"""DEPLOYMENT CREATE and DISTRIBUTE: BPMN resources become versioned process definitions on
+every partition.
+
+CREATE runs on partition 0 (routing sends it there): every resource is parsed and validated
+(all problems in one INVALID_ARGUMENT rejection); a process whose resource is identical to its
+latest version is a duplicate (no new version); new versions get a key and a PROCESS CREATED
+event; DEPLOYMENT CREATED answers the request. A DEPLOYMENT DISTRIBUTE command goes to every
+other partition inside the same transaction, so distribution is atomic with the deployment and
+needs no retries; each partition writes the PROCESS CREATED events and DEPLOYMENT DISTRIBUTED,
+and partition 0 records FULLY_DISTRIBUTED at once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from engine.bpmn import BpmnError, Process, parse_bpmn
+from engine.feel import FeelSyntaxError, compile_expression
+from engine.processing import processes
+from engine.processing.context import ProcessingContext, RejectionError
+from engine.processing.engine import Engine
+from engine.protocol.enums import RejectionType
+from engine.protocol.intents import DeploymentIntent, ProcessIntent
+from engine.protocol.records import Record
+from engine.protocol.values import DeploymentValue, ProcessMetadata, ProcessValue
+
+_BPMN_SUFFIXES = (".bpmn", ".xml", ".bpmn20.xml")
+
+
+def create(command: Record, ctx: ProcessingContext) -> None:
+    value = command.value
+    assert isinstance(value, DeploymentValue)
+    if not value.resources:
+        raise RejectionError(RejectionType.INVALID_ARGUMENT, "the deployment has no resources")
+    parsed: list[tuple[str, bytes, list[Process]]] = []
+    problems: list[str] = []
+    for resource in value.resources:
+        name = resource.resource_name
+        if not name.lower().endswith(_BPMN_SUFFIXES):
+            problems.append(f"'{name}': only BPMN resources (.bpmn) can be deployed")
+            continue
+        try:
+            models = processes_of(resource.resource, name)
+        except BpmnError as error:
+            problems.append(str(error))
+            continue
+        parsed.append((name, resource.resource, models))
+    if problems:
+        raise RejectionError(RejectionType.INVALID_ARGUMENT, "; ".join(problems))
+
+    deployment_key = ctx.keys.next_key()
+    metadata: list[ProcessMetadata] = []
+    for name, content, models in parsed:
+        digest = processes.checksum(content)
+        for model in models:
+            latest = processes.latest(ctx.state, model.id)
+            if latest is not None and latest.checksum == digest.hex():
+                metadata.append(
+                    ProcessMetadata(model.id, latest.version, latest.key, name, digest, True)
+                )
+                continue
+            version = 1 if latest is None else latest.version + 1
+            key = ctx.keys.next_key()
+            process = ProcessValue(model.id, version, key, name, digest, content)
+            ctx.append_event(ProcessIntent.CREATED, process, key)
+            metadata.append(ProcessMetadata(model.id, version, key, name, digest, False))
+    created = replace(value, processes_metadata=tuple(metadata))
+    ctx.append_event(DeploymentIntent.CREATED, created, deployment_key, respond=True)
+    for partition in range(ctx.partition_count):
+        if partition != ctx.partition:
+            ctx.append_command(
+                DeploymentIntent.DISTRIBUTE, created, deployment_key, partition=partition
+            )
+    ctx.append_event(DeploymentIntent.FULLY_DISTRIBUTED, created, deployment_key)
+
+
+def distribute(command: Record, ctx: ProcessingContext) -> None:
+    value = command.value
+    assert isinstance(value, DeploymentValue)
+    resources = {r.resource_name: r.resource for r in value.resources}
+    for meta in value.processes_metadata:
+        if meta.is_duplicate or processes.by_key(ctx.state, meta.process_definition_key):
+            continue
+        process = ProcessValue(
+            meta.bpmn_process_id,
+            meta.version,
+            meta.process_definition_key,
+            meta.resource_name,
+            meta.checksum,
+            resources[meta.resource_name],
+        )
+        ctx.append_event(ProcessIntent.CREATED, process, meta.process_definition_key)
+    ctx.append_event(DeploymentIntent.DISTRIBUTED, value, command.key, respond=True)
+
+
+def processes_of(resource: bytes, name: str) -> list[Process]:
+    """Parse and validate a BPMN resource, its FEEL expressions included, reporting every
+    problem at once."""
+    return parse_bpmn(resource, name, check_expression=_feel_problem)
+
+
+def _feel_problem(text: str) -> str | None:
+    try:
+        compile_expression(text)
+    except FeelSyntaxError as error:
+        return error.reason
+    return None
+
+
+def register(engine: Engine) -> None:
+    engine.processor(DeploymentIntent.CREATE, create)
+    engine.processor(DeploymentIntent.DISTRIBUTE, distribute)
+    engine.applier(ProcessIntent.CREATED, processes.apply_process_created)

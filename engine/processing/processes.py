@@ -1,0 +1,90 @@
+"""Deployed process definitions in state, and their parsed models.
+
+State (written only by the PROCESS CREATED applier): `process_by_key` holds the definition,
+`process_by_id_and_version` and `latest_process_version` index it. Parsed models are cached in
+memory by key: parsing is deterministic, so the cache is derived data, never state.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+from engine.bpmn import Process, parse_bpmn
+from engine.protocol.records import Record
+from engine.protocol.values import ProcessValue
+from engine.state import ColumnFamilies, PartitionDb
+
+BY_KEY = ColumnFamilies.PROCESS_BY_KEY
+BY_ID_AND_VERSION = ColumnFamilies.PROCESS_BY_ID_AND_VERSION
+LATEST = ColumnFamilies.LATEST_PROCESS_VERSION
+
+
+@dataclass(frozen=True, slots=True)
+class DeployedProcess:
+    key: int
+    bpmn_process_id: str
+    version: int
+    resource_name: str
+    checksum: str
+
+    def model(self, db: PartitionDb) -> Process:
+        stored = db.column(BY_KEY).get(self.key)
+        assert stored is not None
+        return _parsed(self.key, stored["resource"], self.resource_name, self.bpmn_process_id)
+
+
+def checksum(resource: bytes) -> bytes:
+    return hashlib.md5(resource, usedforsecurity=False).digest()
+
+
+def _from_state(key: int, stored: dict[str, Any]) -> DeployedProcess:
+    return DeployedProcess(
+        key, stored["bpmnProcessId"], stored["version"], stored["resourceName"], stored["checksum"]
+    )
+
+
+def by_key(db: PartitionDb, key: int) -> DeployedProcess | None:
+    stored = db.column(BY_KEY).get(key)
+    return None if stored is None else _from_state(key, stored)
+
+
+def latest(db: PartitionDb, bpmn_process_id: str) -> DeployedProcess | None:
+    version = db.column(LATEST).get(bpmn_process_id)
+    return None if version is None else by_version(db, bpmn_process_id, version)
+
+
+def by_version(db: PartitionDb, bpmn_process_id: str, version: int) -> DeployedProcess | None:
+    key = db.column(BY_ID_AND_VERSION).get((bpmn_process_id, version))
+    return None if key is None else by_key(db, key)
+
+
+def apply_process_created(record: Record, db: PartitionDb) -> None:
+    value = record.value
+    assert isinstance(value, ProcessValue)
+    db.column(BY_KEY).upsert(
+        value.process_definition_key,
+        {
+            "bpmnProcessId": value.bpmn_process_id,
+            "version": value.version,
+            "resourceName": value.resource_name,
+            "checksum": value.checksum.hex(),
+            "resource": value.resource.decode("utf-8"),
+        },
+    )
+    db.column(BY_ID_AND_VERSION).upsert(
+        (value.bpmn_process_id, value.version), value.process_definition_key
+    )
+    current = db.column(LATEST).get(value.bpmn_process_id)
+    if current is None or value.version > current:
+        db.column(LATEST).upsert(value.bpmn_process_id, value.version)
+
+
+@lru_cache(maxsize=1024)
+def _parsed(key: int, resource: str, resource_name: str, bpmn_process_id: str) -> Process:
+    for process in parse_bpmn(resource.encode("utf-8"), resource_name):
+        if process.id == bpmn_process_id:
+            return process
+    raise LookupError(f"process {bpmn_process_id} not in its resource {resource_name}")

@@ -1,0 +1,100 @@
+"""Deployments on the engine core: versions, duplicates, distribution, rejections."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from engine.processing import processes
+from engine.processing.builtin import build_engine
+from engine.protocol.enums import RecordType, RejectionType
+from engine.protocol.intents import DeploymentIntent, ProcessIntent
+from engine.protocol.records import Record, command
+from engine.protocol.values import DeploymentResource, DeploymentValue
+from tests.support.memory import MemoryEngine
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "bpmn"
+ORDER = (FIXTURES / "order-process.bpmn").read_bytes()
+
+
+@pytest.fixture
+def engine(tmp_path: Path) -> Iterator[MemoryEngine]:
+    memory = MemoryEngine(build_engine(), tmp_path)
+    yield memory
+    memory.close()
+
+
+def deploy(*resources: tuple[str, bytes]) -> Record:
+    value = DeploymentValue(resources=tuple(DeploymentResource(n, c) for n, c in resources))
+    return command(DeploymentIntent.CREATE, value)
+
+
+def test_deploying_creates_version_1_on_every_partition(engine: MemoryEngine) -> None:
+    position = engine.send(0, deploy(("order.bpmn", ORDER)))
+    engine.run()
+
+    results = engine.results_of(0, position)
+    created = [r for r in results if r.intent is DeploymentIntent.CREATED]
+    assert len(created) == 1
+    (meta,) = created[0].value.processes_metadata
+    assert (meta.bpmn_process_id, meta.version, meta.is_duplicate) == ("order-process", 1, False)
+    assert [r.intent for r in results] == [
+        ProcessIntent.CREATED,
+        DeploymentIntent.CREATED,
+        DeploymentIntent.FULLY_DISTRIBUTED,
+    ]
+    for partition in range(3):
+        deployed = processes.latest(engine.dbs[partition], "order-process")
+        assert deployed is not None and deployed.key == meta.process_definition_key
+        assert deployed.model(engine.dbs[partition]).element("charge").name == "Charge card"
+    for partition in (1, 2):
+        intents = [r.intent for r in engine.events(partition)]
+        assert intents == [ProcessIntent.CREATED, DeploymentIntent.DISTRIBUTED]
+
+
+def test_an_identical_redeploy_creates_no_version_a_changed_one_does(engine: MemoryEngine) -> None:
+    engine.send(0, deploy(("order.bpmn", ORDER)))
+    again = engine.send(0, deploy(("order.bpmn", ORDER)))
+    changed = engine.send(0, deploy(("order.bpmn", ORDER.replace(b"Charge card", b"Charge"))))
+    engine.run()
+
+    (meta,) = next(
+        r for r in engine.results_of(0, again) if r.intent is DeploymentIntent.CREATED
+    ).value.processes_metadata
+    assert (meta.version, meta.is_duplicate) == (1, True)
+    assert not [r for r in engine.results_of(0, again) if r.intent is ProcessIntent.CREATED]
+    (meta2,) = next(
+        r for r in engine.results_of(0, changed) if r.intent is DeploymentIntent.CREATED
+    ).value.processes_metadata
+    assert (meta2.version, meta2.is_duplicate) == (2, False)
+    assert processes.latest(engine.dbs[2], "order-process").version == 2  # type: ignore[union-attr]
+
+
+def test_invalid_resources_are_rejected_with_every_problem(engine: MemoryEngine) -> None:
+    broken = ORDER.replace(
+        b'<zeebe:taskDefinition type="payment-service" retries="5" />', b""
+    ).replace(b"=orderPaid = true", b"=orderPaid = = true")
+    position = engine.send(0, deploy(("order.bpmn", broken), ("notes.txt", b"hello")))
+    engine.run()
+    (rejection,) = engine.results_of(0, position)
+    assert rejection.record_type is RecordType.COMMAND_REJECTION
+    assert rejection.rejection_type is RejectionType.INVALID_ARGUMENT
+    reason = rejection.rejection_reason
+    assert "'notes.txt': only BPMN resources (.bpmn) can be deployed" in reason
+    assert 'charge: a service task needs <zeebe:taskDefinition type="..."/>' in reason
+    assert "Flow_ship: invalid expression '=orderPaid = = true'" in reason
+    assert processes.latest(engine.dbs[0], "order-process") is None
+
+
+def test_a_deployment_sent_to_another_partition_is_forwarded_to_partition_0(
+    engine: MemoryEngine,
+) -> None:
+    engine.send(2, deploy(("order.bpmn", ORDER)))
+    engine.run()
+    assert (
+        next(r.intent for r in engine.records(0) if r.record_type is RecordType.COMMAND)
+        is DeploymentIntent.CREATE
+    )
+    assert processes.latest(engine.dbs[1], "order-process") is not None
