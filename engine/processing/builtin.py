@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from engine.processing import banning, deployment
+from engine.processing import banning, creation, deployment, element, instances, jobs
 from engine.processing.engine import Engine
 
 
@@ -11,4 +11,8 @@ def build_engine() -> Engine:
     engine = Engine()
     banning.register(engine)
     deployment.register(engine)
+    instances.register(engine)
+    creation.register(engine)
+    element.register(engine)
+    jobs.register(engine)
     return engine

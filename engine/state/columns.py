@@ -53,6 +53,9 @@ class ColumnFamilies:
     )
     LATEST_PROCESS_VERSION = cf("latest_process_version", _STR, int)
     ELEMENT_INSTANCE = cf("element_instance", _LONG, Any)
+    TAKEN_FLOWS = cf(  # arrivals at a parallel join: (flow scope, gateway id, flow id) -> count
+        "taken_flows", CompositeKey(_LONG, _STR, _STR), int
+    )
     ELEMENT_INSTANCE_CHILDREN = cf(
         "element_instance_children", CompositeKey(_INSTANCE, _LONG), _NIL_VALUE
     )

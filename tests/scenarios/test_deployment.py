@@ -23,6 +23,7 @@ ORDER = (FIXTURES / "order-process.bpmn").read_bytes()
 def engine(tmp_path: Path) -> Iterator[MemoryEngine]:
     memory = MemoryEngine(build_engine(), tmp_path)
     yield memory
+    memory.assert_replay_matches(tmp_path)  # every scenario: replay rebuilds the same state
     memory.close()
 
 

@@ -1,0 +1,77 @@
+"""PROCESS_INSTANCE_CREATION CREATE: start an instance of a deployed process.
+
+The process is chosen by definition key, or by bpmnProcessId and version (-1: the latest).
+The instance gets a key, CREATED answers the request, the creation variables become VARIABLE
+CREATED events on the instance scope, and ACTIVATE_ELEMENT of the process follows in the batch.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+from engine.processing import processes
+from engine.processing.context import ProcessingContext, RejectionError
+from engine.processing.element import set_variable
+from engine.processing.engine import Engine
+from engine.protocol.enums import BpmnElementType, RejectionType
+from engine.protocol.intents import ProcessInstanceCreationIntent as Creation
+from engine.protocol.intents import ProcessInstanceIntent as Instance
+from engine.protocol.records import Record
+from engine.protocol.values import ProcessInstanceCreationValue, ProcessInstanceValue
+
+
+def create(command: Record, ctx: ProcessingContext) -> None:
+    value = command.value
+    assert isinstance(value, ProcessInstanceCreationValue)
+    deployed = _find(ctx, value)
+    try:
+        variables = json.loads(value.variables or "{}")
+    except json.JSONDecodeError as error:
+        raise RejectionError(
+            RejectionType.INVALID_ARGUMENT, f"variables are not valid JSON: {error}"
+        ) from None
+    if not isinstance(variables, dict):
+        raise RejectionError(
+            RejectionType.INVALID_ARGUMENT,
+            f"variables must be a JSON object, not {type(variables).__name__}",
+        )
+    key = ctx.keys.next_key()
+    created = replace(
+        value,
+        bpmn_process_id=deployed.bpmn_process_id,
+        version=deployed.version,
+        process_definition_key=deployed.key,
+        process_instance_key=key,
+    )
+    ctx.append_event(Creation.CREATED, created, key, respond=True)
+    process = ProcessInstanceValue(
+        bpmn_process_id=deployed.bpmn_process_id,
+        version=deployed.version,
+        process_definition_key=deployed.key,
+        process_instance_key=key,
+        element_id=deployed.bpmn_process_id,
+        bpmn_element_type=BpmnElementType.PROCESS,
+    )
+    for name, result in variables.items():
+        set_variable(ctx, key, name, result, process)
+    ctx.append_command(Instance.ACTIVATE_ELEMENT, process, key)
+
+
+def _find(ctx: ProcessingContext, value: ProcessInstanceCreationValue) -> processes.DeployedProcess:
+    if value.process_definition_key > 0:
+        found = processes.by_key(ctx.state, value.process_definition_key)
+        what = f"process definition {value.process_definition_key}"
+    elif value.version >= 0:
+        found = processes.by_version(ctx.state, value.bpmn_process_id, value.version)
+        what = f"version {value.version} of process '{value.bpmn_process_id}'"
+    else:
+        found = processes.latest(ctx.state, value.bpmn_process_id)
+        what = f"process '{value.bpmn_process_id}'"
+    if found is None:
+        raise RejectionError(RejectionType.NOT_FOUND, f"{what} is not deployed")
+    return found
+
+
+def register(engine: Engine) -> None:
+    engine.processor(Creation.CREATE, create)

@@ -1,0 +1,165 @@
+"""Element instances and variables in state, and the appliers of their events.
+
+An element instance (column family `element_instance`) records its element, flow scope,
+process and lifecycle state, and for scopes the number of sequence flows taken inside it whose
+target is not active yet (`activeFlows`): a scope completes when it has no active children and
+no active flows. Variables live in `variable` keyed by (scope key, name) as JSON text.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from engine.processing import processes
+from engine.processing.engine import Engine
+from engine.protocol.enums import BpmnElementType
+from engine.protocol.intents import ProcessInstanceIntent as Instance
+from engine.protocol.intents import VariableIntent
+from engine.protocol.records import Record
+from engine.protocol.values import ProcessInstanceValue, VariableValue
+from engine.state import ColumnFamilies, PartitionDb
+
+INSTANCES = ColumnFamilies.ELEMENT_INSTANCE
+CHILDREN = ColumnFamilies.ELEMENT_INSTANCE_CHILDREN
+VARIABLES = ColumnFamilies.VARIABLE
+TAKEN = ColumnFamilies.TAKEN_FLOWS
+
+_NOT_VIA_FLOW = {BpmnElementType.PROCESS, BpmnElementType.START_EVENT}
+
+
+def instance(db: PartitionDb, key: int) -> dict[str, Any] | None:
+    found: dict[str, Any] | None = db.column(INSTANCES).get(key)
+    return found
+
+
+def children(db: PartitionDb, scope_key: int) -> list[int]:
+    return [child for (_, child), _ in db.column(CHILDREN).items(CHILDREN.key.prefix(scope_key))]
+
+
+def scope_chain(db: PartitionDb, key: int) -> list[int]:
+    """`key` and its flow scopes up to the process instance, innermost first."""
+    chain = []
+    current: int | None = key
+    while current is not None and current > 0:
+        chain.append(current)
+        found = instance(db, current)
+        current = None if found is None else found["flowScopeKey"]
+    return chain
+
+
+def local_variables(db: PartitionDb, scope_key: int) -> dict[str, Any]:
+    return {
+        name: json.loads(value)
+        for (_, name), value in db.column(VARIABLES).items(VARIABLES.key.prefix(scope_key))
+    }
+
+
+def visible_variables(db: PartitionDb, key: int) -> dict[str, Any]:
+    """The variables an element sees: its own scope first, then its flow scopes."""
+    result: dict[str, Any] = {}
+    for scope in reversed(scope_chain(db, key)):
+        result.update(local_variables(db, scope))
+    return result
+
+
+def taken_count(db: PartitionDb, scope_key: int, gateway: str, flow: str) -> int:
+    return db.column(TAKEN).get((scope_key, gateway, flow)) or 0
+
+
+# -- appliers ---------------------------------------------------------------------------------
+
+
+def _adjust_flows(db: PartitionDb, scope_key: int, delta: int) -> None:
+    scope = instance(db, scope_key)
+    if scope is not None:
+        db.column(INSTANCES).update(
+            scope_key, {**scope, "activeFlows": scope["activeFlows"] + delta}
+        )
+
+
+def apply_activating(record: Record, db: PartitionDb) -> None:
+    value = record.value
+    assert isinstance(value, ProcessInstanceValue)
+    db.column(INSTANCES).insert(
+        record.key,
+        {
+            "elementId": value.element_id,
+            "elementType": value.bpmn_element_type.name,
+            "flowScopeKey": value.flow_scope_key,
+            "processInstanceKey": value.process_instance_key,
+            "processDefinitionKey": value.process_definition_key,
+            "bpmnProcessId": value.bpmn_process_id,
+            "version": value.version,
+            "state": Instance.ELEMENT_ACTIVATING.name,
+            "activeFlows": 0,
+            "jobKey": -1,
+        },
+    )
+    if value.flow_scope_key > 0:
+        db.column(CHILDREN).insert((value.flow_scope_key, record.key), None)
+        if value.bpmn_element_type is BpmnElementType.PARALLEL_GATEWAY:
+            model = processes.by_key(db, value.process_definition_key)
+            assert model is not None
+            gateway = model.model(db).element(value.element_id)
+            for flow in gateway.incoming:  # the join consumes one arrival of every flow
+                key = (value.flow_scope_key, gateway.id, flow)
+                left = taken_count(db, *key) - 1
+                if left > 0:
+                    db.column(TAKEN).upsert(key, left)
+                else:
+                    db.column(TAKEN).delete(key)
+            _adjust_flows(db, value.flow_scope_key, -len(gateway.incoming))
+        elif value.bpmn_element_type not in _NOT_VIA_FLOW:
+            _adjust_flows(db, value.flow_scope_key, -1)
+
+
+def _set_state(record: Record, db: PartitionDb) -> None:
+    found = instance(db, record.key)
+    assert found is not None, f"no element instance {record.key}"
+    db.column(INSTANCES).update(record.key, {**found, "state": record.intent.name})
+
+
+def apply_ended(record: Record, db: PartitionDb) -> None:
+    value = record.value
+    assert isinstance(value, ProcessInstanceValue)
+    db.column(INSTANCES).delete_existing(record.key)
+    if value.flow_scope_key > 0:
+        db.column(CHILDREN).delete((value.flow_scope_key, record.key))
+    for name in local_variables(db, record.key):
+        db.column(VARIABLES).delete((record.key, name))
+
+
+def apply_flow_taken(record: Record, db: PartitionDb) -> None:
+    value = record.value
+    assert isinstance(value, ProcessInstanceValue)
+    _adjust_flows(db, value.flow_scope_key, +1)
+    model = processes.by_key(db, value.process_definition_key)
+    assert model is not None
+    process = model.model(db)
+    flow = process.flows[value.element_id]
+    target = process.element(flow.target)
+    if target.element_type is BpmnElementType.PARALLEL_GATEWAY and len(target.incoming) > 1:
+        taken = taken_count(db, value.flow_scope_key, target.id, flow.id)
+        db.column(TAKEN).upsert((value.flow_scope_key, target.id, flow.id), taken + 1)
+
+
+def apply_variable(record: Record, db: PartitionDb) -> None:
+    value = record.value
+    assert isinstance(value, VariableValue)
+    db.column(VARIABLES).upsert((value.scope_key, value.name), value.value)
+
+
+def register(engine: Engine) -> None:
+    engine.applier(Instance.ELEMENT_ACTIVATING, apply_activating)
+    for intent in (
+        Instance.ELEMENT_ACTIVATED,
+        Instance.ELEMENT_COMPLETING,
+        Instance.ELEMENT_TERMINATING,
+    ):
+        engine.applier(intent, _set_state)
+    engine.applier(Instance.ELEMENT_COMPLETED, apply_ended)
+    engine.applier(Instance.ELEMENT_TERMINATED, apply_ended)
+    engine.applier(Instance.SEQUENCE_FLOW_TAKEN, apply_flow_taken)
+    engine.applier(VariableIntent.CREATED, apply_variable)
+    engine.applier(VariableIntent.UPDATED, apply_variable)

@@ -1,0 +1,221 @@
+"""Process instances on the engine core: the element lifecycle, jobs, variables, gateways."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from engine.processing import instances
+from engine.processing.builtin import build_engine
+from engine.protocol.enums import ErrorType, RecordType, RejectionType
+from engine.protocol.intents import (
+    DeploymentIntent,
+    IncidentIntent,
+    JobIntent,
+    ProcessInstanceCreationIntent,
+    ProcessInstanceIntent,
+    VariableIntent,
+)
+from engine.protocol.records import Record, command
+from engine.protocol.values import (
+    DeploymentResource,
+    DeploymentValue,
+    JobValue,
+    ProcessInstanceCreationValue,
+)
+from tests.support.memory import MemoryEngine
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "bpmn"
+
+
+@pytest.fixture
+def engine(tmp_path: Path) -> Iterator[MemoryEngine]:
+    memory = MemoryEngine(build_engine(), tmp_path, partitions=1)
+    for name in ("one-task.bpmn", "order-process.bpmn"):
+        value = DeploymentValue(
+            resources=(DeploymentResource(name, (FIXTURES / name).read_bytes()),)
+        )
+        memory.send(0, command(DeploymentIntent.CREATE, value))
+    memory.run()
+    yield memory
+    memory.assert_replay_matches(tmp_path)  # every scenario: replay rebuilds the same state
+    memory.close()
+
+
+def create(engine: MemoryEngine, process_id: str, **variables: object) -> int:
+    value = ProcessInstanceCreationValue(
+        bpmn_process_id=process_id, variables=json.dumps(variables)
+    )
+    position = engine.send(0, command(ProcessInstanceCreationIntent.CREATE, value))
+    engine.run()
+    created = [
+        r
+        for r in engine.results_of(0, position)
+        if r.intent is ProcessInstanceCreationIntent.CREATED
+    ]
+    assert created, engine.results_of(0, position)
+    return created[0].key
+
+
+def jobs_of(engine: MemoryEngine, instance: int) -> list[Record]:
+    created = [
+        r
+        for r in engine.events(0)
+        if r.intent is JobIntent.CREATED and r.value.process_instance_key == instance
+    ]
+    done = {r.key for r in engine.events(0) if r.intent is JobIntent.COMPLETED}
+    return [j for j in created if j.key not in done]
+
+
+def complete(engine: MemoryEngine, job: Record, **variables: object) -> list[Record]:
+    position = engine.send(
+        0, command(JobIntent.COMPLETE, JobValue(variables=json.dumps(variables)), key=job.key)
+    )
+    engine.run()
+    return engine.results_of(0, position)
+
+
+def lifecycle(engine: MemoryEngine, instance: int) -> list[tuple[str, str]]:
+    return [
+        (r.value.element_id, r.intent.name)
+        for r in engine.events(0)
+        if r.value_type.name == "PROCESS_INSTANCE" and r.value.process_instance_key == instance
+    ]
+
+
+def test_start_service_task_end_follows_zeebes_record_order(engine: MemoryEngine) -> None:
+    instance = create(engine, "one-task", orderId=42)
+    (job,) = jobs_of(engine, instance)
+    assert (job.value.type, job.value.retries, job.value.element_id) == ("work", 3, "work")
+    complete(engine, job, paid=True)
+
+    assert lifecycle(engine, instance) == [
+        ("one-task", "ELEMENT_ACTIVATING"),
+        ("one-task", "ELEMENT_ACTIVATED"),
+        ("start", "ELEMENT_ACTIVATING"),
+        ("start", "ELEMENT_ACTIVATED"),
+        ("start", "ELEMENT_COMPLETING"),
+        ("start", "ELEMENT_COMPLETED"),
+        ("f1", "SEQUENCE_FLOW_TAKEN"),
+        ("work", "ELEMENT_ACTIVATING"),
+        ("work", "ELEMENT_ACTIVATED"),
+        ("work", "ELEMENT_COMPLETING"),
+        ("work", "ELEMENT_COMPLETED"),
+        ("f2", "SEQUENCE_FLOW_TAKEN"),
+        ("end", "ELEMENT_ACTIVATING"),
+        ("end", "ELEMENT_ACTIVATED"),
+        ("end", "ELEMENT_COMPLETING"),
+        ("end", "ELEMENT_COMPLETED"),
+        ("one-task", "ELEMENT_COMPLETING"),
+        ("one-task", "ELEMENT_COMPLETED"),
+    ]
+    events = [
+        r
+        for r in engine.events(0)
+        if r.value_type.name in ("JOB", "PROCESS_INSTANCE")
+        and getattr(r.value, "process_instance_key", 0) == instance
+    ]
+    job_created = next(i for i, r in enumerate(events) if r.intent is JobIntent.CREATED)
+    assert (
+        events[job_created - 1].intent is ProcessInstanceIntent.ELEMENT_ACTIVATING
+    )  # JOB CREATED before task ACTIVATED
+    variables = [
+        (r.intent, r.value.name, r.value.value)
+        for r in engine.events(0)
+        if r.value_type.name == "VARIABLE" and r.value.process_instance_key == instance
+    ]
+    assert variables == [
+        (VariableIntent.CREATED, "orderId", "42"),
+        (VariableIntent.CREATED, "paid", "true"),
+    ]
+    assert instances.instance(engine.dbs[0], instance) is None  # completed and removed
+    assert instances.local_variables(engine.dbs[0], instance) == {}
+
+
+def test_completing_a_finished_job_is_rejected_not_found(engine: MemoryEngine) -> None:
+    instance = create(engine, "one-task")
+    (job,) = jobs_of(engine, instance)
+    complete(engine, job)
+    (rejection,) = complete(engine, job)
+    assert rejection.record_type is RecordType.COMMAND_REJECTION
+    assert rejection.rejection_type is RejectionType.NOT_FOUND
+    assert f"job {job.key} does not exist or is no longer active" in rejection.rejection_reason
+
+
+def test_unknown_process_and_bad_variables_are_rejected(engine: MemoryEngine) -> None:
+    value = ProcessInstanceCreationValue(bpmn_process_id="nope")
+    position = engine.send(0, command(ProcessInstanceCreationIntent.CREATE, value))
+    bad = engine.send(
+        0,
+        command(
+            ProcessInstanceCreationIntent.CREATE,
+            ProcessInstanceCreationValue(bpmn_process_id="one-task", variables="[1]"),
+        ),
+    )
+    engine.run()
+    (missing,) = engine.results_of(0, position)
+    assert (
+        missing.rejection_type is RejectionType.NOT_FOUND
+        and "process 'nope' is not deployed" in missing.rejection_reason
+    )
+    (invalid,) = engine.results_of(0, bad)
+    assert (
+        invalid.rejection_type is RejectionType.INVALID_ARGUMENT
+        and "JSON object" in invalid.rejection_reason
+    )
+
+
+def test_exclusive_and_parallel_gateways_with_mappings(engine: MemoryEngine) -> None:
+    instance = create(engine, "order-process", order={"total": 12.5})
+    (charge,) = jobs_of(engine, instance)
+    assert charge.value.type == "payment-service" and charge.value.retries == 5
+    assert dict(charge.value.custom_headers) == {"method": "card"}
+    task_scope = instances.local_variables(engine.dbs[0], charge.value.element_instance_key)
+    assert task_scope == {"amount": 12.5}  # the input mapping, local to the task
+    complete(engine, charge, paid=True)
+
+    steps = lifecycle(engine, instance)
+    assert ("Flow_ship", "SEQUENCE_FLOW_TAKEN") in steps and (
+        "Flow_refund",
+        "SEQUENCE_FLOW_TAKEN",
+    ) not in steps
+    assert steps.count(("join", "ELEMENT_ACTIVATING")) == 1  # both branches joined once
+    assert steps[-1] == ("order-process", "ELEMENT_COMPLETED")
+    assert ("shipped", "ELEMENT_COMPLETED") in steps
+
+
+def test_the_default_flow_is_taken_when_no_condition_holds(engine: MemoryEngine) -> None:
+    instance = create(engine, "order-process", order={"total": 1}, region="eu")
+    (charge,) = jobs_of(engine, instance)
+    complete(engine, charge, paid=False)
+    (refund,) = jobs_of(engine, instance)
+    assert refund.value.type == "refund-eu"  # a FEEL job type
+    complete(engine, refund)
+    steps = lifecycle(engine, instance)
+    assert ("Flow_refund", "SEQUENCE_FLOW_TAKEN") in steps
+    assert steps[-1] == ("order-process", "ELEMENT_COMPLETED")
+
+
+def test_a_condition_that_is_not_boolean_raises_an_incident(engine: MemoryEngine) -> None:
+    instance = create(engine, "order-process", order={"total": 1})
+    (charge,) = jobs_of(engine, instance)
+    complete(engine, charge, paid="yes")  # `orderPaid = true` compares a string: null
+    (incident,) = [r for r in engine.events(0) if r.intent is IncidentIntent.CREATED]
+    assert incident.value.error_type is ErrorType.CONDITION_ERROR
+    assert "Flow_ship" in incident.value.error_message
+    assert "expected the result to be a boolean but it is null" in incident.value.error_message
+    assert incident.value.element_id == "paid-gateway"
+    assert ("paid-gateway", "ELEMENT_COMPLETING") not in lifecycle(engine, instance)
+
+
+def test_a_job_type_expression_that_fails_raises_an_incident(engine: MemoryEngine) -> None:
+    instance = create(engine, "order-process", order={"total": 1})  # no `region`
+    (charge,) = jobs_of(engine, instance)
+    complete(engine, charge, paid=False)
+    (incident,) = [r for r in engine.events(0) if r.intent is IncidentIntent.CREATED]
+    assert incident.value.error_type is ErrorType.EXTRACT_VALUE_ERROR
+    assert incident.value.element_id == "refund"
+    assert not jobs_of(engine, instance)
