@@ -109,6 +109,10 @@ def parse_xml(data: bytes, resource_name: str) -> Node:
         raise BpmnValidationError(
             resource_name, [Problem(f"line {parser.CurrentLineNumber}", str(refused))]
         ) from None
+    except (ValueError, LookupError) as exc:  # e.g. an unknown encoding in <?xml ...?>
+        raise BpmnValidationError(
+            resource_name, [Problem("line 1", f"unreadable XML declaration: {exc}")]
+        ) from None
     except expat.ExpatError as exc:
         raise BpmnValidationError(
             resource_name,

@@ -149,6 +149,8 @@ def test_malformed_huge_deep_and_foreign_documents() -> None:
     assert "over the limit" in problem
     (problem,) = _problems(b"<a>" * 100 + b"</a>" * 100)
     assert "nested deeper than 64" in problem
+    (problem,) = _problems(b'<?xml version="1.0" encoding="U-F-8"?><a/>')
+    assert problem.startswith("line 1: unreadable XML declaration")
     (problem,) = _problems(b"<html/>")
     assert problem == "html: the root element must be bpmn:definitions"
 
