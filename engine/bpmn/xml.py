@@ -9,6 +9,7 @@ that keeps line numbers for error messages.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 from xml.parsers import expat
 
 from engine.bpmn.errors import BpmnValidationError, Problem
@@ -47,6 +48,44 @@ class _RefusedError(Exception):
     pass
 
 
+class _Builder:
+    """expat handlers that build the tree and refuse everything DTD-related."""
+
+    def __init__(self, parser: Any) -> None:
+        self.parser = parser
+        self.stack: list[Node] = []
+        self.root: list[Node] = []
+        self.count = 0
+
+    def start(self, name: str, attributes: dict[str, str]) -> None:
+        self.count += 1
+        if self.count > MAX_ELEMENTS:
+            raise _RefusedError(f"more than {MAX_ELEMENTS} elements")
+        if len(self.stack) >= MAX_DEPTH:
+            raise _RefusedError(f"elements nested deeper than {MAX_DEPTH}")
+        tag = "{" + name if "}" in name else name
+        attrs = {_attribute(k): v for k, v in attributes.items()}
+        node = Node(tag, attrs, self.parser.CurrentLineNumber)
+        (self.stack[-1].children if self.stack else self.root).append(node)
+        self.stack.append(node)
+
+    def end(self, _name: str) -> None:
+        self.stack.pop()
+
+    def text(self, data: str) -> None:
+        if self.stack:
+            self.stack[-1].text += data
+
+    def doctype(self, *_: object) -> None:
+        raise _RefusedError("a DOCTYPE is not allowed (no DTDs or entities in BPMN resources)")
+
+    def entity(self, *_: object) -> None:
+        raise _RefusedError("entity declarations are not allowed")
+
+    def external(self, *_: object) -> int:
+        raise _RefusedError("external entities are not allowed")
+
+
 def parse_xml(data: bytes, resource_name: str) -> Node:
     """The root element of `data`; BpmnValidationError for anything unsafe or malformed."""
     if len(data) > MAX_BYTES:
@@ -55,53 +94,13 @@ def parse_xml(data: bytes, resource_name: str) -> Node:
             [Problem("(resource)", f"{len(data)} bytes, over the limit of {MAX_BYTES}")],
         )
     parser = expat.ParserCreate(namespace_separator="}")
-    stack: list[Node] = []
-    root: list[Node] = []
-    count = [0]
-
-    def refuse(reason: str) -> None:
-        raise _RefusedError(reason)
-
-    def start(name: str, attributes: dict[str, str]) -> None:
-        count[0] += 1
-        if count[0] > MAX_ELEMENTS:
-            refuse(f"more than {MAX_ELEMENTS} elements")
-        if len(stack) >= MAX_DEPTH:
-            refuse(f"elements nested deeper than {MAX_DEPTH}")
-        tag = "{" + name if "}" in name else name
-        node = Node(
-            tag, {_attribute(k): v for k, v in attributes.items()}, parser.CurrentLineNumber
-        )
-        if stack:
-            stack[-1].children.append(node)
-        else:
-            root.append(node)
-        stack.append(node)
-
-    def end(_name: str) -> None:
-        stack.pop()
-
-    def text(data: str) -> None:
-        if stack:
-            stack[-1].text += data
-
-    parser.StartElementHandler = start
-    parser.EndElementHandler = end
-    parser.CharacterDataHandler = text
-
-    def doctype(*_: object) -> None:
-        refuse("a DOCTYPE is not allowed (no DTDs or entities in BPMN resources)")
-
-    def entity(*_: object) -> None:
-        refuse("entity declarations are not allowed")
-
-    def external(*_: object) -> int:
-        refuse("external entities are not allowed")
-        return 0
-
-    parser.StartDoctypeDeclHandler = doctype
-    parser.EntityDeclHandler = entity
-    parser.ExternalEntityRefHandler = external
+    builder = _Builder(parser)
+    parser.StartElementHandler = builder.start
+    parser.EndElementHandler = builder.end
+    parser.CharacterDataHandler = builder.text
+    parser.StartDoctypeDeclHandler = builder.doctype
+    parser.EntityDeclHandler = builder.entity
+    parser.ExternalEntityRefHandler = builder.external
     parser.SetParamEntityParsing(expat.XML_PARAM_ENTITY_PARSING_NEVER)
     try:
         parser.Parse(data, True)
@@ -118,9 +117,9 @@ def parse_xml(data: bytes, resource_name: str) -> Node:
             resource_name,
             [Problem(f"line {exc.lineno}", f"not well-formed XML: {expat.ErrorString(exc.code)}")],
         ) from None
-    if not root:
+    if not builder.root:
         raise BpmnValidationError(resource_name, [Problem("(resource)", "no XML element")])
-    return root[0]
+    return builder.root[0]
 
 
 def _attribute(name: str) -> str:
