@@ -28,8 +28,7 @@ from confluent_kafka.cimpl import NewTopic
 from engine.config import Config
 from engine.log.admin import admin_client
 from engine.log.topics import apply_topics, load_specs
-from engine.processing import Engine, ProcessingContext
-from engine.processing.builtin import build_engine as build_builtin
+from engine.processing import Engine, ProcessingContext, banning
 from engine.protocol.codec import RecordCodec
 from engine.protocol.enums import BpmnElementType
 from engine.protocol.headers import COMMAND, RECORD_TYPE, header, record_headers
@@ -64,7 +63,8 @@ def _trivial_create(record: Record, ctx: ProcessingContext) -> None:
 
 
 def bench_engine() -> Engine:
-    engine = build_builtin()
+    engine = Engine()
+    banning.register(engine)
     engine.processor(Creation.CREATE, _trivial_create)
     return engine
 

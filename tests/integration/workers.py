@@ -27,6 +27,7 @@ from engine.protocol.values import ProcessInstanceCreationValue
 
 ROOT = Path(__file__).resolve().parents[2]
 TEST_ENGINE = "tests.support.processors:build_engine"
+BUILTIN_ENGINE = "engine.processing.builtin:build_engine"
 CODEC = RecordCodec()
 
 
@@ -37,8 +38,11 @@ def create_topics(config: Config) -> None:
 class WorkerProcess:
     """One `partita worker` in its own process, with its own home (its own "machine")."""
 
-    def __init__(self, config: Config, home: Path, name: str = "worker") -> None:
+    def __init__(
+        self, config: Config, home: Path, name: str = "worker", engine: str = TEST_ENGINE
+    ) -> None:
         self.config = config
+        self.engine = engine
         self.home = home
         self.log = home / f"{name}.log"
         self.process: subprocess.Popen[bytes] | None = None
@@ -52,7 +56,7 @@ class WorkerProcess:
             "--home",
             str(self.home),
             "--engine",
-            TEST_ENGINE,
+            self.engine,
         ]
 
     def start(self) -> WorkerProcess:

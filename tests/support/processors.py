@@ -17,8 +17,7 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 
-from engine.processing import Engine, ProcessingContext, RejectionError
-from engine.processing.builtin import build_engine as build_builtin
+from engine.processing import Engine, ProcessingContext, RejectionError, banning
 from engine.protocol.enums import BpmnElementType, RejectionType
 from engine.protocol.intents import ProcessInstanceCreationIntent as Creation
 from engine.protocol.intents import ProcessInstanceIntent as Instance
@@ -101,7 +100,8 @@ def apply_terminated(record: Record, db: PartitionDb) -> None:
 
 
 def build_engine() -> Engine:
-    engine = build_builtin()
+    engine = Engine()
+    banning.register(engine)  # the core, without the workflow engine's own processors
     engine.processor(Creation.CREATE, create)
     engine.applier(Creation.CREATED, apply_created)
     engine.processor(Instance.CANCEL, cancel)

@@ -1,0 +1,37 @@
+"""Every engine factory the CLI, the tests and the benchmarks load builds without conflicting
+registrations (a second processor for one intent is refused at build time)."""
+
+from __future__ import annotations
+
+import pytest
+
+from engine.processing import Engine
+from engine.protocol.intents import JobIntent
+from engine.stream.worker import load_engine
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        "engine.processing.builtin:build_engine",
+        "tests.support.processors:build_engine",
+        "engine.bench.loop:bench_engine",
+    ],
+)
+def test_engine_factories_build(spec: str) -> None:
+    engine = load_engine(spec)
+    assert engine.processors
+
+
+def test_a_second_processor_for_one_intent_is_refused() -> None:
+    engine = Engine()
+    engine.processor(JobIntent.COMPLETE, lambda record, ctx: None)
+    with pytest.raises(ValueError, match="already registered"):
+        engine.processor(JobIntent.COMPLETE, lambda record, ctx: None)
+
+
+def test_a_bad_engine_spec_says_what_is_expected() -> None:
+    from engine.errors import PartitaError
+
+    with pytest.raises(PartitaError, match="expected MODULE:FUNCTION"):
+        load_engine("no.such.module:build")
