@@ -18,6 +18,7 @@ from engine.feel import FeelError, compile_expression
 from engine.processing import instances, processes
 from engine.processing.context import ProcessingContext, RejectionError
 from engine.processing.engine import Engine
+from engine.processing.job_state import JOBS, job_value
 from engine.protocol.enums import BpmnElementType, BpmnEventType, ErrorType, RejectionType
 from engine.protocol.intents import IncidentIntent, JobIntent, VariableIntent
 from engine.protocol.intents import ProcessInstanceIntent as Instance
@@ -130,16 +131,38 @@ def _complete_scope_if_done(ctx: ProcessingContext, scope_key: int) -> None:
         return
     if scope["state"] != Instance.ELEMENT_ACTIVATED.name:
         return
-    value = ProcessInstanceValue(
-        bpmn_process_id=scope["bpmnProcessId"],
-        version=scope["version"],
-        process_definition_key=scope["processDefinitionKey"],
-        process_instance_key=scope["processInstanceKey"],
-        element_id=scope["elementId"],
-        flow_scope_key=scope["flowScopeKey"],
-        bpmn_element_type=BpmnElementType[scope["elementType"]],
-    )
-    ctx.append_command(Instance.COMPLETE_ELEMENT, value, scope_key)
+    ctx.append_command(Instance.COMPLETE_ELEMENT, instances.value_of(scope), scope_key)
+
+
+def cancel(command: Record, ctx: ProcessingContext) -> None:
+    """PROCESS_INSTANCE CANCEL: terminate the instance and everything active in it."""
+    stored = instances.instance(ctx.state, command.key)
+    if stored is None or stored["flowScopeKey"] > 0:
+        raise RejectionError(
+            RejectionType.NOT_FOUND, f"no active process instance with key {command.key}"
+        )
+    if stored["state"] == Instance.ELEMENT_TERMINATING.name:
+        raise RejectionError(
+            RejectionType.INVALID_STATE, f"process instance {command.key} is already terminating"
+        )
+    _terminate(ctx, command.key, stored, respond=True)
+
+
+def _terminate(
+    ctx: ProcessingContext, key: int, stored: dict[str, Any], *, respond: bool = False
+) -> None:
+    """Depth-first: TERMINATING, the children, the element's job, TERMINATED."""
+    value = instances.value_of(stored)
+    ctx.append_event(Instance.ELEMENT_TERMINATING, value, key, respond=respond)
+    for child in instances.children(ctx.state, key):
+        child_stored = instances.instance(ctx.state, child)
+        if child_stored is not None:
+            _terminate(ctx, child, child_stored)
+    job_key = stored.get("jobKey", -1)
+    job = ctx.state.column(JOBS).get(job_key) if job_key > 0 else None
+    if job is not None:
+        ctx.append_event(JobIntent.CANCELED, job_value(job), job_key)
+    ctx.append_event(Instance.ELEMENT_TERMINATED, value, key)
 
 
 def _choose(
@@ -287,3 +310,4 @@ def _incident(
 def register(engine: Engine) -> None:
     engine.processor(Instance.ACTIVATE_ELEMENT, activate)
     engine.processor(Instance.COMPLETE_ELEMENT, complete)
+    engine.processor(Instance.CANCEL, cancel)

@@ -33,6 +33,19 @@ def instance(db: PartitionDb, key: int) -> dict[str, Any] | None:
     return found
 
 
+def value_of(stored: dict[str, Any]) -> ProcessInstanceValue:
+    """The PROCESS_INSTANCE record value of a stored element instance."""
+    return ProcessInstanceValue(
+        bpmn_process_id=stored["bpmnProcessId"],
+        version=stored["version"],
+        process_definition_key=stored["processDefinitionKey"],
+        process_instance_key=stored["processInstanceKey"],
+        element_id=stored["elementId"],
+        flow_scope_key=stored["flowScopeKey"],
+        bpmn_element_type=BpmnElementType[stored["elementType"]],
+    )
+
+
 def children(db: PartitionDb, scope_key: int) -> list[int]:
     return [child for (_, child), _ in db.column(CHILDREN).items(CHILDREN.key.prefix(scope_key))]
 
@@ -128,6 +141,8 @@ def apply_ended(record: Record, db: PartitionDb) -> None:
         db.column(CHILDREN).delete((value.flow_scope_key, record.key))
     for name in local_variables(db, record.key):
         db.column(VARIABLES).delete((record.key, name))
+    for key, _ in list(db.column(TAKEN).items(TAKEN.key.prefix(record.key))):
+        db.column(TAKEN).delete(key)  # arrivals at joins that never completed
 
 
 def apply_flow_taken(record: Record, db: PartitionDb) -> None:

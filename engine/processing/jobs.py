@@ -14,22 +14,19 @@ from engine.processing import instances
 from engine.processing.context import ProcessingContext, RejectionError
 from engine.processing.element import propagate_variables
 from engine.processing.engine import Engine
-from engine.protocol.enums import BpmnElementType, RejectionType
+from engine.processing.job_state import ACTIVATABLE, JOBS, STATES, job_value, stored_job
+from engine.protocol.enums import RejectionType
 from engine.protocol.intents import JobIntent
 from engine.protocol.intents import ProcessInstanceIntent as Instance
 from engine.protocol.records import Record
-from engine.protocol.values import JobValue, ProcessInstanceValue
-from engine.state import ColumnFamilies, PartitionDb
-
-JOBS = ColumnFamilies.JOB
-STATES = ColumnFamilies.JOB_STATE
-ACTIVATABLE = ColumnFamilies.JOB_ACTIVATABLE
+from engine.protocol.values import JobValue
+from engine.state import PartitionDb
 
 
 def apply_created(record: Record, db: PartitionDb) -> None:
     value = record.value
     assert isinstance(value, JobValue)
-    db.column(JOBS).insert(record.key, _stored(value))
+    db.column(JOBS).insert(record.key, stored_job(value))
     db.column(STATES).insert(record.key, "ACTIVATABLE")
     db.column(ACTIVATABLE).insert((value.type, record.key), None)
     element = instances.instance(db, value.element_instance_key)
@@ -46,34 +43,6 @@ def apply_removed(record: Record, db: PartitionDb) -> None:
     db.column(JOBS).delete_existing(record.key)
     db.column(STATES).delete(record.key)
     db.column(ACTIVATABLE).delete((stored["type"], record.key))
-
-
-def _stored(value: JobValue) -> dict[str, object]:
-    return {
-        "type": value.type,
-        "retries": value.retries,
-        "customHeaders": dict(value.custom_headers),
-        "processInstanceKey": value.process_instance_key,
-        "bpmnProcessId": value.bpmn_process_id,
-        "processDefinitionVersion": value.process_definition_version,
-        "processDefinitionKey": value.process_definition_key,
-        "elementId": value.element_id,
-        "elementInstanceKey": value.element_instance_key,
-    }
-
-
-def job_value(stored: dict[str, object]) -> JobValue:
-    return JobValue(
-        type=str(stored["type"]),
-        retries=int(stored["retries"]),  # type: ignore[call-overload]
-        custom_headers=dict(stored["customHeaders"]),  # type: ignore[call-overload]
-        process_instance_key=int(stored["processInstanceKey"]),  # type: ignore[call-overload]
-        bpmn_process_id=str(stored["bpmnProcessId"]),
-        process_definition_version=int(stored["processDefinitionVersion"]),  # type: ignore[call-overload]
-        process_definition_key=int(stored["processDefinitionKey"]),  # type: ignore[call-overload]
-        element_id=str(stored["elementId"]),
-        element_instance_key=int(stored["elementInstanceKey"]),  # type: ignore[call-overload]
-    )
 
 
 def complete(command: Record, ctx: ProcessingContext) -> None:
@@ -99,15 +68,7 @@ def complete(command: Record, ctx: ProcessingContext) -> None:
     element = instances.instance(ctx.state, job.element_instance_key)
     if element is None:
         return
-    task = ProcessInstanceValue(
-        bpmn_process_id=element["bpmnProcessId"],
-        version=element["version"],
-        process_definition_key=element["processDefinitionKey"],
-        process_instance_key=element["processInstanceKey"],
-        element_id=element["elementId"],
-        flow_scope_key=element["flowScopeKey"],
-        bpmn_element_type=BpmnElementType.SERVICE_TASK,
-    )
+    task = instances.value_of(element)
     propagate_variables(ctx, job.element_instance_key, variables, task)
     ctx.append_command(Instance.COMPLETE_ELEMENT, task, job.element_instance_key)
 

@@ -25,6 +25,7 @@ from engine.protocol.values import (
     DeploymentValue,
     JobValue,
     ProcessInstanceCreationValue,
+    ProcessInstanceValue,
 )
 from tests.support.memory import MemoryEngine
 
@@ -219,3 +220,43 @@ def test_a_job_type_expression_that_fails_raises_an_incident(engine: MemoryEngin
     assert incident.value.error_type is ErrorType.EXTRACT_VALUE_ERROR
     assert incident.value.element_id == "refund"
     assert not jobs_of(engine, instance)
+
+
+def test_cancel_terminates_children_and_cancels_the_job(engine: MemoryEngine) -> None:
+    instance = create(engine, "order-process", order={"total": 3})
+    (charge,) = jobs_of(engine, instance)
+    position = engine.send(
+        0,
+        command(
+            ProcessInstanceIntent.CANCEL,
+            ProcessInstanceValue(process_instance_key=instance),
+            key=instance,
+        ),
+    )
+    engine.run()
+    results = engine.results_of(0, position)
+    assert [(r.value_type.name, r.intent.name) for r in results] == [
+        ("PROCESS_INSTANCE", "ELEMENT_TERMINATING"),
+        ("PROCESS_INSTANCE", "ELEMENT_TERMINATING"),
+        ("JOB", "CANCELED"),
+        ("PROCESS_INSTANCE", "ELEMENT_TERMINATED"),
+        ("PROCESS_INSTANCE", "ELEMENT_TERMINATED"),
+    ]
+    assert results[1].value.element_id == "charge" and results[2].key == charge.key
+    assert instances.instance(engine.dbs[0], instance) is None
+    assert instances.local_variables(engine.dbs[0], instance) == {}
+    (rejection,) = complete(engine, charge)  # the job went with the instance
+    assert rejection.rejection_type is RejectionType.NOT_FOUND
+
+    again = engine.send(
+        0,
+        command(
+            ProcessInstanceIntent.CANCEL,
+            ProcessInstanceValue(process_instance_key=instance),
+            key=instance,
+        ),
+    )
+    engine.run()
+    (missing,) = engine.results_of(0, again)
+    assert missing.rejection_type is RejectionType.NOT_FOUND
+    assert f"no active process instance with key {instance}" in missing.rejection_reason
