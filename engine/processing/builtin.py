@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
-from engine.processing import banning, creation, deployment, element, instances, jobs
+from engine.processing import (
+    banning,
+    creation,
+    deployment,
+    element,
+    incidents,
+    instances,
+    jobs,
+)
 from engine.processing.engine import Engine
 
 
@@ -15,4 +23,5 @@ def build_engine() -> Engine:
     creation.register(engine)
     element.register(engine)
     jobs.register(engine)
+    incidents.register(engine)
     return engine

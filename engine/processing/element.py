@@ -42,7 +42,12 @@ def activate(command: Record, ctx: ProcessingContext) -> None:
     assert isinstance(value, ProcessInstanceValue)
     process = model_of(ctx, value)
     key = command.key
-    ctx.append_event(Instance.ELEMENT_ACTIVATING, value, key)
+    existing = instances.instance(ctx.state, key)
+    if existing is None:
+        ctx.append_event(Instance.ELEMENT_ACTIVATING, value, key)
+    elif existing["state"] != Instance.ELEMENT_ACTIVATING.name:
+        raise RejectionError(RejectionType.INVALID_STATE, f"element instance {key} is active")
+    # else: an incident stopped the activation and was resolved: continue it
     kind = value.bpmn_element_type
     if kind is BpmnElementType.PROCESS:
         ctx.append_event(Instance.ELEMENT_ACTIVATED, value, key)

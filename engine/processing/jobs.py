@@ -15,11 +15,11 @@ from engine.processing.context import ProcessingContext, RejectionError
 from engine.processing.element import propagate_variables
 from engine.processing.engine import Engine
 from engine.processing.job_state import ACTIVATABLE, JOBS, STATES, job_value, stored_job
-from engine.protocol.enums import RejectionType
-from engine.protocol.intents import JobIntent
+from engine.protocol.enums import ErrorType, RejectionType
+from engine.protocol.intents import IncidentIntent, JobIntent
 from engine.protocol.intents import ProcessInstanceIntent as Instance
 from engine.protocol.records import Record
-from engine.protocol.values import JobValue
+from engine.protocol.values import IncidentValue, JobValue
 from engine.state import PartitionDb
 
 
@@ -48,13 +48,7 @@ def apply_removed(record: Record, db: PartitionDb) -> None:
 def complete(command: Record, ctx: ProcessingContext) -> None:
     value = command.value
     assert isinstance(value, JobValue)
-    stored = ctx.state.column(JOBS).get(command.key)
-    if stored is None:
-        raise RejectionError(
-            RejectionType.NOT_FOUND,
-            f"job {command.key} does not exist or is no longer active (completed, failed out"
-            " or cancelled)",
-        )
+    stored = _active_job(ctx, command.key)
     try:
         variables = json.loads(value.variables or "{}")
     except json.JSONDecodeError as error:
@@ -73,8 +67,71 @@ def complete(command: Record, ctx: ProcessingContext) -> None:
     ctx.append_command(Instance.COMPLETE_ELEMENT, task, job.element_instance_key)
 
 
+def _active_job(ctx: ProcessingContext, key: int) -> dict[str, object]:
+    stored = ctx.state.column(JOBS).get(key)
+    if stored is None:
+        raise RejectionError(
+            RejectionType.NOT_FOUND,
+            f"job {key} does not exist or is no longer active (completed, failed out or cancelled)",
+        )
+    result: dict[str, object] = stored
+    return result
+
+
+def fail(command: Record, ctx: ProcessingContext) -> None:
+    """JOB FAIL: remaining retries from the worker; at 0 an incident stops the task."""
+    value = command.value
+    assert isinstance(value, JobValue)
+    stored = _active_job(ctx, command.key)
+    failed = replace(
+        job_value(stored),
+        retries=max(value.retries, 0),
+        error_message=value.error_message,
+        retry_backoff=value.retry_backoff,
+        recurring_time=ctx.now + value.retry_backoff if value.retry_backoff > 0 else -1,
+    )
+    ctx.append_event(JobIntent.FAILED, failed, command.key, respond=True)
+    if failed.retries <= 0:
+        incident = IncidentValue(
+            error_type=ErrorType.JOB_NO_RETRIES,
+            error_message=value.error_message or f"job {command.key} failed with no retries left",
+            bpmn_process_id=failed.bpmn_process_id,
+            process_definition_key=failed.process_definition_key,
+            process_instance_key=failed.process_instance_key,
+            element_id=failed.element_id,
+            element_instance_key=failed.element_instance_key,
+            job_key=command.key,
+            variable_scope_key=failed.element_instance_key,
+        )
+        ctx.append_event(IncidentIntent.CREATED, incident, ctx.keys.next_key())
+
+
+def update_retries(command: Record, ctx: ProcessingContext) -> None:
+    value = command.value
+    assert isinstance(value, JobValue)
+    stored = _active_job(ctx, command.key)
+    if value.retries < 1:
+        raise RejectionError(
+            RejectionType.INVALID_ARGUMENT, f"retries must be at least 1, got {value.retries}"
+        )
+    updated = replace(job_value(stored), retries=value.retries)
+    ctx.append_event(JobIntent.RETRIES_UPDATED, updated, command.key, respond=True)
+
+
+def apply_retries(record: Record, db: PartitionDb) -> None:
+    value = record.value
+    assert isinstance(value, JobValue)
+    stored = db.column(JOBS).get(record.key)
+    if stored is not None:
+        db.column(JOBS).update(record.key, {**stored, "retries": value.retries})
+
+
 def register(engine: Engine) -> None:
     engine.applier(JobIntent.CREATED, apply_created)
     engine.applier(JobIntent.COMPLETED, apply_removed)
     engine.applier(JobIntent.CANCELED, apply_removed)
     engine.processor(JobIntent.COMPLETE, complete)
+    engine.processor(JobIntent.FAIL, fail)
+    engine.processor(JobIntent.UPDATE_RETRIES, update_retries)
+    engine.applier(JobIntent.FAILED, apply_retries)
+    engine.applier(JobIntent.RETRIES_UPDATED, apply_retries)

@@ -23,6 +23,7 @@ from engine.protocol.records import Record, command
 from engine.protocol.values import (
     DeploymentResource,
     DeploymentValue,
+    IncidentValue,
     JobValue,
     ProcessInstanceCreationValue,
     ProcessInstanceValue,
@@ -260,3 +261,64 @@ def test_cancel_terminates_children_and_cancels_the_job(engine: MemoryEngine) ->
     (missing,) = engine.results_of(0, again)
     assert missing.rejection_type is RejectionType.NOT_FOUND
     assert f"no active process instance with key {instance}" in missing.rejection_reason
+
+
+def _send(engine: MemoryEngine, record: Record) -> list[Record]:
+    position = engine.send(0, record)
+    engine.run()
+    return engine.results_of(0, position)
+
+
+def test_a_job_out_of_retries_raises_an_incident_resolved_after_updating_retries(
+    engine: MemoryEngine,
+) -> None:
+    instance = create(engine, "one-task")
+    (job,) = jobs_of(engine, instance)
+    failed = _send(
+        engine,
+        command(JobIntent.FAIL, JobValue(retries=0, error_message="card declined"), key=job.key),
+    )
+    assert [r.intent for r in failed] == [JobIntent.FAILED, IncidentIntent.CREATED]
+    incident = failed[1]
+    assert incident.value.error_type is ErrorType.JOB_NO_RETRIES
+    assert incident.value.error_message == "card declined" and incident.value.job_key == job.key
+
+    (refused,) = _send(engine, command(IncidentIntent.RESOLVE, IncidentValue(), key=incident.key))
+    assert refused.rejection_type is RejectionType.INVALID_STATE
+    assert "update its retries before resolving" in refused.rejection_reason
+
+    (updated,) = _send(engine, command(JobIntent.UPDATE_RETRIES, JobValue(retries=2), key=job.key))
+    assert updated.intent is JobIntent.RETRIES_UPDATED and updated.value.retries == 2
+    (resolved,) = _send(engine, command(IncidentIntent.RESOLVE, IncidentValue(), key=incident.key))
+    assert resolved.intent is IncidentIntent.RESOLVED
+    complete(engine, job)
+    assert lifecycle(engine, instance)[-1] == ("one-task", "ELEMENT_COMPLETED")
+
+
+def test_failing_with_retries_left_keeps_the_job(engine: MemoryEngine) -> None:
+    instance = create(engine, "one-task")
+    (job,) = jobs_of(engine, instance)
+    (failed,) = _send(
+        engine,
+        command(JobIntent.FAIL, JobValue(retries=2, retry_backoff=1000), key=job.key),
+    )
+    assert failed.value.retries == 2 and failed.value.recurring_time == failed.timestamp + 1000
+    complete(engine, job)
+    assert lifecycle(engine, instance)[-1] == ("one-task", "ELEMENT_COMPLETED")
+
+
+def test_resolving_an_element_incident_retries_the_element(engine: MemoryEngine) -> None:
+    instance = create(engine, "order-process", order={"total": 1})
+    (charge,) = jobs_of(engine, instance)
+    complete(engine, charge, paid=False)  # refund's job type needs `region`: incident
+    (incident,) = [r for r in engine.events(0) if r.intent is IncidentIntent.CREATED]
+    assert incident.value.element_id == "refund"
+    (resolved, *_) = _send(
+        engine, command(IncidentIntent.RESOLVE, IncidentValue(), key=incident.key)
+    )
+    assert resolved.intent is IncidentIntent.RESOLVED
+    # still no `region`: the retried activation raises a new incident, not a crash
+    incidents = [r for r in engine.events(0) if r.intent is IncidentIntent.CREATED]
+    assert len(incidents) == 2 and incidents[1].value.element_id == "refund"
+    (missing,) = _send(engine, command(IncidentIntent.RESOLVE, IncidentValue(), key=incident.key))
+    assert missing.rejection_type is RejectionType.NOT_FOUND
