@@ -10,6 +10,7 @@ from engine.processing import (
     incidents,
     instances,
     jobs,
+    variables,
 )
 from engine.processing.engine import Engine
 
@@ -24,4 +25,5 @@ def build_engine() -> Engine:
     element.register(engine)
     jobs.register(engine)
     incidents.register(engine)
+    variables.register(engine)
     return engine

@@ -70,6 +70,12 @@ def partition_for_command(record: Record, partition_count: int, default: int) ->
     """The Kafka partition a command belongs on (ARCHITECTURE.md section 4); `default` for
     commands that may go anywhere (process instance creation) or carry an invalid key (the
     owner of `default` then rejects them)."""
+    if record.value_type is ValueType.VARIABLE_DOCUMENT:
+        scope_key = record.value.scope_key  # type: ignore[union-attr]
+        try:
+            return partition_for_key(scope_key, partition_count)
+        except InvalidKeyError:
+            return default
     if record.intent is DeploymentIntent.DISTRIBUTE:
         return default  # addressed to one partition on purpose, with partition 0's key
     if record.key > 0:

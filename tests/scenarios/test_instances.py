@@ -10,13 +10,19 @@ import pytest
 
 from engine.processing import instances
 from engine.processing.builtin import build_engine
-from engine.protocol.enums import ErrorType, RecordType, RejectionType
+from engine.protocol.enums import (
+    ErrorType,
+    RecordType,
+    RejectionType,
+    VariableDocumentUpdateSemantic,
+)
 from engine.protocol.intents import (
     DeploymentIntent,
     IncidentIntent,
     JobIntent,
     ProcessInstanceCreationIntent,
     ProcessInstanceIntent,
+    VariableDocumentIntent,
     VariableIntent,
 )
 from engine.protocol.records import Record, command
@@ -27,6 +33,7 @@ from engine.protocol.values import (
     JobValue,
     ProcessInstanceCreationValue,
     ProcessInstanceValue,
+    VariableDocumentValue,
 )
 from tests.support.memory import MemoryEngine
 
@@ -321,4 +328,30 @@ def test_resolving_an_element_incident_retries_the_element(engine: MemoryEngine)
     incidents = [r for r in engine.events(0) if r.intent is IncidentIntent.CREATED]
     assert len(incidents) == 2 and incidents[1].value.element_id == "refund"
     (missing,) = _send(engine, command(IncidentIntent.RESOLVE, IncidentValue(), key=incident.key))
+    assert missing.rejection_type is RejectionType.NOT_FOUND
+
+
+def test_variable_documents_update_local_and_propagated(engine: MemoryEngine) -> None:
+    instance = create(engine, "order-process", order={"total": 4})
+    (charge,) = jobs_of(engine, instance)
+    task = charge.value.element_instance_key
+    local = VariableDocumentValue(
+        scope_key=task,
+        update_semantics=VariableDocumentUpdateSemantic.LOCAL,
+        variables='{"amount": 5, "note": "x"}',
+    )
+    (updated,) = [
+        r
+        for r in _send(engine, command(VariableDocumentIntent.UPDATE, local))
+        if r.intent is VariableDocumentIntent.UPDATED
+    ]
+    assert updated.value.scope_key == task
+    assert instances.local_variables(engine.dbs[0], task) == {"amount": 5, "note": "x"}
+    propagate = VariableDocumentValue(scope_key=task, variables='{"note": "y", "region": "eu"}')
+    _send(engine, command(VariableDocumentIntent.UPDATE, propagate))
+    assert instances.local_variables(engine.dbs[0], task)["note"] == "y"  # defined locally
+    assert instances.local_variables(engine.dbs[0], instance)["region"] == "eu"  # new: root
+    (missing,) = _send(
+        engine, command(VariableDocumentIntent.UPDATE, VariableDocumentValue(scope_key=12345))
+    )
     assert missing.rejection_type is RejectionType.NOT_FOUND

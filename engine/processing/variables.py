@@ -1,0 +1,47 @@
+"""VARIABLE_DOCUMENT UPDATE: set variables on a scope from outside (a client, an operator).
+
+LOCAL sets every variable on the given scope; PROPAGATE (Zeebe's default) updates each where
+it is already defined, nearest scope first, or creates it on the process instance.
+"""
+
+from __future__ import annotations
+
+import json
+
+from engine.processing import instances
+from engine.processing.context import ProcessingContext, RejectionError
+from engine.processing.element import propagate_variables, set_variable
+from engine.processing.engine import Engine
+from engine.protocol.enums import RejectionType, VariableDocumentUpdateSemantic
+from engine.protocol.intents import VariableDocumentIntent
+from engine.protocol.records import Record
+from engine.protocol.values import VariableDocumentValue
+
+
+def update(command: Record, ctx: ProcessingContext) -> None:
+    value = command.value
+    assert isinstance(value, VariableDocumentValue)
+    scope = instances.instance(ctx.state, value.scope_key)
+    if scope is None:
+        raise RejectionError(
+            RejectionType.NOT_FOUND, f"no active element instance with key {value.scope_key}"
+        )
+    try:
+        variables = json.loads(value.variables or "{}")
+    except json.JSONDecodeError as error:
+        raise RejectionError(
+            RejectionType.INVALID_ARGUMENT, f"variables are not valid JSON: {error}"
+        ) from None
+    if not isinstance(variables, dict):
+        raise RejectionError(RejectionType.INVALID_ARGUMENT, "variables must be a JSON object")
+    element = instances.value_of(scope)
+    if value.update_semantics is VariableDocumentUpdateSemantic.LOCAL:
+        for name, result in variables.items():
+            set_variable(ctx, value.scope_key, name, result, element)
+    else:
+        propagate_variables(ctx, value.scope_key, variables, element)
+    ctx.append_event(VariableDocumentIntent.UPDATED, value, ctx.keys.next_key(), respond=True)
+
+
+def register(engine: Engine) -> None:
+    engine.processor(VariableDocumentIntent.UPDATE, update)
