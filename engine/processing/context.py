@@ -68,6 +68,10 @@ class ProcessingContext:
         self.output = output
         self._route = route
         self.follow_ups: list[Record] = []
+        self.awaiting: dict[int, tuple[ReplyTo, tuple[str, ...]]] = {}
+        """Instances created with CREATE_WITH_AWAITING_RESULT: where to answer when they end.
+        Kept in memory by the partition (as Zeebe keeps request metadata): after a failover
+        the waiting client times out and asks again."""
         self.command: Record | None = None
         self.reply_to: ReplyTo | None = None
         self.now = 0

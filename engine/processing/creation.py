@@ -44,7 +44,8 @@ def create(command: Record, ctx: ProcessingContext) -> None:
         process_definition_key=deployed.key,
         process_instance_key=key,
     )
-    ctx.append_event(Creation.CREATED, created, key, respond=True)
+    awaiting = command.intent is Creation.CREATE_WITH_AWAITING_RESULT
+    ctx.append_event(Creation.CREATED, created, key, respond=not awaiting)
     process = ProcessInstanceValue(
         bpmn_process_id=deployed.bpmn_process_id,
         version=deployed.version,
@@ -55,6 +56,9 @@ def create(command: Record, ctx: ProcessingContext) -> None:
     )
     for name, result in variables.items():
         set_variable(ctx, key, name, result, process)
+    if command.intent is Creation.CREATE_WITH_AWAITING_RESULT and ctx.reply_to is not None:
+        ctx.awaiting[key] = (ctx.reply_to, tuple(value.fetch_variables))
+        ctx.responded = True  # the answer comes when the instance ends
     ctx.append_command(Instance.ACTIVATE_ELEMENT, process, key)
 
 
@@ -75,3 +79,4 @@ def _find(ctx: ProcessingContext, value: ProcessInstanceCreationValue) -> proces
 
 def register(engine: Engine) -> None:
     engine.processor(Creation.CREATE, create)
+    engine.processor(Creation.CREATE_WITH_AWAITING_RESULT, create)

@@ -13,17 +13,38 @@ import json
 from dataclasses import replace
 from typing import Any
 
+from engine import __version__
 from engine.bpmn import ExclusiveGateway, Process, SequenceFlow, ServiceTask
 from engine.feel import FeelError, compile_expression
 from engine.processing import instances, processes
 from engine.processing.context import ProcessingContext, RejectionError
 from engine.processing.engine import Engine
 from engine.processing.job_state import JOBS, job_value
-from engine.protocol.enums import BpmnElementType, BpmnEventType, ErrorType, RejectionType
-from engine.protocol.intents import IncidentIntent, JobIntent, VariableIntent
+from engine.protocol.enums import (
+    BpmnElementType,
+    BpmnEventType,
+    ErrorType,
+    RecordType,
+    RejectionType,
+    ValueType,
+)
+from engine.protocol.intents import (
+    IncidentIntent,
+    JobIntent,
+    ProcessInstanceCreationIntent,
+    ProcessInstanceResultIntent,
+    VariableIntent,
+)
 from engine.protocol.intents import ProcessInstanceIntent as Instance
 from engine.protocol.records import Record
-from engine.protocol.values import IncidentValue, JobValue, ProcessInstanceValue, VariableValue
+from engine.protocol.values import (
+    IncidentValue,
+    JobValue,
+    ProcessInstanceCreationValue,
+    ProcessInstanceResultValue,
+    ProcessInstanceValue,
+    VariableValue,
+)
 
 _WAITS = {BpmnElementType.SERVICE_TASK, BpmnElementType.PROCESS}
 
@@ -85,8 +106,10 @@ def complete(command: Record, ctx: ProcessingContext) -> None:
         raise RejectionError(RejectionType.INVALID_STATE, f"element instance {key} is not active")
     process = model_of(ctx, value)
     if value.bpmn_element_type is BpmnElementType.PROCESS:
+        result_variables = instances.local_variables(ctx.state, key)
         ctx.append_event(Instance.ELEMENT_COMPLETING, value, key)
         ctx.append_event(Instance.ELEMENT_COMPLETED, value, key)
+        _answer_awaiting(ctx, key, value, result_variables)
         return
     element = process.element(value.element_id)
     flows = process.outgoing(element.id)
@@ -139,6 +162,37 @@ def _complete_scope_if_done(ctx: ProcessingContext, scope_key: int) -> None:
     ctx.append_command(Instance.COMPLETE_ELEMENT, instances.value_of(scope), scope_key)
 
 
+def _answer_awaiting(
+    ctx: ProcessingContext, key: int, value: ProcessInstanceValue, variables: dict[str, Any]
+) -> None:
+    """Reply PROCESS_INSTANCE_RESULT COMPLETED to a CREATE_WITH_AWAITING_RESULT request."""
+    waiting = ctx.awaiting.pop(key, None)
+    if waiting is None:
+        return
+    reply_to, fetch = waiting
+    if fetch:
+        variables = {name: variables[name] for name in fetch if name in variables}
+    result = ProcessInstanceResultValue(
+        bpmn_process_id=value.bpmn_process_id,
+        version=value.version,
+        process_definition_key=value.process_definition_key,
+        process_instance_key=key,
+        variables=json.dumps(variables, separators=(",", ":"), ensure_ascii=False),
+    )
+    record = Record(
+        RecordType.EVENT,
+        ValueType.PROCESS_INSTANCE_RESULT,
+        ProcessInstanceResultIntent.COMPLETED,
+        result,
+        key,
+        ctx.partition_id,
+        ctx.command.position if ctx.command is not None else -1,
+        ctx.now,
+        engine_version=__version__,
+    )
+    ctx.output.replies.append((reply_to, record))
+
+
 def cancel(command: Record, ctx: ProcessingContext) -> None:
     """PROCESS_INSTANCE CANCEL: terminate the instance and everything active in it."""
     stored = instances.instance(ctx.state, command.key)
@@ -168,6 +222,27 @@ def _terminate(
     if job is not None:
         ctx.append_event(JobIntent.CANCELED, job_value(job), job_key)
     ctx.append_event(Instance.ELEMENT_TERMINATED, value, key)
+    waiting = ctx.awaiting.pop(key, None)
+    if waiting is not None:  # the awaited instance ended without a result
+        request = ProcessInstanceCreationValue(
+            bpmn_process_id=value.bpmn_process_id,
+            version=value.version,
+            process_definition_key=value.process_definition_key,
+            process_instance_key=key,
+        )
+        rejection = Record(
+            RecordType.COMMAND_REJECTION,
+            ValueType.PROCESS_INSTANCE_CREATION,
+            ProcessInstanceCreationIntent.CREATE_WITH_AWAITING_RESULT,
+            request,
+            key,
+            ctx.partition_id,
+            timestamp=ctx.now,
+            rejection_type=RejectionType.INVALID_STATE,
+            rejection_reason=f"process instance {key} was terminated before it completed",
+            engine_version=__version__,
+        )
+        ctx.output.replies.append((waiting[0], rejection))
 
 
 def _choose(

@@ -116,6 +116,7 @@ class ProcessingStateMachine:
         self.clock = clock
         self.metrics = ProcessingMetrics()
         self._last_event_offset = -1
+        self.awaiting: dict[int, Any] = {}
 
     def _route(self, record: Record) -> int:
         return partition_for_command(record, self.partition_count, self.partition)
@@ -137,6 +138,7 @@ class ProcessingStateMachine:
             self._route,
             self.partition_count,
         )
+        context.awaiting = self.awaiting
         last_offset = -1
         processed = 0
         for message in messages:

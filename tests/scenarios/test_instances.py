@@ -16,12 +16,14 @@ from engine.protocol.enums import (
     RejectionType,
     VariableDocumentUpdateSemantic,
 )
+from engine.protocol.headers import ReplyTo
 from engine.protocol.intents import (
     DeploymentIntent,
     IncidentIntent,
     JobIntent,
     ProcessInstanceCreationIntent,
     ProcessInstanceIntent,
+    ProcessInstanceResultIntent,
     VariableDocumentIntent,
     VariableIntent,
 )
@@ -35,7 +37,7 @@ from engine.protocol.values import (
     ProcessInstanceValue,
     VariableDocumentValue,
 )
-from tests.support.memory import MemoryEngine
+from tests.support.memory import CODEC, MemoryEngine
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "bpmn"
 
@@ -355,3 +357,55 @@ def test_variable_documents_update_local_and_propagated(engine: MemoryEngine) ->
         engine, command(VariableDocumentIntent.UPDATE, VariableDocumentValue(scope_key=12345))
     )
     assert missing.rejection_type is RejectionType.NOT_FOUND
+
+
+def _replies(engine: MemoryEngine) -> list[tuple[bytes, Record]]:
+    out = []
+    for message in engine.kafka.log("replies", 0):
+        correlation = dict(message.headers())["kafka_correlationId"]
+        out.append((correlation, CODEC.decode(message.value())))
+    return out
+
+
+def test_create_with_awaiting_result_replies_when_the_instance_completes(
+    engine: MemoryEngine,
+) -> None:
+    value = ProcessInstanceCreationValue(
+        bpmn_process_id="one-task", variables='{"a": 1, "b": 2}', fetch_variables=("b", "done")
+    )
+    engine.send(
+        0,
+        command(ProcessInstanceCreationIntent.CREATE_WITH_AWAITING_RESULT, value),
+        reply=ReplyTo("replies", 0, b"req-1"),
+    )
+    engine.run()
+    assert _replies(engine) == []  # nothing until the instance completes
+    (created,) = [r for r in engine.events(0) if r.intent is ProcessInstanceCreationIntent.CREATED]
+    (job,) = jobs_of(engine, created.key)
+    complete(engine, job, done=True)
+    ((correlation, result),) = _replies(engine)
+    assert correlation == b"req-1"
+    assert result.intent is ProcessInstanceResultIntent.COMPLETED
+    assert result.value.process_instance_key == created.key
+    assert json.loads(result.value.variables) == {"b": 2, "done": True}
+
+
+def test_an_awaited_instance_that_is_cancelled_answers_with_a_rejection(
+    engine: MemoryEngine,
+) -> None:
+    value = ProcessInstanceCreationValue(bpmn_process_id="one-task")
+    engine.send(
+        0,
+        command(ProcessInstanceCreationIntent.CREATE_WITH_AWAITING_RESULT, value),
+        reply=ReplyTo("replies", 0, b"req-2"),
+    )
+    engine.run()
+    (created,) = [r for r in engine.events(0) if r.intent is ProcessInstanceCreationIntent.CREATED]
+    cancel = ProcessInstanceValue(process_instance_key=created.key)
+    engine.send(0, command(ProcessInstanceIntent.CANCEL, cancel, key=created.key))
+    engine.run()
+    ((correlation, rejection),) = _replies(engine)
+    assert correlation == b"req-2"
+    assert rejection.record_type is RecordType.COMMAND_REJECTION
+    assert rejection.rejection_type is RejectionType.INVALID_STATE
+    assert "terminated before it completed" in rejection.rejection_reason
