@@ -9,6 +9,7 @@ from engine.processing import (
     element,
     incidents,
     instances,
+    job_activation,
     jobs,
     variables,
 )
@@ -26,4 +27,5 @@ def build_engine() -> Engine:
     jobs.register(engine)
     incidents.register(engine)
     variables.register(engine)
+    job_activation.register(engine)
     return engine

@@ -9,7 +9,7 @@ element never became active, its completion otherwise.
 
 from __future__ import annotations
 
-from engine.processing import instances
+from engine.processing import instances, job_state
 from engine.processing.context import ProcessingContext, RejectionError
 from engine.processing.engine import Engine
 from engine.processing.job_state import JOBS
@@ -46,6 +46,10 @@ def apply_resolved(record: Record, db: PartitionDb) -> None:
     if stored is None:
         return
     db.column(INCIDENTS).delete_existing(record.key)
+    job_key = stored["jobKey"]
+    job = db.column(JOBS).get(job_key) if job_key > 0 else None
+    if job is not None and db.column(job_state.STATES).get(job_key) == "FAILED":
+        job_state.make_activatable(db, job_key, job)  # a worker can take it again
     if db.column(BY_ELEMENT).get(stored["elementInstanceKey"]) == record.key:
         db.column(BY_ELEMENT).delete(stored["elementInstanceKey"])
 

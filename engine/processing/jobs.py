@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 
-from engine.processing import instances
+from engine.processing import instances, job_state
 from engine.processing.context import ProcessingContext, RejectionError
 from engine.processing.element import propagate_variables
 from engine.processing.engine import Engine
@@ -37,12 +37,7 @@ def apply_created(record: Record, db: PartitionDb) -> None:
 
 
 def apply_removed(record: Record, db: PartitionDb) -> None:
-    stored = db.column(JOBS).get(record.key)
-    if stored is None:
-        return
-    db.column(JOBS).delete_existing(record.key)
-    db.column(STATES).delete(record.key)
-    db.column(ACTIVATABLE).delete((stored["type"], record.key))
+    job_state.remove(db, record.key)
 
 
 def complete(command: Record, ctx: ProcessingContext) -> None:
@@ -118,6 +113,22 @@ def update_retries(command: Record, ctx: ProcessingContext) -> None:
     ctx.append_event(JobIntent.RETRIES_UPDATED, updated, command.key, respond=True)
 
 
+def apply_failed(record: Record, db: PartitionDb) -> None:
+    """Retries left: activatable again (after the back-off, when the worker asked for one);
+    none left: FAILED until an incident resolution."""
+    value = record.value
+    assert isinstance(value, JobValue)
+    stored = db.column(JOBS).get(record.key)
+    if stored is None:
+        return
+    stored = {**stored, "retries": value.retries}
+    db.column(JOBS).update(record.key, stored)
+    if value.retries > 0:
+        job_state.make_activatable(db, record.key, stored)
+    else:
+        job_state.make_failed(db, record.key, stored)
+
+
 def apply_retries(record: Record, db: PartitionDb) -> None:
     value = record.value
     assert isinstance(value, JobValue)
@@ -133,5 +144,5 @@ def register(engine: Engine) -> None:
     engine.processor(JobIntent.COMPLETE, complete)
     engine.processor(JobIntent.FAIL, fail)
     engine.processor(JobIntent.UPDATE_RETRIES, update_retries)
-    engine.applier(JobIntent.FAILED, apply_retries)
+    engine.applier(JobIntent.FAILED, apply_failed)
     engine.applier(JobIntent.RETRIES_UPDATED, apply_retries)

@@ -20,6 +20,7 @@ from engine.protocol.headers import ReplyTo
 from engine.protocol.intents import (
     DeploymentIntent,
     IncidentIntent,
+    JobBatchIntent,
     JobIntent,
     ProcessInstanceCreationIntent,
     ProcessInstanceIntent,
@@ -32,6 +33,7 @@ from engine.protocol.values import (
     DeploymentResource,
     DeploymentValue,
     IncidentValue,
+    JobBatchValue,
     JobValue,
     ProcessInstanceCreationValue,
     ProcessInstanceValue,
@@ -409,3 +411,45 @@ def test_an_awaited_instance_that_is_cancelled_answers_with_a_rejection(
     assert rejection.record_type is RecordType.COMMAND_REJECTION
     assert rejection.rejection_type is RejectionType.INVALID_STATE
     assert "terminated before it completed" in rejection.rejection_reason
+
+
+def _activate(engine: MemoryEngine, max_jobs: int = 10, timeout: int = 60_000) -> Record:
+    batch = JobBatchValue(type="work", worker="w1", timeout=timeout, max_jobs_to_activate=max_jobs)
+    (activated,) = _send(engine, command(JobBatchIntent.ACTIVATE, batch))
+    assert activated.intent is JobBatchIntent.ACTIVATED
+    return activated
+
+
+def test_polling_activates_jobs_once_with_variables_and_deadline(engine: MemoryEngine) -> None:
+    first = create(engine, "one-task", n=1)
+    second = create(engine, "one-task", n=2)
+    batch = _activate(engine, max_jobs=1)
+    (job,) = batch.value.jobs
+    assert job.process_instance_key == first and json.loads(job.variables) == {"n": 1}
+    assert job.worker == "w1" and job.deadline == batch.timestamp + 60_000
+    assert batch.value.job_keys == (jobs_of(engine, first)[0].key,)
+    (other,) = _activate(engine).value.jobs
+    assert other.process_instance_key == second
+    assert _activate(engine).value.jobs == ()  # nothing left to activate
+
+
+def test_an_activated_job_times_out_and_can_be_activated_again(engine: MemoryEngine) -> None:
+    instance = create(engine, "one-task")
+    (job,) = _activate(engine, timeout=1000).value.jobs
+    engine.advance(0.5)
+    assert not [r for r in engine.events(0) if r.intent is JobIntent.TIMED_OUT]
+    engine.advance(1.0)
+    (timed_out,) = [r for r in engine.events(0) if r.intent is JobIntent.TIMED_OUT]
+    assert timed_out.key == jobs_of(engine, instance)[0].key
+    assert timed_out.source_record_position == -1  # an internal command of the checker
+    (again,) = _activate(engine).value.jobs
+    assert again.element_instance_key == job.element_instance_key
+
+
+def test_a_failed_job_with_retries_is_activatable_again(engine: MemoryEngine) -> None:
+    instance = create(engine, "one-task")
+    _activate(engine)
+    (job,) = jobs_of(engine, instance)
+    _send(engine, command(JobIntent.FAIL, JobValue(retries=1), key=job.key))
+    (again,) = _activate(engine).value.jobs
+    assert again.retries == 1

@@ -163,6 +163,21 @@ class MemoryEngine:
                 return
         raise AssertionError("the engine did not become quiet")
 
+    def advance(self, seconds: float) -> None:
+        """Move the clock and let every partition's due-date checkers turn due work into
+        commands, then process until quiet."""
+        self.now += seconds
+        now_ms = int(self.now * 1000)
+        for partition, machine in enumerate(self.machines):
+            due = [
+                command
+                for checker in self.engine.due_date_checkers
+                for command in checker(self.dbs[partition], now_ms)
+            ]
+            if due:
+                machine.process((), due=due)
+        self.run()
+
     def records(self, partition: int) -> list[Record]:
         return [
             CODEC.decode(m.value(), offset=m.offset())

@@ -1,0 +1,103 @@
+"""Job activation by polling (JOB_BATCH ACTIVATE) and activation timeouts.
+
+ACTIVATE takes up to `maxJobsToActivate` activatable jobs of one type, oldest key first, gives
+each the worker name, a deadline (now + timeout) and the variables visible to its task, and
+answers with JOB_BATCH ACTIVATED listing them. An activated job whose deadline passes is
+timed out by the due-date checker (JOB TIME_OUT -> TIMED_OUT) and becomes activatable again.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import replace
+
+from engine.processing import instances, job_state
+from engine.processing.context import ProcessingContext, RejectionError
+from engine.processing.engine import Engine
+from engine.processing.job_state import ACTIVATABLE, DEADLINES, JOBS, STATES, job_value
+from engine.protocol.enums import RejectionType
+from engine.protocol.intents import JobBatchIntent, JobIntent
+from engine.protocol.records import Record, command
+from engine.protocol.values import JobBatchValue, JobValue
+from engine.state import PartitionDb
+
+_MAX_BATCH_BYTES = 3 * 1024 * 1024  # leave room in the 4 MiB record for the envelope
+
+
+def activate(record: Record, ctx: ProcessingContext) -> None:
+    value = record.value
+    assert isinstance(value, JobBatchValue)
+    problems = []
+    if not value.type:
+        problems.append("the job type is empty")
+    if value.max_jobs_to_activate < 1:
+        problems.append(f"maxJobsToActivate must be at least 1, got {value.max_jobs_to_activate}")
+    if value.timeout < 1:
+        problems.append(f"timeout must be at least 1 ms, got {value.timeout}")
+    if problems:
+        raise RejectionError(RejectionType.INVALID_ARGUMENT, "; ".join(problems))
+    deadline = ctx.now + value.timeout
+    keys: list[int] = []
+    jobs: list[JobValue] = []
+    size = 0
+    truncated = False
+    prefix = ACTIVATABLE.key.prefix(value.type)
+    for (_, key), _unused in ctx.state.column(ACTIVATABLE).items(prefix):
+        if len(keys) >= value.max_jobs_to_activate:
+            break
+        stored = ctx.state.column(JOBS).get(key)
+        if stored is None:
+            continue
+        variables = instances.visible_variables(ctx.state, int(stored["elementInstanceKey"]))
+        encoded = json.dumps(variables, separators=(",", ":"), ensure_ascii=False)
+        if size + len(encoded) > _MAX_BATCH_BYTES and keys:
+            truncated = True
+            break
+        size += len(encoded)
+        keys.append(key)
+        jobs.append(
+            replace(job_value(stored), worker=value.worker, deadline=deadline, variables=encoded)
+        )
+    batch = replace(value, job_keys=tuple(keys), jobs=tuple(jobs), truncated=truncated)
+    ctx.append_event(JobBatchIntent.ACTIVATED, batch, ctx.keys.next_key(), respond=True)
+
+
+def apply_activated(record: Record, db: PartitionDb) -> None:
+    value = record.value
+    assert isinstance(value, JobBatchValue)
+    for key, job in zip(value.job_keys, value.jobs, strict=True):
+        job_state.make_activated(db, key, job.worker, job.deadline)
+
+
+def time_out(record: Record, ctx: ProcessingContext) -> None:
+    stored = ctx.state.column(JOBS).get(record.key)
+    if stored is None or ctx.state.column(STATES).get(record.key) != "ACTIVATED":
+        raise RejectionError(RejectionType.NOT_FOUND, f"no activated job {record.key}")
+    if stored.get("deadline", -1) > ctx.now:
+        raise RejectionError(RejectionType.INVALID_STATE, f"job {record.key} has not timed out")
+    ctx.append_event(JobIntent.TIMED_OUT, job_value(stored), record.key)
+
+
+def apply_timed_out(record: Record, db: PartitionDb) -> None:
+    stored = db.column(JOBS).get(record.key)
+    if stored is not None:
+        job_state.make_activatable(db, record.key, stored)
+
+
+def expired_jobs(db: PartitionDb, now: int) -> Iterable[Record]:
+    """The due-date checker: TIME_OUT for every activated job past its deadline."""
+    due = []
+    for (deadline, key), _unused in db.column(DEADLINES).items():
+        if deadline > now:
+            break
+        due.append(command(JobIntent.TIME_OUT, JobValue(), key=key))
+    return due
+
+
+def register(engine: Engine) -> None:
+    engine.processor(JobBatchIntent.ACTIVATE, activate)
+    engine.applier(JobBatchIntent.ACTIVATED, apply_activated)
+    engine.processor(JobIntent.TIME_OUT, time_out)
+    engine.applier(JobIntent.TIMED_OUT, apply_timed_out)
+    engine.due_date_checker(expired_jobs)
