@@ -7,7 +7,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from engine import __version__
+from engine import __version__, cli_client
 from engine.config import Config
 from engine.errors import PartitaError
 
@@ -318,6 +318,8 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="MODULE:FUNCTION",
         help="factory of the appliers to replay with (default: the built-in engine)",
     )
+
+    cli_client.register(commands, add)
 
     bench = commands.add_parser("bench", help="benchmarks; each prints one JSON line")
     bench_commands = bench.add_subparsers(dest="bench_command", metavar="BENCH", required=True)
