@@ -1,0 +1,134 @@
+"""Jobs and incidents on the engine core: activation, timeouts, failures, retries, resolution."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from engine.protocol.enums import (
+    ErrorType,
+    RecordType,
+    RejectionType,
+)
+from engine.protocol.intents import (
+    IncidentIntent,
+    JobBatchIntent,
+    JobIntent,
+)
+from engine.protocol.records import Record, command
+from engine.protocol.values import (
+    IncidentValue,
+    JobBatchValue,
+    JobValue,
+)
+from tests.scenarios.helpers import complete, create, jobs_of, lifecycle, send
+from tests.support.memory import MemoryEngine
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "bpmn"
+
+
+def test_completing_a_finished_job_is_rejected_not_found(engine: MemoryEngine) -> None:
+    instance = create(engine, "one-task")
+    (job,) = jobs_of(engine, instance)
+    complete(engine, job)
+    (rejection,) = complete(engine, job)
+    assert rejection.record_type is RecordType.COMMAND_REJECTION
+    assert rejection.rejection_type is RejectionType.NOT_FOUND
+    assert f"job {job.key} does not exist or is no longer active" in rejection.rejection_reason
+
+
+def test_a_job_out_of_retries_raises_an_incident_resolved_after_updating_retries(
+    engine: MemoryEngine,
+) -> None:
+    instance = create(engine, "one-task")
+    (job,) = jobs_of(engine, instance)
+    failed = send(
+        engine,
+        command(JobIntent.FAIL, JobValue(retries=0, error_message="card declined"), key=job.key),
+    )
+    assert [r.intent for r in failed] == [JobIntent.FAILED, IncidentIntent.CREATED]
+    incident = failed[1]
+    assert incident.value.error_type is ErrorType.JOB_NO_RETRIES
+    assert incident.value.error_message == "card declined" and incident.value.job_key == job.key
+
+    (refused,) = send(engine, command(IncidentIntent.RESOLVE, IncidentValue(), key=incident.key))
+    assert refused.rejection_type is RejectionType.INVALID_STATE
+    assert "update its retries before resolving" in refused.rejection_reason
+
+    (updated,) = send(engine, command(JobIntent.UPDATE_RETRIES, JobValue(retries=2), key=job.key))
+    assert updated.intent is JobIntent.RETRIES_UPDATED and updated.value.retries == 2
+    (resolved,) = send(engine, command(IncidentIntent.RESOLVE, IncidentValue(), key=incident.key))
+    assert resolved.intent is IncidentIntent.RESOLVED
+    complete(engine, job)
+    assert lifecycle(engine, instance)[-1] == ("one-task", "ELEMENT_COMPLETED")
+
+
+def test_failing_with_retries_left_keeps_the_job(engine: MemoryEngine) -> None:
+    instance = create(engine, "one-task")
+    (job,) = jobs_of(engine, instance)
+    (failed,) = send(
+        engine,
+        command(JobIntent.FAIL, JobValue(retries=2, retry_backoff=1000), key=job.key),
+    )
+    assert failed.value.retries == 2 and failed.value.recurring_time == failed.timestamp + 1000
+    complete(engine, job)
+    assert lifecycle(engine, instance)[-1] == ("one-task", "ELEMENT_COMPLETED")
+
+
+def test_resolving_an_element_incident_retries_the_element(engine: MemoryEngine) -> None:
+    instance = create(engine, "order-process", order={"total": 1})
+    (charge,) = jobs_of(engine, instance)
+    complete(engine, charge, paid=False)  # refund's job type needs `region`: incident
+    (incident,) = [r for r in engine.events(0) if r.intent is IncidentIntent.CREATED]
+    assert incident.value.element_id == "refund"
+    (resolved, *_) = send(
+        engine, command(IncidentIntent.RESOLVE, IncidentValue(), key=incident.key)
+    )
+    assert resolved.intent is IncidentIntent.RESOLVED
+    # still no `region`: the retried activation raises a new incident, not a crash
+    incidents = [r for r in engine.events(0) if r.intent is IncidentIntent.CREATED]
+    assert len(incidents) == 2 and incidents[1].value.element_id == "refund"
+    (missing,) = send(engine, command(IncidentIntent.RESOLVE, IncidentValue(), key=incident.key))
+    assert missing.rejection_type is RejectionType.NOT_FOUND
+
+
+def _activate(engine: MemoryEngine, max_jobs: int = 10, timeout: int = 60_000) -> Record:
+    batch = JobBatchValue(type="work", worker="w1", timeout=timeout, max_jobs_to_activate=max_jobs)
+    (activated,) = send(engine, command(JobBatchIntent.ACTIVATE, batch))
+    assert activated.intent is JobBatchIntent.ACTIVATED
+    return activated
+
+
+def test_polling_activates_jobs_once_with_variables_and_deadline(engine: MemoryEngine) -> None:
+    first = create(engine, "one-task", n=1)
+    second = create(engine, "one-task", n=2)
+    batch = _activate(engine, max_jobs=1)
+    (job,) = batch.value.jobs
+    assert job.process_instance_key == first and json.loads(job.variables) == {"n": 1}
+    assert job.worker == "w1" and job.deadline == batch.timestamp + 60_000
+    assert batch.value.job_keys == (jobs_of(engine, first)[0].key,)
+    (other,) = _activate(engine).value.jobs
+    assert other.process_instance_key == second
+    assert _activate(engine).value.jobs == ()  # nothing left to activate
+
+
+def test_an_activated_job_times_out_and_can_be_activated_again(engine: MemoryEngine) -> None:
+    instance = create(engine, "one-task")
+    (job,) = _activate(engine, timeout=1000).value.jobs
+    engine.advance(0.5)
+    assert not [r for r in engine.events(0) if r.intent is JobIntent.TIMED_OUT]
+    engine.advance(1.0)
+    (timed_out,) = [r for r in engine.events(0) if r.intent is JobIntent.TIMED_OUT]
+    assert timed_out.key == jobs_of(engine, instance)[0].key
+    assert timed_out.source_record_position == -1  # an internal command of the checker
+    (again,) = _activate(engine).value.jobs
+    assert again.element_instance_key == job.element_instance_key
+
+
+def test_a_failed_job_with_retries_is_activatable_again(engine: MemoryEngine) -> None:
+    instance = create(engine, "one-task")
+    _activate(engine)
+    (job,) = jobs_of(engine, instance)
+    send(engine, command(JobIntent.FAIL, JobValue(retries=1), key=job.key))
+    (again,) = _activate(engine).value.jobs
+    assert again.retries == 1
