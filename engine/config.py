@@ -12,6 +12,9 @@ Every setting has a default that works on a laptop; CLI flags override the envir
   local broker's data, state stores.
 - `PARTITA_KAFKA_PORT` (`9092`) and `PARTITA_CONTROLLER_PORT` (`9093`): the local broker's client
   and KRaft controller ports on 127.0.0.1.
+- `PARTITA_JOB_PUSH_LIMIT` (`256`): pushed, unfinished jobs per job type and partition (the
+  flow control of jobs pushed to `<ns>.jobs.<type>`).
+- `PARTITA_JOB_PUSH_TIMEOUT_MS` (`300000`): the deadline given to a pushed job.
 """
 
 from __future__ import annotations
@@ -52,6 +55,8 @@ class Config:
     home: Path = Path(".partita")
     kafka_port: int = DEFAULT_KAFKA_PORT
     controller_port: int = DEFAULT_CONTROLLER_PORT
+    job_push_limit: int = 256
+    job_push_timeout_ms: int = 300_000
 
     def __post_init__(self) -> None:
         if not _NAMESPACE_RE.match(self.namespace):
@@ -70,6 +75,10 @@ class Config:
             port = getattr(self, name)
             if not 1 <= port <= 65535:
                 raise ConfigError(f"{name} must be a TCP port (1-65535), got {port}")
+        if self.job_push_limit < 1 or self.job_push_timeout_ms < 1:
+            raise ConfigError(
+                "PARTITA_JOB_PUSH_LIMIT and PARTITA_JOB_PUSH_TIMEOUT_MS must be at least 1"
+            )
         if self.kafka_port == self.controller_port:
             raise ConfigError(f"kafka_port and controller_port are both {self.kafka_port}")
 
@@ -115,6 +124,8 @@ class Config:
             home=Path(home).expanduser().resolve() if home else default_home(),
             kafka_port=_int(env, "PARTITA_KAFKA_PORT", DEFAULT_KAFKA_PORT),
             controller_port=_int(env, "PARTITA_CONTROLLER_PORT", DEFAULT_CONTROLLER_PORT),
+            job_push_limit=_int(env, "PARTITA_JOB_PUSH_LIMIT", 256),
+            job_push_timeout_ms=_int(env, "PARTITA_JOB_PUSH_TIMEOUT_MS", 300_000),
         )
 
 

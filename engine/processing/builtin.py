@@ -10,6 +10,7 @@ from engine.processing import (
     incidents,
     instances,
     job_activation,
+    job_push,
     jobs,
     variables,
 )
@@ -28,4 +29,5 @@ def build_engine() -> Engine:
     incidents.register(engine)
     variables.register(engine)
     job_activation.register(engine)
+    job_push.register(engine)
     return engine

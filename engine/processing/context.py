@@ -7,11 +7,12 @@ from dataclasses import dataclass, field, replace
 
 from engine import __version__
 from engine.processing.engine import Engine
+from engine.processing.job_push import JobPush
 from engine.protocol.enums import RecordType, RejectionType
 from engine.protocol.headers import Headers, ReplyTo
 from engine.protocol.intents import Intent
 from engine.protocol.records import NO_KEY, Record, command
-from engine.protocol.values import VALUE_TYPES, RecordValue
+from engine.protocol.values import VALUE_TYPES, JobValue, RecordValue
 from engine.state import KeyGenerator, PartitionDb
 
 
@@ -33,17 +34,20 @@ class ProcessingOutput:
     replies: list[tuple[ReplyTo, Record]] = field(default_factory=list)
     forwarded: list[tuple[int, bytes, Headers]] = field(default_factory=list)
     """(partition, raw value, headers) of commands that arrived on the wrong partition."""
+    pushed: list[tuple[str, int, int, Record]] = field(default_factory=list)
+    """(job topic, partition, job key, JOB_BATCH ACTIVATED) of pushed jobs."""
 
     def __len__(self) -> int:
-        return len(self.records) + len(self.replies) + len(self.forwarded)
+        return len(self.records) + len(self.replies) + len(self.forwarded) + len(self.pushed)
 
-    def mark(self) -> tuple[int, int, int]:
-        return len(self.records), len(self.replies), len(self.forwarded)
+    def mark(self) -> tuple[int, int, int, int]:
+        return len(self.records), len(self.replies), len(self.forwarded), len(self.pushed)
 
-    def truncate(self, mark: tuple[int, int, int]) -> None:
+    def truncate(self, mark: tuple[int, int, int, int]) -> None:
         del self.records[mark[0] :]
         del self.replies[mark[1] :]
         del self.forwarded[mark[2] :]
+        del self.pushed[mark[3] :]
 
 
 class ProcessingContext:
@@ -72,6 +76,9 @@ class ProcessingContext:
         """Instances created with CREATE_WITH_AWAITING_RESULT: where to answer when they end.
         Kept in memory by the partition (as Zeebe keeps request metadata): after a failover
         the waiting client times out and asks again."""
+        self.job_push: JobPush | None = None
+        self.touched_job_types: set[str] = set()
+        """Types of the jobs the current command's events changed (push looks at these)."""
         self.command: Record | None = None
         self.reply_to: ReplyTo | None = None
         self.now = 0
@@ -82,6 +89,7 @@ class ProcessingContext:
         self.reply_to = reply_to
         self.now = now
         self.responded = False
+        self.touched_job_types.clear()
 
     def _record(
         self, record_type: RecordType, intent: Intent, value: RecordValue, key: int, **extra: object
@@ -106,6 +114,8 @@ class ProcessingContext:
         """Write an event and apply it to state. `respond` makes it the command's reply."""
         event = self._record(RecordType.EVENT, intent, value, key)
         self.engine.apply(event, self.state)
+        if type(value) is JobValue:
+            self.touched_job_types.add(value.type)
         self.output.records.append((self.partition, event))
         if respond:
             self.respond(event)

@@ -22,6 +22,9 @@ Applier = Callable[[Record, PartitionDb], None]
 DueDateChecker = Callable[[PartitionDb, int], Iterable[Record]]
 """Given state and the current time (ms), the commands for work that is due now."""
 
+AfterCommand = Callable[[Record, "ProcessingContext"], None]
+"""Runs after each successful processor, inside the command's savepoint (e.g. job push)."""
+
 
 def _value_type_of(intent: Intent) -> ValueType:
     for value_type, enum in INTENTS_BY_VALUE_TYPE.items():
@@ -37,6 +40,7 @@ class Engine:
         self.processors: dict[tuple[RecordType, ValueType, Intent], Processor] = {}
         self.appliers: dict[tuple[ValueType, Intent, int], Applier] = {}
         self.due_date_checkers: list[DueDateChecker] = []
+        self.after_command_hooks: list[AfterCommand] = []
 
     def processor(self, intent: Intent, processor: Processor) -> None:
         """Register the processor of the command `intent`."""
@@ -58,6 +62,9 @@ class Engine:
 
     def due_date_checker(self, checker: DueDateChecker) -> None:
         self.due_date_checkers.append(checker)
+
+    def after_command(self, hook: AfterCommand) -> None:
+        self.after_command_hooks.append(hook)
 
     def find_processor(self, record: Record) -> Processor | None:
         return self.processors.get((record.record_type, record.value_type, record.intent))

@@ -48,7 +48,7 @@ def apply_resolved(record: Record, db: PartitionDb) -> None:
     db.column(INCIDENTS).delete_existing(record.key)
     job_key = stored["jobKey"]
     job = db.column(JOBS).get(job_key) if job_key > 0 else None
-    if job is not None and db.column(job_state.STATES).get(job_key) == "FAILED":
+    if job is not None and db.column(job_state.STATES).get(job_key) in ("FAILED", "ERROR_THROWN"):
         job_state.make_activatable(db, job_key, job)  # a worker can take it again
     if db.column(BY_ELEMENT).get(stored["elementInstanceKey"]) == record.key:
         db.column(BY_ELEMENT).delete(stored["elementInstanceKey"])

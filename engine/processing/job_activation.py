@@ -8,13 +8,13 @@ timed out by the due-date checker (JOB TIME_OUT -> TIMED_OUT) and becomes activa
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from dataclasses import replace
 
-from engine.processing import instances, job_state
+from engine.processing import job_state
 from engine.processing.context import ProcessingContext, RejectionError
 from engine.processing.engine import Engine
+from engine.processing.job_push import PUSH_WORKER, activated_job
 from engine.processing.job_state import ACTIVATABLE, DEADLINES, JOBS, STATES, job_value
 from engine.protocol.enums import RejectionType
 from engine.protocol.intents import JobBatchIntent, JobIntent
@@ -35,6 +35,8 @@ def activate(record: Record, ctx: ProcessingContext) -> None:
         problems.append(f"maxJobsToActivate must be at least 1, got {value.max_jobs_to_activate}")
     if value.timeout < 1:
         problems.append(f"timeout must be at least 1 ms, got {value.timeout}")
+    if value.worker == PUSH_WORKER:
+        problems.append(f"the worker name {PUSH_WORKER!r} is reserved for pushed activations")
     if problems:
         raise RejectionError(RejectionType.INVALID_ARGUMENT, "; ".join(problems))
     deadline = ctx.now + value.timeout
@@ -46,19 +48,13 @@ def activate(record: Record, ctx: ProcessingContext) -> None:
     for (_, key), _unused in ctx.state.column(ACTIVATABLE).items(prefix):
         if len(keys) >= value.max_jobs_to_activate:
             break
-        stored = ctx.state.column(JOBS).get(key)
-        if stored is None:
-            continue
-        variables = instances.visible_variables(ctx.state, int(stored["elementInstanceKey"]))
-        encoded = json.dumps(variables, separators=(",", ":"), ensure_ascii=False)
-        if size + len(encoded) > _MAX_BATCH_BYTES and keys:
+        job = activated_job(ctx, key, value.worker, deadline)
+        if size + len(job.variables) > _MAX_BATCH_BYTES and keys:
             truncated = True
             break
-        size += len(encoded)
+        size += len(job.variables)
         keys.append(key)
-        jobs.append(
-            replace(job_value(stored), worker=value.worker, deadline=deadline, variables=encoded)
-        )
+        jobs.append(job)
     batch = replace(value, job_keys=tuple(keys), jobs=tuple(jobs), truncated=truncated)
     ctx.append_event(JobBatchIntent.ACTIVATED, batch, ctx.keys.next_key(), respond=True)
 
@@ -66,8 +62,9 @@ def activate(record: Record, ctx: ProcessingContext) -> None:
 def apply_activated(record: Record, db: PartitionDb) -> None:
     value = record.value
     assert isinstance(value, JobBatchValue)
+    pushed = value.worker == PUSH_WORKER
     for key, job in zip(value.job_keys, value.jobs, strict=True):
-        job_state.make_activated(db, key, job.worker, job.deadline)
+        job_state.make_activated(db, key, job.worker, job.deadline, pushed=pushed)
 
 
 def time_out(record: Record, ctx: ProcessingContext) -> None:

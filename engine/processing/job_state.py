@@ -1,6 +1,11 @@
-"""Jobs in state: `job` holds the job, `job_state` its state (ACTIVATABLE, ACTIVATED, FAILED),
-`job_activatable` indexes activatable jobs by (type, key) and `job_deadline` activated jobs by
-(deadline, key). The helpers here are the only code that moves a job between states."""
+"""Jobs in state: `job` holds the job, `job_state` its state, `job_activatable` indexes
+activatable jobs by (type, key), `job_deadline` activated jobs by (deadline, key) and
+`job_backoff` failed jobs waiting out a retry back-off by (recurring time, key).
+
+States: ACTIVATABLE -> ACTIVATED (polled or pushed) -> gone (completed / cancelled), or
+FAILED (no retries left, an incident), BACKOFF (retries left, waiting), ERROR_THROWN (an
+uncaught BPMN error, an incident). The helpers here are the only code that moves a job between
+states."""
 
 from __future__ import annotations
 
@@ -15,40 +20,88 @@ ACTIVATABLE = ColumnFamilies.JOB_ACTIVATABLE
 DEADLINES = ColumnFamilies.JOB_DEADLINE
 
 
-def make_activatable(db: PartitionDb, key: int, stored: dict[str, Any]) -> None:
+BACKOFFS = ColumnFamilies.JOB_BACKOFF
+PUSHED = ColumnFamilies.JOB_PUSHED
+
+ACTIVE_STATES = ("ACTIVATABLE", "ACTIVATED")
+"""States in which a worker may complete, fail or throw an error for the job."""
+
+
+def _leave(db: PartitionDb, key: int, stored: dict[str, Any]) -> None:
+    """Drop the job from the deadline and back-off indexes of the state it leaves."""
     deadline = stored.get("deadline", -1)
     if deadline >= 0:
         db.column(DEADLINES).delete((deadline, key))
-    db.column(JOBS).update(key, {**stored, "deadline": -1, "worker": ""})
+    recurring = stored.get("recurringTime", -1)
+    if recurring >= 0:
+        db.column(BACKOFFS).delete((recurring, key))
+    if stored.get("pushed"):
+        _count_pushed(db, stored["type"], -1)
+
+
+def _count_pushed(db: PartitionDb, job_type: str, delta: int) -> None:
+    pushed = db.column(PUSHED)
+    count = (pushed.get(job_type) or 0) + delta
+    if count > 0:
+        pushed.upsert(job_type, count)
+    else:
+        pushed.delete(job_type)
+
+
+def pushed_count(db: PartitionDb, job_type: str) -> int:
+    """Jobs of `job_type` pushed to its job topic and not yet finished (the push bound)."""
+    return db.column(PUSHED).get(job_type) or 0
+
+
+def make_activatable(db: PartitionDb, key: int, stored: dict[str, Any]) -> None:
+    _leave(db, key, stored)
+    db.column(JOBS).update(
+        key, {**stored, "deadline": -1, "worker": "", "recurringTime": -1, "pushed": False}
+    )
     db.column(STATES).upsert(key, "ACTIVATABLE")
     db.column(ACTIVATABLE).upsert((stored["type"], key), None)
 
 
-def make_activated(db: PartitionDb, key: int, worker: str, deadline: int) -> None:
+def make_activated(
+    db: PartitionDb, key: int, worker: str, deadline: int, *, pushed: bool = False
+) -> None:
     stored = db.column(JOBS).get(key)
     assert stored is not None
+    _leave(db, key, stored)
     db.column(ACTIVATABLE).delete((stored["type"], key))
-    db.column(JOBS).update(key, {**stored, "deadline": deadline, "worker": worker})
+    db.column(JOBS).update(
+        key, {**stored, "deadline": deadline, "worker": worker, "pushed": pushed}
+    )
+    if pushed:
+        _count_pushed(db, stored["type"], 1)
     db.column(STATES).upsert(key, "ACTIVATED")
     db.column(DEADLINES).upsert((deadline, key), None)
 
 
-def make_failed(db: PartitionDb, key: int, stored: dict[str, Any]) -> None:
-    deadline = stored.get("deadline", -1)
-    if deadline >= 0:
-        db.column(DEADLINES).delete((deadline, key))
+def make_inactive(db: PartitionDb, key: int, stored: dict[str, Any], state: str) -> None:
+    """FAILED or ERROR_THROWN: no worker gets the job until an incident is resolved."""
+    _leave(db, key, stored)
     db.column(ACTIVATABLE).delete((stored["type"], key))
-    db.column(JOBS).update(key, {**stored, "deadline": -1})
-    db.column(STATES).upsert(key, "FAILED")
+    db.column(JOBS).update(key, {**stored, "deadline": -1, "recurringTime": -1, "pushed": False})
+    db.column(STATES).upsert(key, state)
+
+
+def make_backoff(db: PartitionDb, key: int, stored: dict[str, Any], recurring: int) -> None:
+    """Retries left but the worker asked for a back-off: activatable again at `recurring`."""
+    _leave(db, key, stored)
+    db.column(ACTIVATABLE).delete((stored["type"], key))
+    db.column(JOBS).update(
+        key, {**stored, "deadline": -1, "recurringTime": recurring, "pushed": False}
+    )
+    db.column(BACKOFFS).upsert((recurring, key), None)
+    db.column(STATES).upsert(key, "BACKOFF")
 
 
 def remove(db: PartitionDb, key: int) -> None:
     stored = db.column(JOBS).get(key)
     if stored is None:
         return
-    deadline = stored.get("deadline", -1)
-    if deadline >= 0:
-        db.column(DEADLINES).delete((deadline, key))
+    _leave(db, key, stored)
     db.column(JOBS).delete_existing(key)
     db.column(STATES).delete(key)
     db.column(ACTIVATABLE).delete((stored["type"], key))

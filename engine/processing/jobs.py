@@ -1,13 +1,18 @@
-"""Jobs: created by service tasks, completed by job workers.
+"""Jobs: created by service tasks, completed, failed or answered with a BPMN error by workers.
 
-State: `job` (the job), `job_state` (ACTIVATABLE / ACTIVATED), `job_activatable` (type, key).
 JOB COMPLETE merges the completion variables with Zeebe's default semantics and completes the
-service task. A command for a job that is no longer active is rejected NOT_FOUND.
+service task. FAIL takes the retries the worker says are left: none -> an incident; some, with
+a back-off -> the job waits (RECUR_AFTER_BACKOFF from the due-date checker), without -> it is
+activatable at once. THROW_ERROR with no catching error event (none exist yet) -> an
+UNHANDLED_ERROR_EVENT incident naming the code; resolving it makes the job activatable again.
+A command for a job that no longer exists is rejected NOT_FOUND; one for a job that is
+waiting (an incident, a back-off) is rejected INVALID_STATE.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import replace
 
 from engine.processing import instances, job_state
@@ -19,6 +24,7 @@ from engine.protocol.enums import ErrorType, RejectionType
 from engine.protocol.intents import IncidentIntent, JobIntent
 from engine.protocol.intents import ProcessInstanceIntent as Instance
 from engine.protocol.records import Record
+from engine.protocol.records import command as record_command
 from engine.protocol.values import IncidentValue, JobValue
 from engine.state import PartitionDb
 
@@ -62,15 +68,40 @@ def complete(command: Record, ctx: ProcessingContext) -> None:
     ctx.append_command(Instance.COMPLETE_ELEMENT, task, job.element_instance_key)
 
 
-def _active_job(ctx: ProcessingContext, key: int) -> dict[str, object]:
+def _active_job(ctx: ProcessingContext, key: int, *, any_state: bool = False) -> dict[str, object]:
     stored = ctx.state.column(JOBS).get(key)
     if stored is None:
         raise RejectionError(
             RejectionType.NOT_FOUND,
-            f"job {key} does not exist or is no longer active (completed, failed out or cancelled)",
+            f"job {key} does not exist or is no longer active (completed or cancelled)",
         )
+    state = ctx.state.column(STATES).get(key)
+    if not any_state and state not in job_state.ACTIVE_STATES:
+        why = {
+            "FAILED": "it failed with no retries left; update its retries and resolve the incident",
+            "ERROR_THROWN": "a worker threw an uncaught error; resolve the incident first",
+            "BACKOFF": "it is waiting out its retry back-off",
+        }.get(str(state), f"it is {state}")
+        raise RejectionError(RejectionType.INVALID_STATE, f"job {key} cannot be used: {why}")
     result: dict[str, object] = stored
     return result
+
+
+def _job_incident(
+    ctx: ProcessingContext, job_key: int, job: JobValue, error_type: ErrorType, message: str
+) -> None:
+    incident = IncidentValue(
+        error_type=error_type,
+        error_message=message,
+        bpmn_process_id=job.bpmn_process_id,
+        process_definition_key=job.process_definition_key,
+        process_instance_key=job.process_instance_key,
+        element_id=job.element_id,
+        element_instance_key=job.element_instance_key,
+        job_key=job_key,
+        variable_scope_key=job.element_instance_key,
+    )
+    ctx.append_event(IncidentIntent.CREATED, incident, ctx.keys.next_key())
 
 
 def fail(command: Record, ctx: ProcessingContext) -> None:
@@ -78,33 +109,85 @@ def fail(command: Record, ctx: ProcessingContext) -> None:
     value = command.value
     assert isinstance(value, JobValue)
     stored = _active_job(ctx, command.key)
+    if value.retry_backoff < 0:
+        raise RejectionError(
+            RejectionType.INVALID_ARGUMENT,
+            f"retryBackOff must not be negative, got {value.retry_backoff}",
+        )
+    retries = max(value.retries, 0)
     failed = replace(
         job_value(stored),
-        retries=max(value.retries, 0),
+        retries=retries,
         error_message=value.error_message,
         retry_backoff=value.retry_backoff,
-        recurring_time=ctx.now + value.retry_backoff if value.retry_backoff > 0 else -1,
+        recurring_time=ctx.now + value.retry_backoff
+        if value.retry_backoff > 0 and retries > 0
+        else -1,
+        variables="{}",
     )
     ctx.append_event(JobIntent.FAILED, failed, command.key, respond=True)
-    if failed.retries <= 0:
-        incident = IncidentValue(
-            error_type=ErrorType.JOB_NO_RETRIES,
-            error_message=value.error_message or f"job {command.key} failed with no retries left",
-            bpmn_process_id=failed.bpmn_process_id,
-            process_definition_key=failed.process_definition_key,
-            process_instance_key=failed.process_instance_key,
-            element_id=failed.element_id,
-            element_instance_key=failed.element_instance_key,
-            job_key=command.key,
-            variable_scope_key=failed.element_instance_key,
+    if retries <= 0:
+        message = value.error_message or f"job {command.key} failed with no retries left"
+        _job_incident(ctx, command.key, failed, ErrorType.JOB_NO_RETRIES, message)
+
+
+def throw_error(command: Record, ctx: ProcessingContext) -> None:
+    """JOB THROW_ERROR: a business error. No error catch events exist yet, so it is always
+    uncaught: an UNHANDLED_ERROR_EVENT incident naming the code."""
+    value = command.value
+    assert isinstance(value, JobValue)
+    stored = _active_job(ctx, command.key)
+    if not value.error_code:
+        raise RejectionError(RejectionType.INVALID_ARGUMENT, "errorCode must not be empty")
+    thrown = replace(
+        job_value(stored), error_code=value.error_code, error_message=value.error_message
+    )
+    ctx.append_event(JobIntent.ERROR_THROWN, thrown, command.key, respond=True)
+    detail = f": {value.error_message}" if value.error_message else ""
+    message = (
+        f"an error with code '{value.error_code}' was thrown by job {command.key} on element"
+        f" '{thrown.element_id}' but no error catch event handles it{detail}"
+    )
+    _job_incident(ctx, command.key, thrown, ErrorType.UNHANDLED_ERROR_EVENT, message)
+
+
+def recur_after_backoff(command: Record, ctx: ProcessingContext) -> None:
+    stored = ctx.state.column(JOBS).get(command.key)
+    if stored is None or ctx.state.column(STATES).get(command.key) != "BACKOFF":
+        raise RejectionError(RejectionType.NOT_FOUND, f"no job {command.key} in back-off")
+    if stored.get("recurringTime", -1) > ctx.now:
+        raise RejectionError(
+            RejectionType.INVALID_STATE, f"job {command.key} is still in its back-off"
         )
-        ctx.append_event(IncidentIntent.CREATED, incident, ctx.keys.next_key())
+    ctx.append_event(JobIntent.RECURRED_AFTER_BACKOFF, job_value(stored), command.key)
+
+
+def apply_recurred(record: Record, db: PartitionDb) -> None:
+    stored = db.column(JOBS).get(record.key)
+    if stored is not None:
+        job_state.make_activatable(db, record.key, stored)
+
+
+def apply_error_thrown(record: Record, db: PartitionDb) -> None:
+    stored = db.column(JOBS).get(record.key)
+    if stored is not None:
+        job_state.make_inactive(db, record.key, stored, "ERROR_THROWN")
+
+
+def backoffs_due(db: PartitionDb, now: int) -> Iterable[Record]:
+    """The due-date checker: RECUR_AFTER_BACKOFF for every job whose back-off is over."""
+    due = []
+    for (recurring, key), _unused in db.column(job_state.BACKOFFS).items():
+        if recurring > now:
+            break
+        due.append(record_command(JobIntent.RECUR_AFTER_BACKOFF, JobValue(), key=key))
+    return due
 
 
 def update_retries(command: Record, ctx: ProcessingContext) -> None:
     value = command.value
     assert isinstance(value, JobValue)
-    stored = _active_job(ctx, command.key)
+    stored = _active_job(ctx, command.key, any_state=True)
     if value.retries < 1:
         raise RejectionError(
             RejectionType.INVALID_ARGUMENT, f"retries must be at least 1, got {value.retries}"
@@ -123,10 +206,12 @@ def apply_failed(record: Record, db: PartitionDb) -> None:
         return
     stored = {**stored, "retries": value.retries}
     db.column(JOBS).update(record.key, stored)
-    if value.retries > 0:
-        job_state.make_activatable(db, record.key, stored)
+    if value.retries <= 0:
+        job_state.make_inactive(db, record.key, stored, "FAILED")
+    elif value.recurring_time >= 0:
+        job_state.make_backoff(db, record.key, stored, value.recurring_time)
     else:
-        job_state.make_failed(db, record.key, stored)
+        job_state.make_activatable(db, record.key, stored)
 
 
 def apply_retries(record: Record, db: PartitionDb) -> None:
@@ -146,3 +231,8 @@ def register(engine: Engine) -> None:
     engine.processor(JobIntent.UPDATE_RETRIES, update_retries)
     engine.applier(JobIntent.FAILED, apply_failed)
     engine.applier(JobIntent.RETRIES_UPDATED, apply_retries)
+    engine.processor(JobIntent.THROW_ERROR, throw_error)
+    engine.applier(JobIntent.ERROR_THROWN, apply_error_thrown)
+    engine.processor(JobIntent.RECUR_AFTER_BACKOFF, recur_after_backoff)
+    engine.applier(JobIntent.RECURRED_AFTER_BACKOFF, apply_recurred)
+    engine.due_date_checker(backoffs_due)

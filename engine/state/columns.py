@@ -64,6 +64,7 @@ class ColumnFamilies:
     JOB_ACTIVATABLE = cf("job_activatable", CompositeKey(_STR, _LONG), _NIL_VALUE)
     JOB_DEADLINE = cf("job_deadline", CompositeKey(_LONG, _LONG), _NIL_VALUE)
     JOB_BACKOFF = cf("job_backoff", CompositeKey(_LONG, _LONG), _NIL_VALUE)
+    JOB_PUSHED = cf("job_pushed", _STR, int)  # job type -> pushed jobs not yet finished
     MESSAGE = cf("message", _LONG, Any)
     MESSAGE_CORRELATION = cf("message_correlation", CompositeKey(_STR, _STR, _LONG), _NIL_VALUE)
     MESSAGE_DEADLINE = cf("message_deadline", CompositeKey(_LONG, _LONG), _NIL_VALUE)

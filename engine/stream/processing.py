@@ -27,8 +27,9 @@ from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Message, Producer, TopicPartition
 
-from engine.processing import Engine, ProcessingContext, ProcessingOutput, RejectionError
+from engine.processing import Engine, ProcessingContext, ProcessingOutput, RejectionError, job_push
 from engine.processing.banning import is_banned
+from engine.processing.job_push import JobPush
 from engine.protocol.codec import RecordCodec
 from engine.protocol.enums import RecordType, RejectionType, ValueType
 from engine.protocol.errors import DecodeError, ProtocolError, RecordTooLargeError
@@ -43,10 +44,10 @@ from engine.protocol.headers import (
     record_headers,
     reply_to,
 )
-from engine.protocol.intents import ErrorIntent, intent_for
+from engine.protocol.intents import ErrorIntent, JobBatchIntent, intent_for
 from engine.protocol.records import Record
 from engine.protocol.routing import partition_for_command
-from engine.protocol.values import VALUE_CLASSES, ErrorValue
+from engine.protocol.values import VALUE_CLASSES, ErrorValue, JobBatchValue
 from engine.state import KeyGenerator, PartitionDb
 
 _LOG = logging.getLogger("partita.processing")
@@ -99,6 +100,7 @@ class ProcessingStateMachine:
         next_offset: int,
         max_commands_in_batch: int = 100,
         clock: Callable[[], float] = time.time,
+        job_push: JobPush | None = None,
     ) -> None:
         self.topic = topic
         self.partition = partition
@@ -114,6 +116,7 @@ class ProcessingStateMachine:
         """The first offset not yet processed: equals the group's committed offset."""
         self.max_commands_in_batch = max_commands_in_batch
         self.clock = clock
+        self.job_push = job_push
         self.metrics = ProcessingMetrics()
         self._last_event_offset = -1
         self.awaiting: dict[int, Any] = {}
@@ -123,8 +126,15 @@ class ProcessingStateMachine:
 
     # -- one batch ----------------------------------------------------------------------------
 
-    def process(self, messages: Sequence[Message], *, due: Sequence[Record] = ()) -> int:
-        """Process one batch (consumed records of this partition and due-date commands).
+    def process(
+        self,
+        messages: Sequence[Message],
+        *,
+        due: Sequence[Record] = (),
+        push_types: Sequence[str] = (),
+    ) -> int:
+        """Process one batch (consumed records of this partition and due-date commands), and
+        push waiting jobs of `push_types` (job types whose topic just appeared).
         Returns the number of commands processed."""
         if not self.metrics.first_batch_started:
             self.metrics.first_batch_started = time.monotonic()
@@ -139,6 +149,7 @@ class ProcessingStateMachine:
             self.partition_count,
         )
         context.awaiting = self.awaiting
+        context.job_push = self.job_push
         last_offset = -1
         processed = 0
         for message in messages:
@@ -172,6 +183,8 @@ class ProcessingStateMachine:
             processed += self._process_command(context, record, reply_to(headers))
         for record in due:
             processed += self._process_command(context, record, None)
+        if push_types and self.job_push is not None:
+            self._push_waiting_jobs(context, push_types)
         if last_offset < 0 and not len(output):
             return processed
         self._commit(output, last_offset)
@@ -226,6 +239,8 @@ class ProcessingStateMachine:
             self.db.overlay.savepoint()
             try:
                 processor(command, context)
+                for hook in self.engine.after_command_hooks:
+                    hook(command, context)
             except RejectionError as rejection:
                 self._undo(context, mark, command, address)
                 context.reject(rejection.rejection_type, rejection.reason)
@@ -241,10 +256,21 @@ class ProcessingStateMachine:
                 self.db.overlay.release_savepoint()
                 return
 
+    def _push_waiting_jobs(self, context: ProcessingContext, job_types: Sequence[str]) -> None:
+        """Push jobs that were activatable before their type's job topic existed."""
+        trigger = Record(
+            RecordType.COMMAND, ValueType.JOB_BATCH, JobBatchIntent.ACTIVATE, JobBatchValue()
+        )
+        context.begin(trigger, None, int(self.clock() * 1000))
+        self.db.overlay.savepoint()
+        for job_type in job_types:
+            job_push.push(context, job_type)
+        self.db.overlay.release_savepoint()
+
     def _undo(
         self,
         context: ProcessingContext,
-        mark: tuple[int, int, int],
+        mark: tuple[int, int, int, int],
         command: Record,
         address: ReplyTo | None,
     ) -> None:
@@ -348,6 +374,14 @@ class ProcessingStateMachine:
                 )
             for partition, raw, headers in output.forwarded:
                 producer.produce(self.topic, raw, partition=partition, headers=headers)
+            for topic, partition, job_key, record in output.pushed:
+                producer.produce(
+                    topic,
+                    encode(record),
+                    key=str(job_key).encode(),
+                    partition=partition,
+                    headers=record_headers(record),
+                )
             for address, record in output.replies:
                 reply_headers = [*record_headers(record), (CORRELATION_ID, address.correlation_id)]
                 if address.partition is None:

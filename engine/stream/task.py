@@ -21,6 +21,7 @@ from confluent_kafka import Consumer, KafkaException, Message, TopicPartition
 
 from engine.log import clients
 from engine.processing import Engine
+from engine.processing.job_push import JobPush
 from engine.protocol.codec import RecordCodec
 from engine.protocol.keys import partition_id_of_kafka
 from engine.protocol.records import Record
@@ -58,6 +59,7 @@ class PartitionTask:
         consumer: Consumer,
         max_commands_in_batch: int = 100,
         clock: Callable[[], float] = time.time,
+        job_push: JobPush | None = None,
     ) -> None:
         self.bootstrap = bootstrap
         self.namespace = namespace
@@ -70,6 +72,7 @@ class PartitionTask:
         self.consumer = consumer
         self.max_commands_in_batch = max_commands_in_batch
         self.clock = clock
+        self.job_push = job_push
         self.state = TaskState.CREATED
         self.db: PartitionDb | None = None
         self.producer: Any = None
@@ -125,6 +128,7 @@ class PartitionTask:
             next_offset=next_offset,
             max_commands_in_batch=self.max_commands_in_batch,
             clock=self.clock,
+            job_push=self.job_push,
         )
         self.state = TaskState.PROCESSING
         _LOG.info(
@@ -160,6 +164,11 @@ class PartitionTask:
         if not due:
             return 0
         return self.processing.process((), due=due)
+
+    def push_waiting_jobs(self, job_types: Sequence[str]) -> None:
+        """Push activatable jobs of types whose job topic just appeared."""
+        assert self.processing is not None
+        self.processing.process((), push_types=job_types)
 
     def close(self) -> None:
         """Discard uncommitted changes and release the store and the producer."""

@@ -19,12 +19,13 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaError, Message, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 
 from engine.config import Config
 from engine.errors import PartitaError
 from engine.log import clients
 from engine.processing import Engine
+from engine.processing.job_push import JobPush, job_topic
 from engine.protocol.codec import RecordCodec
 from engine.stream.processing import AbortedBatchError, TaskFencedError
 from engine.stream.task import PartitionTask
@@ -53,6 +54,7 @@ class Worker:
         max_commands_in_batch: int = 100,
         consume_batch: int = 500,
         consumer_overrides: dict[str, Any] | None = None,
+        job_topic_refresh_s: float = 5.0,
     ) -> None:
         self.config = config
         self.engine = engine
@@ -64,6 +66,9 @@ class Worker:
         self.stopping = threading.Event()
         self.consumer: Consumer | None = None
         self.partition_count = 0
+        self.job_push = JobPush(limit=config.job_push_limit, timeout_ms=config.job_push_timeout_ms)
+        self.job_topic_refresh_s = job_topic_refresh_s
+        self._next_job_topic_refresh = 0.0
 
     # -- rebalance callbacks (run inside consume()) ----------------------------------------------
 
@@ -80,6 +85,7 @@ class Worker:
                 codec=self.codec,
                 consumer=consumer,
                 max_commands_in_batch=self.max_commands_in_batch,
+                job_push=self.job_push,
             )
             for tp in partitions
         ]
@@ -167,5 +173,34 @@ class Worker:
         for task in list(self.tasks.values()):
             try:
                 task.check_due_dates(now)
+            except AbortedBatchError:
+                continue
+        if time.monotonic() >= self._next_job_topic_refresh:
+            self._refresh_job_topics(consumer)
+
+    def _refresh_job_topics(self, consumer: Consumer) -> None:
+        """Job types are pushed while their topic `<ns>.jobs.<type>` exists; jobs that were
+        waiting when a topic appears are pushed at once."""
+        self._next_job_topic_refresh = time.monotonic() + self.job_topic_refresh_s
+        prefix = job_topic(self.config.namespace, "")
+        try:
+            metadata = consumer.list_topics(timeout=5)
+        except KafkaException as exc:
+            _LOG.warning("cannot list job topics: %s", exc.args[0].str())
+            return
+        found = {
+            name[len(prefix) :]: (name, len(topic.partitions))
+            for name, topic in metadata.topics.items()
+            if name.startswith(prefix) and topic.error is None and topic.partitions
+        }
+        new = sorted(set(found) - set(self.job_push.topics))
+        self.job_push.topics.clear()
+        self.job_push.topics.update(found)
+        if not new:
+            return
+        _LOG.info("pushing jobs of types %s to their job topics", new)
+        for task in list(self.tasks.values()):
+            try:
+                task.push_waiting_jobs(new)
             except AbortedBatchError:
                 continue

@@ -63,7 +63,7 @@ def test_a_job_out_of_retries_raises_an_incident_resolved_after_updating_retries
     assert lifecycle(engine, instance)[-1] == ("one-task", "ELEMENT_COMPLETED")
 
 
-def test_failing_with_retries_left_keeps_the_job(engine: MemoryEngine) -> None:
+def test_a_failure_with_back_off_waits_then_the_job_recurs(engine: MemoryEngine) -> None:
     instance = create(engine, "one-task")
     (job,) = jobs_of(engine, instance)
     (failed,) = send(
@@ -71,6 +71,46 @@ def test_failing_with_retries_left_keeps_the_job(engine: MemoryEngine) -> None:
         command(JobIntent.FAIL, JobValue(retries=2, retry_backoff=1000), key=job.key),
     )
     assert failed.value.retries == 2 and failed.value.recurring_time == failed.timestamp + 1000
+    (early,) = complete(engine, job)  # waiting out its back-off: no worker may use it
+    assert (
+        early.rejection_type is RejectionType.INVALID_STATE and "back-off" in early.rejection_reason
+    )
+    assert _activate(engine).value.jobs == ()
+    engine.advance(0.5)
+    assert not [r for r in engine.events(0) if r.intent is JobIntent.RECURRED_AFTER_BACKOFF]
+    engine.advance(0.6)
+    (recurred,) = [r for r in engine.events(0) if r.intent is JobIntent.RECURRED_AFTER_BACKOFF]
+    assert recurred.key == job.key and recurred.source_record_position == -1
+    (again,) = _activate(engine).value.jobs
+    assert again.retries == 2
+    complete(engine, job)
+    assert lifecycle(engine, instance)[-1] == ("one-task", "ELEMENT_COMPLETED")
+
+
+def test_an_uncaught_error_raises_an_incident_and_resolving_reactivates_the_job(
+    engine: MemoryEngine,
+) -> None:
+    instance = create(engine, "one-task")
+    (job,) = jobs_of(engine, instance)
+    empty = send(engine, command(JobIntent.THROW_ERROR, JobValue(), key=job.key))
+    assert empty[0].rejection_type is RejectionType.INVALID_ARGUMENT
+    thrown, incident = send(
+        engine,
+        command(
+            JobIntent.THROW_ERROR,
+            JobValue(error_code="NO_STOCK", error_message="shelf empty"),
+            key=job.key,
+        ),
+    )
+    assert thrown.intent is JobIntent.ERROR_THROWN and thrown.value.error_code == "NO_STOCK"
+    assert incident.intent is IncidentIntent.CREATED
+    assert incident.value.error_type is ErrorType.UNHANDLED_ERROR_EVENT
+    assert "'NO_STOCK'" in incident.value.error_message and incident.value.job_key == job.key
+    (blocked,) = complete(engine, job)
+    assert blocked.rejection_type is RejectionType.INVALID_STATE
+    send(engine, command(IncidentIntent.RESOLVE, IncidentValue(), key=incident.key))
+    (again,) = _activate(engine).value.jobs
+    assert again.element_instance_key == job.value.element_instance_key
     complete(engine, job)
     assert lifecycle(engine, instance)[-1] == ("one-task", "ELEMENT_COMPLETED")
 

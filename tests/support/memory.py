@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.processing import Engine
+from engine.processing.job_push import JobPush
 from engine.protocol.codec import RecordCodec
 from engine.protocol.enums import RecordType
 from engine.protocol.headers import ReplyTo, record_headers
@@ -29,6 +30,10 @@ class Message:
     _offset: int
     _value: bytes
     _headers: list[tuple[str, Any]]
+    _key: bytes | None = None
+
+    def key(self) -> bytes | None:
+        return self._key
 
     def offset(self) -> int:
         return self._offset
@@ -59,10 +64,15 @@ class MemoryKafka:
         return self.logs.setdefault((topic, partition), [])
 
     def append(
-        self, topic: str, partition: int, value: bytes, headers: list[tuple[str, Any]]
+        self,
+        topic: str,
+        partition: int,
+        value: bytes,
+        headers: list[tuple[str, Any]],
+        key: bytes | None = None,
     ) -> Message:
         log = self.log(topic, partition)
-        message = Message(topic, partition, len(log), value, headers)
+        message = Message(topic, partition, len(log), value, headers, key)
         log.append(message)
         return message
 
@@ -71,7 +81,7 @@ class MemoryProducer:
     def __init__(self, kafka: MemoryKafka) -> None:
         self.kafka = kafka
         self.pending: list[
-            tuple[str, int, bytes, list[tuple[str, Any]], Callable[..., None] | None]
+            tuple[str, int, bytes, list[tuple[str, Any]], Callable[..., None] | None, bytes | None]
         ] = []
         self.delivered: list[tuple[Callable[..., None], Message]] = []
 
@@ -82,18 +92,20 @@ class MemoryProducer:
         self,
         topic: str,
         value: bytes,
+        *,
         partition: int = 0,
         headers: Any = None,
         on_delivery: Any = None,
+        key: bytes | None = None,
     ) -> None:
-        self.pending.append((topic, partition, value, list(headers or []), on_delivery))
+        self.pending.append((topic, partition, value, list(headers or []), on_delivery, key))
 
     def send_offsets_to_transaction(self, *_: Any) -> None:
         pass
 
     def commit_transaction(self, *_: Any) -> None:
-        for topic, partition, value, headers, callback in self.pending:
-            message = self.kafka.append(topic, partition, value, headers)
+        for topic, partition, value, headers, callback, key in self.pending:
+            message = self.kafka.append(topic, partition, value, headers, key)
             if callback is not None:
                 self.delivered.append((callback, message))
         self.pending = []
@@ -118,6 +130,7 @@ class MemoryEngine:
         home: Path,
         partitions: int = 3,
         clock: Callable[[], float] | None = None,
+        job_push: JobPush | None = None,
     ) -> None:
         self.kafka = MemoryKafka()
         self.engine = engine
@@ -142,6 +155,7 @@ class MemoryEngine:
                     rewind=lambda offset: None,
                     next_offset=0,
                     clock=clock or (lambda: self.now),
+                    job_push=job_push,
                 )
             )
 

@@ -1,0 +1,102 @@
+"""Push activation: jobs produced to `<ns>.jobs.<type>` in the transaction that activates them.
+
+A job type is pushed when its job topic exists (the worker discovers job topics and keeps
+`JobPush.topics` current). Whenever a command changes a job of a pushed type (created, failed
+with retries, timed out, recurred, completed, cancelled), the partition activates activatable
+jobs of that type, oldest first, while fewer than `limit` pushed jobs of the type are
+unfinished: one JOB_BATCH ACTIVATED event per job (worker `partita.push`, deadline now +
+`timeout_ms`), and the same record on the job topic, keyed by the job key. A pushed job whose
+deadline passes times out like a polled one and is pushed again.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
+
+from engine.processing import instances
+from engine.processing.job_state import ACTIVATABLE, JOBS, job_value, pushed_count
+from engine.protocol.intents import JobBatchIntent
+from engine.protocol.records import Record
+from engine.protocol.values import JobBatchValue, JobValue
+
+if TYPE_CHECKING:
+    from engine.processing.context import ProcessingContext
+    from engine.processing.engine import Engine
+
+PUSH_WORKER = "partita.push"
+"""The worker name of pushed activations (reserved: a poll may not use it)."""
+
+DEFAULT_LIMIT = 256
+DEFAULT_TIMEOUT_MS = 300_000
+
+
+def job_topic(namespace: str, job_type: str) -> str:
+    return f"{namespace}.jobs.{job_type}"
+
+
+@dataclass(slots=True)
+class JobPush:
+    """The job types this worker pushes and how. `topics` maps a job type to its topic and
+    that topic's partition count; the worker refreshes it from the cluster's metadata."""
+
+    topics: dict[str, tuple[str, int]] = field(default_factory=dict)
+    limit: int = DEFAULT_LIMIT
+    """Pushed, unfinished jobs per type and partition; the flow control of push."""
+    timeout_ms: int = DEFAULT_TIMEOUT_MS
+
+
+def activated_job(ctx: ProcessingContext, key: int, worker: str, deadline: int) -> JobValue:
+    """The job as a worker receives it: with the variables visible to its task."""
+    stored = ctx.state.column(JOBS).get(key)
+    assert stored is not None
+    variables = instances.visible_variables(ctx.state, int(stored["elementInstanceKey"]))
+    encoded = json.dumps(variables, separators=(",", ":"), ensure_ascii=False)
+    return replace(job_value(stored), worker=worker, deadline=deadline, variables=encoded)
+
+
+def push(ctx: ProcessingContext, job_type: str) -> int:
+    """Push activatable jobs of `job_type` up to the bound; returns how many."""
+    settings = ctx.job_push
+    assert settings is not None
+    target = settings.topics.get(job_type)
+    if target is None:
+        return 0
+    room = settings.limit - pushed_count(ctx.state, job_type)
+    if room <= 0:
+        return 0
+    keys = []
+    for (_, key), _unused in ctx.state.column(ACTIVATABLE).items(ACTIVATABLE.key.prefix(job_type)):
+        keys.append(key)
+        if len(keys) >= room:
+            break
+    topic, partitions = target
+    deadline = ctx.now + settings.timeout_ms
+    for key in keys:
+        job = activated_job(ctx, key, PUSH_WORKER, deadline)
+        batch = JobBatchValue(
+            type=job_type,
+            worker=PUSH_WORKER,
+            timeout=settings.timeout_ms,
+            max_jobs_to_activate=1,
+            job_keys=(key,),
+            jobs=(job,),
+        )
+        event = ctx.append_event(JobBatchIntent.ACTIVATED, batch, ctx.keys.next_key())
+        ctx.output.pushed.append((topic, ctx.partition % partitions, key, event))
+    return len(keys)
+
+
+def after_command(_command: Record, ctx: ProcessingContext) -> None:
+    """Runs after every command: push for the job types the command touched."""
+    if ctx.job_push is None or not ctx.touched_job_types:
+        return
+    touched = sorted(ctx.touched_job_types)
+    ctx.touched_job_types.clear()
+    for job_type in touched:
+        push(ctx, job_type)
+
+
+def register(engine: Engine) -> None:
+    engine.after_command(after_command)

@@ -1,0 +1,100 @@
+"""Push activation on the engine core: jobs of a type with a job topic are activated and
+produced to that topic in the same batch, bounded per type; timed-out and failed jobs are
+pushed again, and finishing one makes room for the next."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from engine.processing.builtin import build_engine
+from engine.processing.job_push import PUSH_WORKER, JobPush
+from engine.protocol.enums import RejectionType
+from engine.protocol.intents import DeploymentIntent, JobBatchIntent, JobIntent
+from engine.protocol.records import Record, command
+from engine.protocol.values import DeploymentResource, DeploymentValue, JobBatchValue, JobValue
+from tests.scenarios.helpers import FIXTURES, complete, create, jobs_of, send
+from tests.support.memory import CODEC, MemoryEngine
+
+TOPIC = "mem.jobs.work"
+
+
+@pytest.fixture
+def pushing(tmp_path: Path) -> Iterator[MemoryEngine]:
+    push = JobPush(topics={"work": (TOPIC, 1)}, limit=2, timeout_ms=10_000)
+    memory = MemoryEngine(build_engine(), tmp_path, partitions=1, job_push=push)
+    value = DeploymentValue(
+        resources=(DeploymentResource("one-task.bpmn", (FIXTURES / "one-task.bpmn").read_bytes()),)
+    )
+    memory.send(0, command(DeploymentIntent.CREATE, value))
+    memory.run()
+    yield memory
+    memory.assert_replay_matches(tmp_path)
+    memory.close()
+
+
+def pushed(engine: MemoryEngine) -> list[tuple[int, Record]]:
+    """(message key, record) of everything on the job topic."""
+    return [(int(m.key() or b"-1"), CODEC.decode(m.value())) for m in engine.kafka.log(TOPIC, 0)]
+
+
+def test_jobs_are_pushed_with_variables_up_to_the_bound(pushing: MemoryEngine) -> None:
+    first = create(pushing, "one-task", n=1)
+    second = create(pushing, "one-task", n=2)
+    third = create(pushing, "one-task", n=3)
+    on_topic = pushed(pushing)
+    assert len(on_topic) == 2  # the bound: two pushed, unfinished jobs of type `work`
+    keys = [key for key, _ in on_topic]
+    assert keys == [jobs_of(pushing, first)[0].key, jobs_of(pushing, second)[0].key]
+    _, record = on_topic[0]
+    assert record.intent is JobBatchIntent.ACTIVATED and record.value.worker == PUSH_WORKER
+    (job,) = record.value.jobs
+    assert json.loads(job.variables) == {"n": 1}
+    assert job.deadline == record.timestamp + 10_000
+    # the same event is on the log: replay knows the job is activated
+    assert any(r.key == record.key for r in pushing.events(0))
+
+    complete(pushing, jobs_of(pushing, first)[0])  # room for one more
+    on_topic = pushed(pushing)
+    assert len(on_topic) == 3 and on_topic[2][0] == jobs_of(pushing, third)[0].key
+
+
+def test_timed_out_and_failed_pushed_jobs_are_pushed_again(pushing: MemoryEngine) -> None:
+    instance = create(pushing, "one-task")
+    (job,) = jobs_of(pushing, instance)
+    pushing.advance(11)  # past the push deadline
+    assert [r.intent for r in pushing.events(0) if r.key == job.key][-1] is JobIntent.TIMED_OUT
+    assert [key for key, _ in pushed(pushing)] == [job.key, job.key]
+    send(pushing, command(JobIntent.FAIL, JobValue(retries=2), key=job.key))
+    assert [key for key, _ in pushed(pushing)] == [job.key] * 3
+    complete(pushing, job)
+    assert len(pushed(pushing)) == 3
+
+
+def test_a_poll_cannot_use_the_push_worker_name(pushing: MemoryEngine) -> None:
+    batch = JobBatchValue(type="work", worker=PUSH_WORKER, max_jobs_to_activate=1)
+    (rejected,) = send(pushing, command(JobBatchIntent.ACTIVATE, batch))
+    assert rejected.rejection_type is RejectionType.INVALID_ARGUMENT
+    assert "reserved" in rejected.rejection_reason
+
+
+def test_jobs_waiting_when_a_topic_appears_are_pushed(tmp_path: Path) -> None:
+    push = JobPush(limit=10)
+    memory = MemoryEngine(build_engine(), tmp_path, partitions=1, job_push=push)
+    value = DeploymentValue(
+        resources=(DeploymentResource("one-task.bpmn", (FIXTURES / "one-task.bpmn").read_bytes()),)
+    )
+    memory.send(0, command(DeploymentIntent.CREATE, value))
+    memory.run()
+    instances = [create(memory, "one-task") for _ in range(3)]
+    assert memory.kafka.log(TOPIC, 0) == []  # no topic yet: jobs wait for a poll
+    push.topics["work"] = (TOPIC, 1)
+    memory.machines[0].process((), push_types=["work"])
+    assert sorted(key for key, _ in pushed(memory)) == sorted(
+        jobs_of(memory, i)[0].key for i in instances
+    )
+    memory.assert_replay_matches(tmp_path)
+    memory.close()
