@@ -95,11 +95,12 @@ def cmd_kafka_status(args: argparse.Namespace) -> int:
 
 def cmd_topics_apply(args: argparse.Namespace) -> int:
     from engine.log.admin import admin_client, wait_for_metadata
-    from engine.log.topics import apply_topics, load_specs
+    from engine.log.topics import apply_topics, job_topic_spec, load_specs
 
     config = _config(args)
     wait_for_metadata(config.bootstrap, timeout=15.0)
     specs = load_specs(config)
+    specs += [job_topic_spec(config, t) for t in getattr(args, "job_types", None) or ()]
     outcomes = apply_topics(admin_client(config.bootstrap), specs)
     for spec in specs:
         print(f"{outcomes[spec.name].value:8} {spec.name} ({spec.partitions} partitions)")
@@ -296,12 +297,19 @@ def build_parser() -> argparse.ArgumentParser:
 
     topics = commands.add_parser("topics", help="Partita's topics (declared in topics/topics.toml)")
     topic_commands = topics.add_subparsers(dest="topics_command", metavar="ACTION", required=True)
-    add(
+    apply = add(
         topic_commands,
         "apply",
         cmd_topics_apply,
         "create missing topics; refuse conflicting ones",
         local=True,
+    )
+    apply.add_argument(
+        "--job-type",
+        dest="job_types",
+        action="append",
+        metavar="TYPE",
+        help="also create <ns>.jobs.TYPE, so jobs of TYPE are pushed (repeatable)",
     )
 
     verify = add(

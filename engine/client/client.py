@@ -136,33 +136,66 @@ class Client:
         timeout: float | None = None,
     ) -> Record:
         """Send a command and wait for its result; CommandRejectedError on a rejection."""
+        correlation = self.submit(intent, value, key, partition=partition)
+        self.producer.flush(self.timeout)
+        result = self.result(correlation, timeout)
+        if result.record_type is RecordType.COMMAND_REJECTION:
+            raise CommandRejectedError(result)
+        return result
+
+    def submit(
+        self, intent: Intent, value: RecordValue, key: int = -1, *, partition: int | None = None
+    ) -> bytes:
+        """Send a command without waiting (pipelining); returns the correlation id that
+        `result` or `results` takes. Buffered: `send`, `flush` or `result` sends it."""
         record = command(intent, value, key)
         if partition is None:
             partition = partition_for_command(record, self.partition_count, next(self._round_robin))
         correlation = uuid.uuid4().hex.encode()
         reply = ReplyTo(self.config.replies_topic, self.reply_partition, correlation)
-        self.producer.produce(
-            self.config.log_topic,
-            self.codec.encode(record),
-            partition=partition,
-            headers=[*record_headers(record), *reply.headers()],
-        )
+        while True:
+            try:
+                self.producer.produce(
+                    self.config.log_topic,
+                    self.codec.encode(record),
+                    partition=partition,
+                    headers=[*record_headers(record), *reply.headers()],
+                )
+                break
+            except BufferError:  # the local queue is full: let it drain
+                self.producer.poll(0.05)
+        self.producer.poll(0)
+        return correlation
+
+    def flush(self) -> None:
         self.producer.flush(self.timeout)
-        result = self._await(correlation, timeout or self.timeout)
-        if result.record_type is RecordType.COMMAND_REJECTION:
-            raise CommandRejectedError(result)
-        return result
+
+    def result(self, correlation: bytes, timeout: float | None = None) -> Record:
+        """The reply to a submitted command (a rejection is returned, not raised)."""
+        self.producer.flush(self.timeout)
+        return self._await(correlation, timeout or self.timeout)
+
+    def results(self, timeout: float = 0.1) -> dict[bytes, Record]:
+        """Replies that arrived within `timeout` (and earlier ones not yet taken), by
+        correlation id, each returned once."""
+        self.producer.poll(0)
+        self._read_replies(timeout)
+        taken, self._pending = self._pending, {}
+        return taken
+
+    def _read_replies(self, timeout: float) -> None:
+        for message in self.consumer.consume(num_messages=500, timeout=timeout):
+            if message.error() is not None:
+                continue
+            seen = header(message.headers(), CORRELATION_ID) or b""
+            self._pending[seen] = self.codec.decode(message.value() or b"")
 
     def _await(self, correlation: bytes, timeout: float) -> Record:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if correlation in self._pending:
                 return self._pending.pop(correlation)
-            for message in self.consumer.consume(num_messages=100, timeout=0.1):
-                if message.error() is not None:
-                    continue
-                seen = header(message.headers(), CORRELATION_ID) or b""
-                self._pending[seen] = self.codec.decode(message.value() or b"")
+            self._read_replies(0.1)
         raise ReplyTimeoutError(
             f"no reply within {timeout:.0f} s; is a `partita worker` running for namespace"
             f" '{self.config.namespace}' at {self.config.bootstrap}?"
@@ -222,6 +255,11 @@ class Client:
     def fail_job(self, key: int, retries: int, message: str = "", backoff_ms: int = 0) -> Record:
         value = JobValue(retries=retries, error_message=message, retry_backoff=backoff_ms)
         return self.send(JobIntent.FAIL, value, key)
+
+    def throw_error(self, key: int, code: str, message: str = "") -> Record:
+        """Answer a job with a BPMN error (uncaught, it raises an incident naming the code)."""
+        value = JobValue(error_code=code, error_message=message)
+        return self.send(JobIntent.THROW_ERROR, value, key)
 
     def update_job_retries(self, key: int, retries: int) -> Record:
         return self.send(JobIntent.UPDATE_RETRIES, JobValue(retries=retries), key)

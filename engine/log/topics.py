@@ -7,6 +7,7 @@ using it would break routing (keys encode partitions) or retention guarantees.
 
 from __future__ import annotations
 
+import re
 import time
 import tomllib
 from collections.abc import Mapping
@@ -64,6 +65,31 @@ def load_specs(config: Config, text: str | None = None) -> list[TopicSpec]:
     if not specs:
         raise TopicSpecError("topics.toml declares no [topics.<name>] table")
     return specs
+
+
+_JOB_TYPE_RE = re.compile(r"^[A-Za-z0-9._-]+$")
+
+
+def job_topic_spec(config: Config, job_type: str, text: str | None = None) -> TopicSpec:
+    """The spec of `<ns>.jobs.<type>` from the [job_topic] template of topics.toml."""
+    if not _JOB_TYPE_RE.match(job_type):
+        raise TopicSpecError(
+            f"job type {job_type!r} cannot name a Kafka topic (letters, digits, '.', '_', '-'"
+            " only); workers of this type must poll (JOB_BATCH ACTIVATE) instead"
+        )
+    if text is None:
+        text = (contract_dir("topics") / "topics.toml").read_text()
+    try:
+        template = tomllib.loads(text).get("job_topic")
+    except tomllib.TOMLDecodeError as exc:
+        raise TopicSpecError(f"topics.toml is not valid TOML: {exc}") from None
+    if not isinstance(template, dict):
+        raise TopicSpecError("topics.toml has no [job_topic] template")
+    raw = {**template, "name": str(template.get("name", "")).replace("{type}", job_type)}
+    spec = _spec("job_topic", raw, config)
+    if len(spec.name) > 249:
+        raise TopicSpecError(f"job topic name {spec.name!r} is longer than Kafka's 249 characters")
+    return spec
 
 
 def _spec(key: str, raw: Mapping[str, Any], config: Config) -> TopicSpec:

@@ -39,8 +39,14 @@ class WorkerProcess:
     """One `partita worker` in its own process, with its own home (its own "machine")."""
 
     def __init__(
-        self, config: Config, home: Path, name: str = "worker", engine: str = TEST_ENGINE
+        self,
+        config: Config,
+        home: Path,
+        name: str = "worker",
+        engine: str = TEST_ENGINE,
+        env: dict[str, str] | None = None,
     ) -> None:
+        self.env = {**os.environ, **(env or {})}
         self.config = config
         self.engine = engine
         self.home = home
@@ -67,6 +73,7 @@ class WorkerProcess:
                 cwd=ROOT,
                 stdout=log,
                 stderr=subprocess.STDOUT,
+                env=self.env,
             )
         return self
 
