@@ -111,19 +111,45 @@ def cmd_topics_apply(args: argparse.Namespace) -> int:
 
 
 def cmd_up(args: argparse.Namespace) -> int:
-    """Broker (unless external) + topics, then what is running and what to do next."""
+    """Broker (unless external) + topics, then the demo (unless --no-demo), then next steps."""
     config = _config(args)
     if config.uses_local_broker:
         cmd_kafka_up(args)
     cmd_topics_apply(args)
+    if not args.no_demo:
+        print()
+        cmd_demo(args)
     print(
         "\nPartita is ready.\n"
         f"  Kafka:     {config.bootstrap}\n"
         f"  Log topic: {config.log_topic} ({config.partitions} partitions)\n"
-        "Next: `partita worker` to process the log, `partita kafka status`,"
+        "Next: `partita worker` to process the log, `partita deploy FILE`, `partita create ID`,"
         " `partita kafka down` to stop the broker."
     )
     return 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    """Deploy the demo order process and run instances end to end; print counts and latency."""
+    from engine import demo
+
+    config = _config(args)
+    _progress(
+        f"Demo: {args.instances} instances of {demo.PROCESS_ID} at {args.rate:g}/s, an engine"
+        " worker and a job worker (push)..."
+    )
+    result = demo.run(config, instances=args.instances, rate=args.rate, progress=_progress)
+    print(
+        f"Demo: {result.completed}/{result.instances} instances completed"
+        f" ({result.rejected} rejected, {result.unanswered} unanswered),"
+        f" {result.jobs_completed} jobs, {result.seconds:.1f} s,"
+        f" {result.instances_per_second:g} instances/s\n"
+        f"Create-to-complete latency ms: p50 {result.latency_ms_p50:g},"
+        f" p95 {result.latency_ms_p95:g}, p99 {result.latency_ms_p99:g},"
+        f" max {result.latency_ms_max:g}"
+    )
+    print(result.json())
+    return 0 if result.completed == result.instances else 1
 
 
 def cmd_bench_codec(args: argparse.Namespace) -> int:
@@ -268,13 +294,26 @@ def build_parser() -> argparse.ArgumentParser:
         p.set_defaults(func=func)
         return p
 
-    add(
+    up = add(
         commands,
         "up",
         cmd_up,
-        "start the local broker (unless external) and apply the topics",
+        "start the local broker (unless external), apply the topics and run the demo",
         local=True,
     )
+    up.add_argument("--no-demo", action="store_true", help="skip the demo run")
+    demo = add(
+        commands,
+        "demo",
+        cmd_demo,
+        "run the demo order process end to end and print counts and latency percentiles",
+        local=True,
+    )
+    for p in (up, demo):
+        p.add_argument("--instances", type=int, default=1000, help="demo instances to run (1000)")
+        p.add_argument(
+            "--rate", type=float, default=200.0, help="instances started per second (200)"
+        )
 
     kafka = commands.add_parser("kafka", help="manage the local Kafka broker (no Docker needed)")
     kafka_commands = kafka.add_subparsers(dest="kafka_command", metavar="ACTION", required=True)

@@ -91,8 +91,16 @@ def cmd_jobs_complete(args: argparse.Namespace) -> int:
 
 def cmd_jobs_fail(args: argparse.Namespace) -> int:
     with _client(args) as client:
-        client.fail_job(args.key, args.retries, args.message)
-    print(f"job {args.key} failed ({args.retries} retries left)")
+        client.fail_job(args.key, args.retries, args.message, backoff_ms=args.backoff)
+    later = f", activatable again in {args.backoff} ms" if args.backoff and args.retries else ""
+    print(f"job {args.key} failed ({args.retries} retries left{later})")
+    return 0
+
+
+def cmd_jobs_throw_error(args: argparse.Namespace) -> int:
+    with _client(args) as client:
+        client.throw_error(args.key, args.code, args.message)
+    print(f"error {args.code!r} thrown for job {args.key}")
     return 0
 
 
@@ -171,6 +179,15 @@ def register(commands: Any, add: AddCommand) -> None:
     job_fail.add_argument("key", type=int, metavar="KEY")
     job_fail.add_argument("--retries", type=int, required=True, help="retries left")
     job_fail.add_argument("--message", default="", help="why it failed")
+    job_fail.add_argument(
+        "--backoff", type=int, default=0, metavar="MS", help="wait this long before a retry"
+    )
+    job_throw = client_command(
+        job_commands, "throw-error", cmd_jobs_throw_error, "answer a job with a BPMN error"
+    )
+    job_throw.add_argument("key", type=int, metavar="KEY")
+    job_throw.add_argument("--code", required=True, help="the error code (errorCode)")
+    job_throw.add_argument("--message", default="", help="what happened")
     job_retries = client_command(job_commands, "retries", cmd_jobs_retries, "set a job's retries")
     job_retries.add_argument("key", type=int, metavar="KEY")
     job_retries.add_argument("--retries", type=int, required=True)

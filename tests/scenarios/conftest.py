@@ -1,36 +1,47 @@
-"""The engine of the engine-core scenarios: one partition on the in-memory log, with the
-fixture processes deployed; each scenario ends by checking that replay rebuilds its state."""
+"""The engine of the scenarios, on two harnesses: the in-memory log (fast, for the engine
+core) and the real broker (the processing and replay state machines reading and writing real
+topics with transactions). Each has one partition with the fixture processes deployed, and each
+scenario ends by checking that replay rebuilds the same state."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from engine.processing.builtin import build_engine
-from engine.protocol.intents import (
-    DeploymentIntent,
-)
+from engine.protocol.intents import DeploymentIntent
 from engine.protocol.records import command
-from engine.protocol.values import (
-    DeploymentResource,
-    DeploymentValue,
-)
+from engine.protocol.values import DeploymentResource, DeploymentValue
 from tests.support.memory import MemoryEngine
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "bpmn"
 
 
-@pytest.fixture
-def engine(tmp_path: Path) -> Iterator[MemoryEngine]:
-    memory = MemoryEngine(build_engine(), tmp_path, partitions=1)
+HARNESSES = ["memory", pytest.param("kafka", marks=pytest.mark.kafka)]
+
+
+def make_harness(request: pytest.FixtureRequest, home: Path, partitions: int) -> Any:
+    """The engine on the harness `request.param` names ("memory" or "kafka")."""
+    if request.param == "kafka":
+        from tests.support.kafka_engine import KafkaEngine
+
+        bootstrap = request.getfixturevalue("kafka_bootstrap")
+        return KafkaEngine(build_engine(), home, bootstrap, partitions=partitions)
+    return MemoryEngine(build_engine(), home, partitions=partitions)
+
+
+@pytest.fixture(params=HARNESSES)
+def engine(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
+    harness = make_harness(request, tmp_path, partitions=1)
     for name in ("one-task.bpmn", "order-process.bpmn"):
         value = DeploymentValue(
             resources=(DeploymentResource(name, (FIXTURES / name).read_bytes()),)
         )
-        memory.send(0, command(DeploymentIntent.CREATE, value))
-    memory.run()
-    yield memory
-    memory.assert_replay_matches(tmp_path)  # every scenario: replay rebuilds the same state
-    memory.close()
+        harness.send(0, command(DeploymentIntent.CREATE, value))
+    harness.run()
+    yield harness
+    harness.assert_replay_matches(tmp_path)  # every scenario: replay rebuilds the same state
+    harness.close()

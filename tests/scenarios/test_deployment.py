@@ -8,20 +8,20 @@ from pathlib import Path
 import pytest
 
 from engine.processing import processes
-from engine.processing.builtin import build_engine
 from engine.protocol.enums import RecordType, RejectionType
 from engine.protocol.intents import DeploymentIntent, ProcessIntent
 from engine.protocol.records import Record, command
 from engine.protocol.values import DeploymentResource, DeploymentValue
+from tests.scenarios.conftest import HARNESSES, make_harness
 from tests.support.memory import MemoryEngine
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "bpmn"
 ORDER = (FIXTURES / "order-process.bpmn").read_bytes()
 
 
-@pytest.fixture
-def engine(tmp_path: Path) -> Iterator[MemoryEngine]:
-    memory = MemoryEngine(build_engine(), tmp_path)
+@pytest.fixture(params=HARNESSES)
+def engine(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[MemoryEngine]:
+    memory = make_harness(request, tmp_path, partitions=3)
     yield memory
     memory.assert_replay_matches(tmp_path)  # every scenario: replay rebuilds the same state
     memory.close()

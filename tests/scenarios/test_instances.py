@@ -22,14 +22,14 @@ from engine.protocol.intents import (
     VariableDocumentIntent,
     VariableIntent,
 )
-from engine.protocol.records import Record, command
+from engine.protocol.records import command
 from engine.protocol.values import (
     ProcessInstanceCreationValue,
     ProcessInstanceValue,
     VariableDocumentValue,
 )
 from tests.scenarios.helpers import complete, create, jobs_of, lifecycle, send
-from tests.support.memory import CODEC, MemoryEngine
+from tests.support.memory import MemoryEngine
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "bpmn"
 
@@ -225,14 +225,6 @@ def test_variable_documents_update_local_and_propagated(engine: MemoryEngine) ->
     assert missing.rejection_type is RejectionType.NOT_FOUND
 
 
-def _replies(engine: MemoryEngine) -> list[tuple[bytes, Record]]:
-    out = []
-    for message in engine.kafka.log("replies", 0):
-        correlation = dict(message.headers())["kafka_correlationId"]
-        out.append((correlation, CODEC.decode(message.value())))
-    return out
-
-
 def test_create_with_awaiting_result_replies_when_the_instance_completes(
     engine: MemoryEngine,
 ) -> None:
@@ -242,14 +234,14 @@ def test_create_with_awaiting_result_replies_when_the_instance_completes(
     engine.send(
         0,
         command(ProcessInstanceCreationIntent.CREATE_WITH_AWAITING_RESULT, value),
-        reply=ReplyTo("replies", 0, b"req-1"),
+        reply=ReplyTo(engine.REPLIES, 0, b"req-1"),
     )
     engine.run()
-    assert _replies(engine) == []  # nothing until the instance completes
+    assert engine.replies() == []  # nothing until the instance completes
     (created,) = [r for r in engine.events(0) if r.intent is ProcessInstanceCreationIntent.CREATED]
     (job,) = jobs_of(engine, created.key)
     complete(engine, job, done=True)
-    ((correlation, result),) = _replies(engine)
+    ((correlation, result),) = engine.replies()
     assert correlation == b"req-1"
     assert result.intent is ProcessInstanceResultIntent.COMPLETED
     assert result.value.process_instance_key == created.key
@@ -263,14 +255,14 @@ def test_an_awaited_instance_that_is_cancelled_answers_with_a_rejection(
     engine.send(
         0,
         command(ProcessInstanceCreationIntent.CREATE_WITH_AWAITING_RESULT, value),
-        reply=ReplyTo("replies", 0, b"req-2"),
+        reply=ReplyTo(engine.REPLIES, 0, b"req-2"),
     )
     engine.run()
     (created,) = [r for r in engine.events(0) if r.intent is ProcessInstanceCreationIntent.CREATED]
     cancel = ProcessInstanceValue(process_instance_key=created.key)
     engine.send(0, command(ProcessInstanceIntent.CANCEL, cancel, key=created.key))
     engine.run()
-    ((correlation, rejection),) = _replies(engine)
+    ((correlation, rejection),) = engine.replies()
     assert correlation == b"req-2"
     assert rejection.record_type is RecordType.COMMAND_REJECTION
     assert rejection.rejection_type is RejectionType.INVALID_STATE

@@ -123,6 +123,7 @@ class MemoryEngine:
     """Partitions of one engine over the in-memory log; `run()` processes until quiet."""
 
     TOPIC = "mem.log"
+    REPLIES = "mem.replies"
 
     def __init__(
         self,
@@ -206,6 +207,13 @@ class MemoryEngine:
             r
             for r in self.records(partition)
             if r.record_type is not RecordType.COMMAND and r.source_record_position == position
+        ]
+
+    def replies(self) -> list[tuple[bytes, Record]]:
+        """(correlation id, record) of every reply written."""
+        return [
+            (dict(m.headers())["kafka_correlationId"], CODEC.decode(m.value()))
+            for m in self.kafka.log(self.REPLIES, 0)
         ]
 
     def assert_replay_matches(self, home: Path) -> None:
