@@ -20,6 +20,7 @@ from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
 from engine.config import Config
 from engine.errors import PartitaError
+from engine.log.clients import consume_available
 from engine.protocol.codec import RecordCodec
 from engine.protocol.enums import RecordType, RejectionType
 from engine.protocol.headers import CORRELATION_ID, ReplyTo, header, record_headers
@@ -184,7 +185,7 @@ class Client:
         return taken
 
     def _read_replies(self, timeout: float) -> None:
-        for message in self.consumer.consume(num_messages=500, timeout=timeout):
+        for message in consume_available(self.consumer, 500, timeout):
             if message.error() is not None:
                 continue
             seen = header(message.headers(), CORRELATION_ID) or b""

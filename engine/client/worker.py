@@ -146,6 +146,9 @@ class JobWorker:
         self.tasks: dict[str, Task] = {}
         self.stats = WorkerStats()
         self.stopping = threading.Event()
+        self.max_in_flight = 1000
+        self._in_flight: dict[bytes, int] = {}
+        """Answers sent and not yet answered by the engine: correlation id -> job key."""
 
     def task(
         self,
@@ -225,25 +228,30 @@ class JobWorker:
             consumers.append(consumer)
         try:
             while not done():
+                received = 0
                 for consumer in consumers:
-                    messages = consumer.consume(num_messages=64, timeout=0.05)
-                    jobs: list[tuple[int, JobValue]] = []
-                    for message in messages:
-                        error = message.error()
-                        if error is not None:
-                            if error.code() != KafkaError._PARTITION_EOF:
-                                _LOG.warning("job topic: %s", error.str())
-                            continue
-                        record = self.client.codec.decode(message.value() or b"")
-                        value = record.value
-                        if record.intent is not JobBatchIntent.ACTIVATED:
-                            continue
-                        assert isinstance(value, JobBatchValue)
-                        jobs += zip(value.job_keys, value.jobs, strict=True)
+                    jobs = self._jobs_of(consumer.consume(num_messages=256, timeout=0))
+                    received += len(jobs)
                     self._handle(jobs)
+                self._collect(0.0 if received else 0.01)
+            self._drain()
         finally:
             for consumer in consumers:
                 consumer.close()
+
+    def _jobs_of(self, messages: list[Any]) -> list[tuple[int, JobValue]]:
+        jobs: list[tuple[int, JobValue]] = []
+        for message in messages:
+            error = message.error()
+            if error is not None:
+                if error.code() != KafkaError._PARTITION_EOF:
+                    _LOG.warning("job topic: %s", error.str())
+                continue
+            record = self.client.codec.decode(message.value() or b"")
+            value = record.value
+            if record.intent is JobBatchIntent.ACTIVATED and isinstance(value, JobBatchValue):
+                jobs += zip(value.job_keys, value.jobs, strict=True)
+        return jobs
 
     def _run_poll(self, done: Callable[[], bool]) -> None:
         while not done():
@@ -254,34 +262,51 @@ class JobWorker:
                 )
                 found += len(jobs)
                 self._handle(list(jobs))
+            self._collect(0.0)
             if not found:
                 self.stopping.wait(0.1)
+        self._drain()
 
     def _handle(self, jobs: list[tuple[int, JobValue]]) -> None:
-        """Run the tasks of `jobs`, then send every answer and await the replies."""
+        """Run the tasks of `jobs` and send their answers; replies are collected as they
+        come (`_collect`), with at most `max_in_flight` answers unanswered."""
         if not jobs:
             return
         now_ms = int(time.time() * 1000)
-        sent: dict[bytes, int] = {}
         for key, value in jobs:
             if 0 <= value.deadline < now_ms:
                 self.stats.skipped_expired += 1  # timed out: the engine activates it again
                 continue
+            while len(self._in_flight) >= self.max_in_flight:
+                self._collect(0.01)
             task = self.tasks[value.type]
-            sent[self._answer(task, ActivatedJob.of(key, value))] = key
+            self._in_flight[self._answer(task, ActivatedJob.of(key, value))] = key
+        self.client.producer.poll(0)
+
+    def _collect(self, timeout: float) -> None:
+        if not self._in_flight:
+            if timeout:
+                time.sleep(timeout)
+            return
+        for correlation, reply in self.client.results(timeout).items():
+            key = self._in_flight.pop(correlation, -1)
+            if reply.record_type is RecordType.COMMAND_REJECTION:
+                self.stats.rejected += 1
+                reason = f"job {key}: {reply.intent.name} rejected: {reply.rejection_reason}"
+                self.stats.rejections.append(reason)
+                _LOG.warning("%s", reason)
+
+    def _drain(self) -> None:
+        """On the way out: wait for the replies to answers already sent."""
         self.client.flush()
         deadline = time.monotonic() + self.client.timeout
-        while sent and time.monotonic() < deadline:
-            for correlation, reply in self.client.results(0.05).items():
-                key = sent.pop(correlation, -1)
-                if reply.record_type is RecordType.COMMAND_REJECTION:
-                    self.stats.rejected += 1
-                    reason = f"job {key}: {reply.intent.name} rejected: {reply.rejection_reason}"
-                    self.stats.rejections.append(reason)
-                    _LOG.warning("%s", reason)
-        if sent:
+        while self._in_flight and time.monotonic() < deadline:
+            self._collect(0.05)
+        if self._in_flight:
             _LOG.warning(
-                "no reply for %d job answers within %.0f s", len(sent), self.client.timeout
+                "no reply for %d job answers within %.0f s",
+                len(self._in_flight),
+                self.client.timeout,
             )
 
     def _answer(self, task: Task, job: ActivatedJob) -> bytes:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from confluent_kafka import Consumer, Producer
+from confluent_kafka import Consumer, Message, Producer
 
 _LOG = logging.getLogger("partita.kafka")
 
@@ -71,3 +71,16 @@ def transactional_producer(bootstrap: str, namespace: str, partition: int) -> Pr
             "logger": _LOG,
         }
     )
+
+
+def consume_available(consumer: Consumer, max_messages: int, timeout: float) -> list[Message]:
+    """Up to `max_messages` messages: whatever is already fetched, else wait up to `timeout`
+    for the first one and take what arrived with it. (`Consumer.consume` waits for the whole
+    batch or the whole timeout, which adds its timeout to every hop under light load.)"""
+    messages: list[Message] = consumer.consume(num_messages=max_messages, timeout=0)
+    if messages or timeout <= 0:
+        return messages
+    first = consumer.poll(timeout)
+    if first is None:
+        return []
+    return [first, *consumer.consume(num_messages=max_messages - 1, timeout=0)]

@@ -83,11 +83,13 @@ def activate(command: Record, ctx: ProcessingContext) -> None:
         ctx.append_command(Instance.ACTIVATE_ELEMENT, child, ctx.keys.next_key())
         return
     element = process.element(value.element_id)
-    variables = instances.visible_variables(ctx.state, value.flow_scope_key)
-    if element.inputs and not _map(ctx, element.inputs, variables, key, value, local=True):
-        return
+    if element.inputs:
+        variables = instances.visible_variables(ctx.state, value.flow_scope_key)
+        if not _map(ctx, element.inputs, variables, key, value, local=True):
+            return
     if isinstance(element, ServiceTask):
-        variables = instances.visible_variables(ctx.state, key)
+        dynamic = element.job_type.startswith("=") or element.retries.startswith("=")
+        variables = instances.visible_variables(ctx.state, key) if dynamic else {}
         job = _job(ctx, element, variables, key, value)
         if job is None:
             return
@@ -335,11 +337,8 @@ def set_variable(
     ctx: ProcessingContext, scope_key: int, name: str, result: Any, value: ProcessInstanceValue
 ) -> None:
     encoded = json.dumps(result, separators=(",", ":"), ensure_ascii=False)
-    existing = instances.local_variables(ctx.state, scope_key)
-    if (
-        name in existing
-        and json.dumps(existing[name], separators=(",", ":"), ensure_ascii=False) == encoded
-    ):
+    existing = instances.variable_json(ctx.state, scope_key, name)
+    if existing is not None and (existing == encoded or _canonical(existing) == encoded):
         return
     variable = VariableValue(
         name=name,
@@ -349,8 +348,12 @@ def set_variable(
         process_definition_key=value.process_definition_key,
         bpmn_process_id=value.bpmn_process_id,
     )
-    intent = VariableIntent.UPDATED if name in existing else VariableIntent.CREATED
+    intent = VariableIntent.UPDATED if existing is not None else VariableIntent.CREATED
     ctx.append_event(intent, variable, ctx.keys.next_key())
+
+
+def _canonical(text: str) -> str:
+    return json.dumps(json.loads(text), separators=(",", ":"), ensure_ascii=False)
 
 
 def propagate_variables(
@@ -361,7 +364,7 @@ def propagate_variables(
     chain = instances.scope_chain(ctx.state, scope_key)
     for name, result in results.items():
         target = next(
-            (s for s in chain if name in instances.local_variables(ctx.state, s)),
+            (s for s in chain if instances.variable_json(ctx.state, s, name) is not None),
             value.process_instance_key,
         )
         set_variable(ctx, target, name, result, value)

@@ -15,7 +15,14 @@ from engine.processing import job_state
 from engine.processing.context import ProcessingContext, RejectionError
 from engine.processing.engine import Engine
 from engine.processing.job_push import PUSH_WORKER, activated_job
-from engine.processing.job_state import ACTIVATABLE, DEADLINES, JOBS, STATES, job_value
+from engine.processing.job_state import (
+    ACTIVATABLE,
+    DEADLINES,
+    JOBS,
+    STATES,
+    activatable_count,
+    job_value,
+)
 from engine.protocol.enums import RejectionType
 from engine.protocol.intents import JobBatchIntent, JobIntent
 from engine.protocol.records import Record, command
@@ -45,7 +52,12 @@ def activate(record: Record, ctx: ProcessingContext) -> None:
     size = 0
     truncated = False
     prefix = ACTIVATABLE.key.prefix(value.type)
-    for (_, key), _unused in ctx.state.column(ACTIVATABLE).items(prefix):
+    waiting = (
+        ctx.state.column(ACTIVATABLE).items(prefix)
+        if activatable_count(ctx.state, value.type)
+        else ()
+    )
+    for (_, key), _unused in waiting:
         if len(keys) >= value.max_jobs_to_activate:
             break
         job = activated_job(ctx, key, value.worker, deadline)

@@ -11,12 +11,17 @@ deadline passes times out like a polled one and is pushed again.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from engine.processing import instances
-from engine.processing.job_state import ACTIVATABLE, JOBS, job_value, pushed_count
+from engine.processing.job_state import (
+    ACTIVATABLE,
+    JOBS,
+    activatable_count,
+    job_value,
+    pushed_count,
+)
 from engine.protocol.intents import JobBatchIntent
 from engine.protocol.records import Record
 from engine.protocol.values import JobBatchValue, JobValue
@@ -51,8 +56,7 @@ def activated_job(ctx: ProcessingContext, key: int, worker: str, deadline: int) 
     """The job as a worker receives it: with the variables visible to its task."""
     stored = ctx.state.column(JOBS).get(key)
     assert stored is not None
-    variables = instances.visible_variables(ctx.state, int(stored["elementInstanceKey"]))
-    encoded = json.dumps(variables, separators=(",", ":"), ensure_ascii=False)
+    encoded = instances.visible_variables_json(ctx.state, int(stored["elementInstanceKey"]))
     return replace(job_value(stored), worker=worker, deadline=deadline, variables=encoded)
 
 
@@ -64,7 +68,7 @@ def push(ctx: ProcessingContext, job_type: str) -> int:
     if target is None:
         return 0
     room = settings.limit - pushed_count(ctx.state, job_type)
-    if room <= 0:
+    if room <= 0 or not activatable_count(ctx.state, job_type):
         return 0
     keys = []
     for (_, key), _unused in ctx.state.column(ACTIVATABLE).items(ACTIVATABLE.key.prefix(job_type)):

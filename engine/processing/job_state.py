@@ -22,30 +22,19 @@ DEADLINES = ColumnFamilies.JOB_DEADLINE
 
 BACKOFFS = ColumnFamilies.JOB_BACKOFF
 PUSHED = ColumnFamilies.JOB_PUSHED
+ACTIVATABLE_COUNT = ColumnFamilies.JOB_ACTIVATABLE_COUNT
 
 ACTIVE_STATES = ("ACTIVATABLE", "ACTIVATED")
 """States in which a worker may complete, fail or throw an error for the job."""
 
 
-def _leave(db: PartitionDb, key: int, stored: dict[str, Any]) -> None:
-    """Drop the job from the deadline and back-off indexes of the state it leaves."""
-    deadline = stored.get("deadline", -1)
-    if deadline >= 0:
-        db.column(DEADLINES).delete((deadline, key))
-    recurring = stored.get("recurringTime", -1)
-    if recurring >= 0:
-        db.column(BACKOFFS).delete((recurring, key))
-    if stored.get("pushed"):
-        _count_pushed(db, stored["type"], -1)
-
-
-def _count_pushed(db: PartitionDb, job_type: str, delta: int) -> None:
-    pushed = db.column(PUSHED)
-    count = (pushed.get(job_type) or 0) + delta
+def _count(db: PartitionDb, column: Any, job_type: str, delta: int) -> None:
+    counts = db.column(column)
+    count = (counts.get(job_type) or 0) + delta
     if count > 0:
-        pushed.upsert(job_type, count)
+        counts.upsert(job_type, count)
     else:
-        pushed.delete(job_type)
+        counts.delete(job_type)
 
 
 def pushed_count(db: PartitionDb, job_type: str) -> int:
@@ -53,13 +42,54 @@ def pushed_count(db: PartitionDb, job_type: str) -> int:
     return db.column(PUSHED).get(job_type) or 0
 
 
+def activatable_count(db: PartitionDb, job_type: str) -> int:
+    """Activatable jobs of `job_type`: lets activation skip scanning an index whose deleted
+    entries (RocksDB tombstones of a queue) make an empty scan cost more than a lookup."""
+    return db.column(ACTIVATABLE_COUNT).get(job_type) or 0
+
+
+def _move(
+    db: PartitionDb, key: int, stored: dict[str, Any], state: str | None, **changes: Any
+) -> None:
+    """Move the job to `state` (None: gone) with `changes` to its stored fields, keeping the
+    indexes (activatable, deadline, back-off) and the per-type counters right."""
+    job_type = stored["type"]
+    deadline = stored.get("deadline", -1)
+    if deadline >= 0:
+        db.column(DEADLINES).delete((deadline, key))
+    recurring = stored.get("recurringTime", -1)
+    if recurring >= 0:
+        db.column(BACKOFFS).delete((recurring, key))
+    if stored.get("pushed"):
+        _count(db, PUSHED, job_type, -1)
+    previous = db.column(STATES).get(key)
+    if previous == "ACTIVATABLE" and state != "ACTIVATABLE":
+        db.column(ACTIVATABLE).delete((job_type, key))
+        _count(db, ACTIVATABLE_COUNT, job_type, -1)
+    elif state == "ACTIVATABLE" and previous != "ACTIVATABLE":
+        db.column(ACTIVATABLE).upsert((job_type, key), None)
+        _count(db, ACTIVATABLE_COUNT, job_type, 1)
+    if state is None:
+        db.column(JOBS).delete_existing(key)
+        db.column(STATES).delete(key)
+        return
+    updated = {**stored, "deadline": -1, "recurringTime": -1, "pushed": False, **changes}
+    db.column(JOBS).upsert(key, updated)
+    db.column(STATES).upsert(key, state)
+    if updated["deadline"] >= 0:
+        db.column(DEADLINES).upsert((updated["deadline"], key), None)
+    if updated["recurringTime"] >= 0:
+        db.column(BACKOFFS).upsert((updated["recurringTime"], key), None)
+    if updated["pushed"]:
+        _count(db, PUSHED, job_type, 1)
+
+
+def make_created(db: PartitionDb, key: int, stored: dict[str, Any]) -> None:
+    _move(db, key, stored, "ACTIVATABLE")
+
+
 def make_activatable(db: PartitionDb, key: int, stored: dict[str, Any]) -> None:
-    _leave(db, key, stored)
-    db.column(JOBS).update(
-        key, {**stored, "deadline": -1, "worker": "", "recurringTime": -1, "pushed": False}
-    )
-    db.column(STATES).upsert(key, "ACTIVATABLE")
-    db.column(ACTIVATABLE).upsert((stored["type"], key), None)
+    _move(db, key, stored, "ACTIVATABLE", worker="")
 
 
 def make_activated(
@@ -67,44 +97,23 @@ def make_activated(
 ) -> None:
     stored = db.column(JOBS).get(key)
     assert stored is not None
-    _leave(db, key, stored)
-    db.column(ACTIVATABLE).delete((stored["type"], key))
-    db.column(JOBS).update(
-        key, {**stored, "deadline": deadline, "worker": worker, "pushed": pushed}
-    )
-    if pushed:
-        _count_pushed(db, stored["type"], 1)
-    db.column(STATES).upsert(key, "ACTIVATED")
-    db.column(DEADLINES).upsert((deadline, key), None)
+    _move(db, key, stored, "ACTIVATED", worker=worker, deadline=deadline, pushed=pushed)
 
 
 def make_inactive(db: PartitionDb, key: int, stored: dict[str, Any], state: str) -> None:
     """FAILED or ERROR_THROWN: no worker gets the job until an incident is resolved."""
-    _leave(db, key, stored)
-    db.column(ACTIVATABLE).delete((stored["type"], key))
-    db.column(JOBS).update(key, {**stored, "deadline": -1, "recurringTime": -1, "pushed": False})
-    db.column(STATES).upsert(key, state)
+    _move(db, key, stored, state)
 
 
 def make_backoff(db: PartitionDb, key: int, stored: dict[str, Any], recurring: int) -> None:
     """Retries left but the worker asked for a back-off: activatable again at `recurring`."""
-    _leave(db, key, stored)
-    db.column(ACTIVATABLE).delete((stored["type"], key))
-    db.column(JOBS).update(
-        key, {**stored, "deadline": -1, "recurringTime": recurring, "pushed": False}
-    )
-    db.column(BACKOFFS).upsert((recurring, key), None)
-    db.column(STATES).upsert(key, "BACKOFF")
+    _move(db, key, stored, "BACKOFF", recurringTime=recurring)
 
 
 def remove(db: PartitionDb, key: int) -> None:
     stored = db.column(JOBS).get(key)
-    if stored is None:
-        return
-    _leave(db, key, stored)
-    db.column(JOBS).delete_existing(key)
-    db.column(STATES).delete(key)
-    db.column(ACTIVATABLE).delete((stored["type"], key))
+    if stored is not None:
+        _move(db, key, stored, None)
 
 
 def stored_job(value: JobValue) -> dict[str, object]:

@@ -19,7 +19,7 @@ from engine.processing import instances, job_state
 from engine.processing.context import ProcessingContext, RejectionError
 from engine.processing.element import propagate_variables
 from engine.processing.engine import Engine
-from engine.processing.job_state import ACTIVATABLE, JOBS, STATES, job_value, stored_job
+from engine.processing.job_state import JOBS, STATES, job_value, stored_job
 from engine.protocol.enums import ErrorType, RejectionType
 from engine.protocol.intents import IncidentIntent, JobIntent
 from engine.protocol.intents import ProcessInstanceIntent as Instance
@@ -32,9 +32,7 @@ from engine.state import PartitionDb
 def apply_created(record: Record, db: PartitionDb) -> None:
     value = record.value
     assert isinstance(value, JobValue)
-    db.column(JOBS).insert(record.key, stored_job(value))
-    db.column(STATES).insert(record.key, "ACTIVATABLE")
-    db.column(ACTIVATABLE).insert((value.type, record.key), None)
+    job_state.make_created(db, record.key, stored_job(value))
     element = instances.instance(db, value.element_instance_key)
     if element is not None:
         db.column(instances.INSTANCES).update(

@@ -1,7 +1,8 @@
 """Deployed process definitions in state, and their parsed models.
 
 State (written only by the PROCESS CREATED applier): `process_by_key` holds the definition,
-`process_by_id_and_version` and `latest_process_version` index it. Parsed models are cached in
+`process_resource` its BPMN XML, `process_by_id_and_version` and `latest_process_version`
+index it. Parsed models are cached in
 memory by key: parsing is deterministic, so the cache is derived data, never state.
 """
 
@@ -9,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any
 
 from engine.bpmn import Process, parse_bpmn
@@ -18,6 +18,7 @@ from engine.protocol.values import ProcessValue
 from engine.state import ColumnFamilies, PartitionDb
 
 BY_KEY = ColumnFamilies.PROCESS_BY_KEY
+RESOURCES = ColumnFamilies.PROCESS_RESOURCE
 BY_ID_AND_VERSION = ColumnFamilies.PROCESS_BY_ID_AND_VERSION
 LATEST = ColumnFamilies.LATEST_PROCESS_VERSION
 
@@ -31,9 +32,17 @@ class DeployedProcess:
     checksum: str
 
     def model(self, db: PartitionDb) -> Process:
-        stored = db.column(BY_KEY).get(self.key)
-        assert stored is not None
-        return _parsed(self.key, stored["resource"], self.resource_name, self.bpmn_process_id)
+        identity = (self.key, self.checksum, self.bpmn_process_id)
+        cached = _MODELS.get(identity)
+        if cached is not None:
+            return cached
+        resource = db.column(RESOURCES).get(self.key)
+        assert resource is not None
+        model = _parse(resource, self.resource_name, self.bpmn_process_id)
+        if len(_MODELS) >= _MAX_MODELS:
+            _MODELS.pop(next(iter(_MODELS)))
+        _MODELS[identity] = model
+        return model
 
 
 def checksum(resource: bytes) -> bytes:
@@ -71,9 +80,9 @@ def apply_process_created(record: Record, db: PartitionDb) -> None:
             "version": value.version,
             "resourceName": value.resource_name,
             "checksum": value.checksum.hex(),
-            "resource": value.resource.decode("utf-8"),
         },
     )
+    db.column(RESOURCES).upsert(value.process_definition_key, value.resource.decode("utf-8"))
     db.column(BY_ID_AND_VERSION).upsert(
         (value.bpmn_process_id, value.version), value.process_definition_key
     )
@@ -82,8 +91,14 @@ def apply_process_created(record: Record, db: PartitionDb) -> None:
         db.column(LATEST).upsert(value.bpmn_process_id, value.version)
 
 
-@lru_cache(maxsize=1024)
-def _parsed(key: int, resource: str, resource_name: str, bpmn_process_id: str) -> Process:
+_MODELS: dict[tuple[int, str, str], Process] = {}
+"""Parsed models by (definition key, resource checksum, process id): derived data, never
+state. The checksum is part of the identity because a key alone can name another definition
+in another store (tests, tools) or after a rolled-back batch reuses it."""
+_MAX_MODELS = 1024
+
+
+def _parse(resource: str, resource_name: str, bpmn_process_id: str) -> Process:
     for process in parse_bpmn(resource.encode("utf-8"), resource_name):
         if process.id == bpmn_process_id:
             return process

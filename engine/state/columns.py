@@ -48,6 +48,7 @@ class ColumnFamilies:
 
     META = cf("meta", _STR, Any)  # positions, key generator, schema version
     PROCESS_BY_KEY = cf("process_by_key", _LONG, Any)
+    PROCESS_RESOURCE = cf("process_resource", _LONG, str)  # the BPMN XML of a definition
     PROCESS_BY_ID_AND_VERSION = cf(  # -> the process definition key
         "process_by_id_and_version", CompositeKey(_STR, IntKey()), int
     )
@@ -65,6 +66,7 @@ class ColumnFamilies:
     JOB_DEADLINE = cf("job_deadline", CompositeKey(_LONG, _LONG), _NIL_VALUE)
     JOB_BACKOFF = cf("job_backoff", CompositeKey(_LONG, _LONG), _NIL_VALUE)
     JOB_PUSHED = cf("job_pushed", _STR, int)  # job type -> pushed jobs not yet finished
+    JOB_ACTIVATABLE_COUNT = cf("job_activatable_count", _STR, int)  # job type -> activatable
     MESSAGE = cf("message", _LONG, Any)
     MESSAGE_CORRELATION = cf("message_correlation", CompositeKey(_STR, _STR, _LONG), _NIL_VALUE)
     MESSAGE_DEADLINE = cf("message_deadline", CompositeKey(_LONG, _LONG), _NIL_VALUE)

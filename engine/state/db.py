@@ -8,6 +8,7 @@ store holds exactly the last committed batch. `rollback` discards the overlay.
 from __future__ import annotations
 
 import hashlib
+import logging
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,12 +21,18 @@ from engine.state.columns import ColumnFamilies, ColumnFamilyDef
 from engine.state.errors import StateError
 from engine.state.transaction import Overlay
 
+_LOG = logging.getLogger("partita.state")
+
 K = TypeVar("K")
 V = TypeVar("V")
 
 META = ColumnFamilies.META
 LAST_PROCESSED_POSITION = "last_processed_position"
 LAST_APPLIED_POSITION = "last_applied_position"
+STATE_FORMAT_KEY = "state_format"
+STATE_FORMAT = 2
+"""The layout of the column families this build reads and writes. A store written with
+another layout is rebuilt from the log (`open_current`), never read as if it matched."""
 
 
 def _options() -> Options:
@@ -72,6 +79,36 @@ class PartitionDb:
         self.overlay = Overlay(self._db_get, self._db_scan)
         self._columns: dict[str, ColumnFamily[Any, Any]] = {}
         self.meta: ColumnFamily[str, Any] = self.column(META)
+        format_key = META.key.encode(STATE_FORMAT_KEY)
+        if not read_only and self._db_get(META.name, format_key) is None and self._is_empty():
+            self._cfs[META.name].put(format_key, str(STATE_FORMAT).encode())
+
+    def _is_empty(self) -> bool:
+        return all(next(self._db_scan(d.name, b""), None) is None for d in self.definitions)
+
+    @property
+    def state_format(self) -> int | None:
+        """The layout version the store was written with (None: before versions existed)."""
+        raw = self._db_get(META.name, META.key.encode(STATE_FORMAT_KEY))
+        return None if raw is None else int(raw)
+
+    @classmethod
+    def open_current(cls, path: Path) -> PartitionDb:
+        """Open the store at `path`; one written with another layout is deleted, so the
+        caller rebuilds it from the log (it is derived data)."""
+        db = cls(path)
+        if db.state_format == STATE_FORMAT:
+            return db
+        found = db.state_format
+        db.close()
+        _LOG.warning(
+            "state at %s has layout %s, this build uses %d: deleting it to rebuild from the log",
+            path,
+            found,
+            STATE_FORMAT,
+        )
+        shutil.rmtree(path)
+        return cls(path)
 
     # -- raw access for the overlay -------------------------------------------------------------
 
@@ -156,7 +193,10 @@ class PartitionDb:
         positions are bookkeeping, not state, and are left out: a store rebuilt by replay
         must digest equal to the one that processed the commands."""
         sha = hashlib.sha256()
-        skip = {META.key.encode(LAST_PROCESSED_POSITION), META.key.encode(LAST_APPLIED_POSITION)}
+        skip = {
+            META.key.encode(name)
+            for name in (LAST_PROCESSED_POSITION, LAST_APPLIED_POSITION, STATE_FORMAT_KEY)
+        }
         for definition in self.definitions:
             name = definition.name.encode()
             sha.update(len(name).to_bytes(4, "big") + name)

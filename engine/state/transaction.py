@@ -8,11 +8,42 @@ changes can be undone inside a batch. Nothing reaches RocksDB until `PartitionDb
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Callable, Iterator
 
 from engine.state.errors import SavepointError
 
 _ABSENT = object()
+_RECENT_LIMIT = 64
+
+
+class _KeyIndex:
+    """The keys written to one column family in a batch, findable by prefix without looking
+    at all of them: a sorted list plus a short unsorted tail merged into it now and then.
+    May hold keys a savepoint rollback removed again (scans check the writes)."""
+
+    __slots__ = ("recent", "sorted")
+
+    def __init__(self) -> None:
+        self.sorted: list[bytes] = []
+        self.recent: list[bytes] = []
+
+    def add(self, key: bytes) -> None:
+        self.recent.append(key)
+        if len(self.recent) > _RECENT_LIMIT:
+            self.sorted = sorted(self.sorted + self.recent)
+            self.recent = []
+
+    def with_prefix(self, prefix: bytes) -> list[bytes]:
+        found = [k for k in self.recent if k.startswith(prefix)]
+        keys = self.sorted
+        index = bisect_left(keys, prefix)
+        while index < len(keys) and keys[index].startswith(prefix):
+            found.append(keys[index])
+            index += 1
+        return sorted(set(found))
+
+
 Scan = Callable[[str, bytes], Iterator[tuple[bytes, bytes]]]
 Get = Callable[[str, bytes], bytes | None]
 
@@ -24,6 +55,7 @@ class Overlay:
         self._db_get = get
         self._db_scan = scan
         self.writes: dict[str, dict[bytes, bytes | None]] = {}
+        self._index: dict[str, _KeyIndex] = {}
         self._undo: list[list[tuple[str, bytes, object]]] = []
 
     def __len__(self) -> int:
@@ -37,9 +69,15 @@ class Overlay:
 
     def put(self, cf: str, key: bytes, value: bytes | None) -> None:
         """Set `key` to `value`; `None` deletes it."""
-        writes = self.writes.setdefault(cf, {})
+        writes = self.writes.get(cf)
+        if writes is None:
+            writes = self.writes[cf] = {}
+            self._index[cf] = _KeyIndex()
+        previous = writes.get(key, _ABSENT)
+        if previous is _ABSENT:
+            self._index[cf].add(key)
         if self._undo:
-            self._undo[-1].append((cf, key, writes.get(key, _ABSENT)))
+            self._undo[-1].append((cf, key, previous))
         writes[key] = value
 
     def scan(self, cf: str, prefix: bytes) -> Iterator[tuple[bytes, bytes]]:
@@ -52,7 +90,7 @@ class Overlay:
         if not writes:
             yield from self._db_scan(cf, prefix)
             return
-        pending = sorted((k, v) for k, v in writes.items() if k.startswith(prefix))
+        pending = [(k, writes[k]) for k in self._index[cf].with_prefix(prefix) if k in writes]
         index = 0
         for key, value in self._db_scan(cf, prefix):
             while index < len(pending) and pending[index][0] < key:
@@ -98,4 +136,5 @@ class Overlay:
 
     def clear(self) -> None:
         self.writes.clear()
+        self._index.clear()
         self._undo.clear()

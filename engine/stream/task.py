@@ -90,7 +90,7 @@ class PartitionTask:
         parallel threads."""
         self._started = time.monotonic()
         self.state = TaskState.OPENING
-        self.db = PartitionDb(state_dir(self.home, self.namespace, self.partition))
+        self.db = PartitionDb.open_current(state_dir(self.home, self.namespace, self.partition))
         self.producer = clients.transactional_producer(
             self.bootstrap, self.namespace, self.partition
         )

@@ -150,7 +150,7 @@ class Worker:
             self.consumer = None
 
     def _poll_once(self, consumer: Consumer) -> None:
-        messages = consumer.consume(num_messages=self.consume_batch, timeout=0.05)
+        messages = clients.consume_available(consumer, self.consume_batch, 0.05)
         by_partition: dict[int, list[Message]] = defaultdict(list)
         for message in messages:
             error = message.error()

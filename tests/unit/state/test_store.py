@@ -10,6 +10,7 @@ import pytest
 from engine.protocol.keys import encode_key
 from engine.state import ColumnFamilies as CF  # noqa: N817 - reads like Zeebe's ZbColumnFamilies
 from engine.state import KeyGenerator, PartitionDb
+from engine.state.db import LAST_PROCESSED_POSITION, STATE_FORMAT, STATE_FORMAT_KEY
 from engine.state.errors import KeyExistsError, KeyNotFoundError, SavepointError, StateError
 
 
@@ -132,3 +133,22 @@ def test_key_generator_survives_restart_rollback_and_replay(tmp_path: Path) -> N
 def test_a_second_open_of_a_locked_store_is_a_clear_error(db: PartitionDb) -> None:
     with pytest.raises(StateError, match="cannot open the state store"):
         PartitionDb(db.path)
+
+
+def test_a_store_of_another_layout_is_deleted_to_be_rebuilt(tmp_path: Path) -> None:
+    path = tmp_path / "p"
+    with PartitionDb(path) as fresh:
+        assert fresh.state_format == STATE_FORMAT  # a new store records its layout
+    with PartitionDb(path) as db:  # an old build's store: data, but no layout recorded
+        db.meta.delete(STATE_FORMAT_KEY)
+        db.column(CF.JOB_STATE).upsert(7, "ACTIVATABLE")
+        db.commit(last_processed_position=41, last_applied_position=40)
+        assert db.state_format is None
+    with PartitionDb.open_current(path) as reopened:
+        assert reopened.position(LAST_PROCESSED_POSITION) == -1  # empty: replay from the log
+        assert reopened.column(CF.JOB_STATE).get(7) is None
+        assert reopened.state_format == STATE_FORMAT
+    with PartitionDb(path) as db:
+        db.commit(last_processed_position=3)
+    with PartitionDb.open_current(path) as kept:  # the current layout is kept as it is
+        assert kept.position(LAST_PROCESSED_POSITION) == 3
