@@ -6,24 +6,32 @@ raises `BpmnValidationError` listing every problem with its element id.
 
 from engine.bpmn.errors import BpmnError, BpmnValidationError, Problem
 from engine.bpmn.model import (
+    EventBasedGateway,
+    EventNode,
     ExclusiveGateway,
     FlowNode,
     IoMapping,
+    MessageDefinition,
     Process,
     SequenceFlow,
     ServiceTask,
+    TimerDefinition,
 )
 from engine.bpmn.parser import parse_bpmn
 
 __all__ = [
     "BpmnError",
     "BpmnValidationError",
+    "EventBasedGateway",
+    "EventNode",
     "ExclusiveGateway",
     "FlowNode",
     "IoMapping",
+    "MessageDefinition",
     "Problem",
     "Process",
     "SequenceFlow",
     "ServiceTask",
+    "TimerDefinition",
     "parse_bpmn",
 ]

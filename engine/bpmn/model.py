@@ -56,6 +56,43 @@ class ExclusiveGateway(FlowNode):
 
 
 @dataclass(frozen=True, slots=True)
+class MessageDefinition:
+    """A `bpmn:message`: its name and `zeebe:subscription correlationKey` (static or FEEL);
+    the correlation key is empty for message start events."""
+
+    name: str
+    correlation_key: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class TimerDefinition:
+    """A `bpmn:timerEventDefinition`: `timeDuration`, `timeDate` or `timeCycle` (ISO-8601 text
+    or a FEEL expression that yields it)."""
+
+    kind: str
+    """"duration", "date" or "cycle"."""
+    expression: str
+
+
+@dataclass(frozen=True, slots=True)
+class EventNode(FlowNode):
+    """An element that waits for a message or a timer: a message or timer start event, an
+    intermediate catch event, a boundary event or a receive task."""
+
+    message: MessageDefinition | None = None
+    timer: TimerDefinition | None = None
+    attached_to: str | None = None
+    """Boundary events: the activity they are attached to."""
+    interrupting: bool = True
+    """Boundary events (`cancelActivity`) and start events of event subprocesses."""
+
+
+@dataclass(frozen=True, slots=True)
+class EventBasedGateway(FlowNode):
+    """Waits for the first of the catch events its flows lead to."""
+
+
+@dataclass(frozen=True, slots=True)
 class Process:
     """One executable `<bpmn:process>`."""
 
@@ -64,10 +101,31 @@ class Process:
     elements: dict[str, FlowNode] = field(default_factory=dict)
     flows: dict[str, SequenceFlow] = field(default_factory=dict)
     start_event: str = ""
-    """The id of the none start event the instance starts from."""
+    """The id of the none start event a created instance starts from ("" when none)."""
+    event_starts: tuple[str, ...] = ()
+    """Message and timer start events."""
+    boundaries: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    """Activity id -> the boundary events attached to it."""
 
     def element(self, element_id: str) -> FlowNode:
         return self.elements[element_id]
+
+    def events_of(self, element_id: str) -> list[EventNode]:
+        """The message and timer events an active element waits for: itself (catch event,
+        receive task), its boundary events, or the catch events after an event-based gateway."""
+        element = self.elements[element_id]
+        if isinstance(element, EventBasedGateway):
+            targets = [self.elements[self.flows[f].target] for f in element.outgoing]
+            return [t for t in targets if isinstance(t, EventNode)]
+        found = [self.elements[b] for b in self.boundaries.get(element_id, ())]
+        events = [e for e in found if isinstance(e, EventNode)]
+        if (
+            isinstance(element, EventNode)
+            and element.attached_to is None
+            and element.element_type is not BpmnElementType.START_EVENT
+        ):
+            events.insert(0, element)
+        return events
 
     def outgoing(self, element_id: str) -> list[SequenceFlow]:
         return [self.flows[f] for f in self.elements[element_id].outgoing]

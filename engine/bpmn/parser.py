@@ -1,10 +1,11 @@
 """BPMN XML -> `Process` models, reporting every problem at once.
 
-Supported so far (issue 6): none start and end events, service task (`zeebe:taskDefinition`,
+Supported: none start and end events, service task (`zeebe:taskDefinition`,
 `zeebe:taskHeaders`, `zeebe:ioMapping`), task and manual task (pass through), exclusive gateway
-(conditions, default flow), parallel gateway, sequence flows. Any other flow element is
-rejected by name, never ignored. Diagram interchange, documentation and extension elements of
-other vendors are ignored.
+(conditions, default flow), parallel gateway, sequence flows; message and timer start,
+intermediate catch and boundary events, receive tasks and the event-based gateway (`events`).
+Any other flow element is rejected by name, never ignored. Diagram interchange, documentation
+and extension elements of other vendors are ignored.
 """
 
 from __future__ import annotations
@@ -12,8 +13,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from engine.bpmn import events
 from engine.bpmn.errors import BpmnValidationError, Problem
 from engine.bpmn.model import (
+    EventNode,
     ExclusiveGateway,
     FlowNode,
     IoMapping,
@@ -78,10 +81,11 @@ def parse_bpmn(
         )
     problems: list[Problem] = []
     processes = []
+    messages = events.messages_of(root)
     for node in root.find_all(BPMN + "process"):
         if node.attributes.get("isExecutable", "false").lower() != "true":
             continue
-        process = _process(node, problems)
+        process = _process(node, problems, messages)
         if process is not None:
             processes.append(process)
             if check_expression is not None:
@@ -93,7 +97,7 @@ def parse_bpmn(
     return processes
 
 
-def _process(node: Node, problems: list[Problem]) -> Process | None:
+def _process(node: Node, problems: list[Problem], messages: events.Messages) -> Process | None:
     process_id = node.attributes.get("id", "")
     if not process_id:
         problems.append(Problem(f"line {node.line}", "a process needs an id"))
@@ -134,21 +138,28 @@ def _process(node: Node, problems: list[Problem]) -> Process | None:
     for child in nodes:
         element_id = child.attributes["id"]
         links = {"incoming": tuple(incoming[element_id]), "outgoing": tuple(outgoing[element_id])}
-        element = _element(child, problems, links)
+        element = _element(child, problems, links, messages)
         if element is not None:
             elements[element_id] = element
-    starts = [e.id for e in elements.values() if e.element_type is BpmnElementType.START_EVENT]
+    starts = [e for e in elements.values() if e.element_type is BpmnElementType.START_EVENT]
+    none_starts = [e.id for e in starts if not isinstance(e, EventNode)]
+    event_starts = tuple(e.id for e in starts if isinstance(e, EventNode))
     if not starts:
-        problems.append(Problem(process_id, "the process has no none start event"))
-    elif len(starts) > 1:
-        problems.append(Problem(process_id, f"more than one none start event: {', '.join(starts)}"))
+        problems.append(Problem(process_id, "the process has no start event"))
+    elif len(none_starts) > 1:
+        problems.append(
+            Problem(process_id, f"more than one none start event: {', '.join(none_starts)}")
+        )
     _validate(elements, flows, problems)
+    boundaries = events.validate_events(elements, flows, problems)
     return Process(
         process_id,
         node.attributes.get("name", ""),
         elements,
         flows,
-        starts[0] if starts else "",
+        none_starts[0] if none_starts else "",
+        event_starts,
+        boundaries,
     )
 
 
@@ -171,7 +182,10 @@ def _event_kind(node: Node) -> str | None:
 
 
 def _element(
-    node: Node, problems: list[Problem], links: dict[str, tuple[str, ...]]
+    node: Node,
+    problems: list[Problem],
+    links: dict[str, tuple[str, ...]],
+    messages: events.Messages,
 ) -> FlowNode | None:
     element_id = node.attributes["id"]
     inputs, outputs = _io_mappings(node, problems)
@@ -183,15 +197,18 @@ def _element(
         **links,
     }
     local = node.local
-    if local in ("startEvent", "endEvent"):
+    if local == "endEvent":
         kind = _event_kind(node)
         if kind is not None:
             problems.append(Problem(element_id, f"{kind} {local}s are not supported yet"))
             return None
-        element_type = (
-            BpmnElementType.START_EVENT if local == "startEvent" else BpmnElementType.END_EVENT
+        return FlowNode(
+            element_type=BpmnElementType.END_EVENT, event_type=BpmnEventType.NONE, **common
         )
-        return FlowNode(element_type=element_type, event_type=BpmnEventType.NONE, **common)
+    if local in ("startEvent", "intermediateCatchEvent", "boundaryEvent", "receiveTask"):
+        return events.event_node(node, common, messages, problems)
+    if local == "eventBasedGateway":
+        return events.event_based_gateway(common)
     if local in _SIMPLE:
         return FlowNode(element_type=_SIMPLE[local], **common)
     if local == "exclusiveGateway":
@@ -314,6 +331,13 @@ def _check_expressions(process: Process, check: ExpressionCheck, problems: list[
         found += [(element.id, m.source) for m in (*element.inputs, *element.outputs)]
         if isinstance(element, ServiceTask):
             found += [(element.id, element.job_type), (element.id, element.retries)]
+        if isinstance(element, EventNode) and element.message is not None:
+            found += [
+                (element.id, element.message.name),
+                (element.id, element.message.correlation_key),
+            ]
+        if isinstance(element, EventNode) and element.timer is not None:
+            found.append((element.id, element.timer.expression))
     for element_id, text in found:
         reason = check(text)
         if reason is not None:

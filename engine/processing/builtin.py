@@ -7,11 +7,15 @@ from engine.processing import (
     creation,
     deployment,
     element,
+    events,
     incidents,
     instances,
     job_activation,
     job_push,
     jobs,
+    messages,
+    process_subscriptions,
+    timers,
     variables,
 )
 from engine.processing.engine import Engine
@@ -30,4 +34,8 @@ def build_engine() -> Engine:
     variables.register(engine)
     job_activation.register(engine)
     job_push.register(engine)
+    messages.register(engine)
+    process_subscriptions.register(engine)
+    timers.register(engine)
+    events.register(engine)
     return engine

@@ -25,6 +25,12 @@ def create(command: Record, ctx: ProcessingContext) -> None:
     value = command.value
     assert isinstance(value, ProcessInstanceCreationValue)
     deployed = _find(ctx, value)
+    if not deployed.model(ctx.state).start_event:
+        raise RejectionError(
+            RejectionType.INVALID_ARGUMENT,
+            f"process '{deployed.bpmn_process_id}' has no none start event: it starts by a"
+            " message or a timer, not by creating an instance",
+        )
     try:
         variables = json.loads(value.variables or "{}")
     except json.JSONDecodeError as error:

@@ -14,13 +14,15 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from engine.bpmn import BpmnError, Process, parse_bpmn
+from engine.bpmn import BpmnError, BpmnValidationError, EventNode, Problem, Process, parse_bpmn
+from engine.bpmn.schedule import ScheduleError, first_due
 from engine.feel import FeelSyntaxError, compile_expression
-from engine.processing import processes
+from engine.processing import processes, start_events
 from engine.processing.context import ProcessingContext, RejectionError
 from engine.processing.engine import Engine
 from engine.protocol.enums import RejectionType
 from engine.protocol.intents import DeploymentIntent, ProcessIntent
+from engine.protocol.intents import MessageStartEventSubscriptionIntent as StartSubscription
 from engine.protocol.records import Record
 from engine.protocol.values import DeploymentValue, ProcessMetadata, ProcessValue
 
@@ -63,6 +65,7 @@ def create(command: Record, ctx: ProcessingContext) -> None:
             key = ctx.keys.next_key()
             process = ProcessValue(model.id, version, key, name, digest, content)
             ctx.append_event(ProcessIntent.CREATED, process, key)
+            _started_events(ctx, key, model, latest)
             metadata.append(ProcessMetadata(model.id, version, key, name, digest, False))
     created = replace(value, processes_metadata=tuple(metadata))
     ctx.append_event(DeploymentIntent.CREATED, created, deployment_key, respond=True)
@@ -89,14 +92,43 @@ def distribute(command: Record, ctx: ProcessingContext) -> None:
             meta.checksum,
             resources[meta.resource_name],
         )
+        previous = processes.latest(ctx.state, meta.bpmn_process_id)
         ctx.append_event(ProcessIntent.CREATED, process, meta.process_definition_key)
+        if previous is None or previous.version < meta.version:
+            deployed = processes.by_key(ctx.state, meta.process_definition_key)
+            assert deployed is not None
+            _started_events(ctx, deployed.key, deployed.model(ctx.state), previous)
     ctx.append_event(DeploymentIntent.DISTRIBUTED, value, command.key, respond=True)
 
 
+def _started_events(
+    ctx: ProcessingContext,
+    key: int,
+    model: Process,
+    previous: processes.DeployedProcess | None,
+) -> None:
+    deployed = processes.by_key(ctx.state, key)
+    assert deployed is not None
+    start_events.on_deployed(ctx, deployed, model, previous)
+
+
 def processes_of(resource: bytes, name: str) -> list[Process]:
-    """Parse and validate a BPMN resource, its FEEL expressions included, reporting every
-    problem at once."""
-    return parse_bpmn(resource, name, check_expression=_feel_problem)
+    """Parse and validate a BPMN resource, its FEEL expressions and static timer values
+    included, reporting every problem at once."""
+    models = parse_bpmn(resource, name, check_expression=_feel_problem)
+    problems = []
+    for model in models:
+        for element in model.elements.values():
+            timer = element.timer if isinstance(element, EventNode) else None
+            if timer is None or timer.expression.startswith("="):
+                continue
+            try:
+                first_due(timer.kind, timer.expression, 0)
+            except ScheduleError as error:
+                problems.append(Problem(element.id, str(error)))
+    if problems:
+        raise BpmnValidationError(name, problems)
+    return models
 
 
 def _feel_problem(text: str) -> str | None:
@@ -111,3 +143,6 @@ def register(engine: Engine) -> None:
     engine.processor(DeploymentIntent.CREATE, create)
     engine.processor(DeploymentIntent.DISTRIBUTE, distribute)
     engine.applier(ProcessIntent.CREATED, processes.apply_process_created)
+    engine.applier(StartSubscription.CREATED, start_events.apply_created)
+    engine.applier(StartSubscription.DELETED, start_events.apply_deleted)
+    engine.applier(StartSubscription.CORRELATED, start_events.apply_correlated)

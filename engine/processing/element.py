@@ -14,9 +14,16 @@ from dataclasses import replace
 from typing import Any
 
 from engine import __version__
-from engine.bpmn import ExclusiveGateway, Process, SequenceFlow, ServiceTask
+from engine.bpmn import (
+    EventBasedGateway,
+    EventNode,
+    ExclusiveGateway,
+    Process,
+    SequenceFlow,
+    ServiceTask,
+)
 from engine.feel import FeelError, compile_expression
-from engine.processing import instances, processes
+from engine.processing import events, instances, processes
 from engine.processing.context import ProcessingContext, RejectionError
 from engine.processing.engine import Engine
 from engine.processing.job_state import JOBS, job_value
@@ -46,7 +53,13 @@ from engine.protocol.values import (
     VariableValue,
 )
 
-_WAITS = {BpmnElementType.SERVICE_TASK, BpmnElementType.PROCESS}
+_WAITS = {
+    BpmnElementType.SERVICE_TASK,
+    BpmnElementType.PROCESS,
+    BpmnElementType.RECEIVE_TASK,
+    BpmnElementType.INTERMEDIATE_CATCH_EVENT,
+    BpmnElementType.EVENT_BASED_GATEWAY,
+}
 
 
 def model_of(ctx: ProcessingContext, value: ProcessInstanceValue) -> Process:
@@ -72,7 +85,7 @@ def activate(command: Record, ctx: ProcessingContext) -> None:
     kind = value.bpmn_element_type
     if kind is BpmnElementType.PROCESS:
         ctx.append_event(Instance.ELEMENT_ACTIVATED, value, key)
-        start = process.element(process.start_event)
+        start = process.element(events.triggered_start(ctx.state, key) or process.start_event)
         child = replace(
             value,
             element_id=start.id,
@@ -87,6 +100,17 @@ def activate(command: Record, ctx: ProcessingContext) -> None:
         variables = instances.visible_variables(ctx.state, value.flow_scope_key)
         if not _map(ctx, element.inputs, variables, key, value, local=True):
             return
+    triggered = events.consume_trigger(ctx, value.flow_scope_key, element.id, key, value)
+    if triggered is not None:  # a boundary or start event, or a catch event after a gateway
+        merge_event_variables(ctx, element, key, value, triggered)
+        ctx.append_event(Instance.ELEMENT_ACTIVATED, value, key)
+        ctx.append_command(Instance.COMPLETE_ELEMENT, value, key)
+        return
+    try:
+        openings = events.prepare(ctx, process, element.id, key)
+    except events.EventError as error:
+        _incident(ctx, ErrorType.EXTRACT_VALUE_ERROR, error.reason, value, key)
+        return
     if isinstance(element, ServiceTask):
         dynamic = element.job_type.startswith("=") or element.retries.startswith("=")
         variables = instances.visible_variables(ctx.state, key) if dynamic else {}
@@ -94,6 +118,7 @@ def activate(command: Record, ctx: ProcessingContext) -> None:
         if job is None:
             return
         ctx.append_event(JobIntent.CREATED, job, ctx.keys.next_key())
+    events.open_events(ctx, openings, key, value)
     ctx.append_event(Instance.ELEMENT_ACTIVATED, value, key)
     if kind not in _WAITS:
         ctx.append_command(Instance.COMPLETE_ELEMENT, value, key)
@@ -115,6 +140,12 @@ def complete(command: Record, ctx: ProcessingContext) -> None:
         return
     element = process.element(value.element_id)
     flows = process.outgoing(element.id)
+    if isinstance(element, EventNode) and element.attached_to is None:
+        triggered = events.consume_trigger(ctx, key, element.id, key, value)
+        if triggered is not None:
+            merge_event_variables(ctx, element, key, value, triggered)
+    if isinstance(element, EventBasedGateway):
+        flows = [f for f in flows if events.has_trigger(ctx.state, value.flow_scope_key, f.target)]
     if isinstance(element, ExclusiveGateway):
         chosen = _choose(ctx, element, flows, value, key)
         if chosen is None:
@@ -125,6 +156,7 @@ def complete(command: Record, ctx: ProcessingContext) -> None:
         if not _map(ctx, element.outputs, variables, key, value, local=False):
             return
     ctx.append_event(Instance.ELEMENT_COMPLETING, value, key)
+    events.close_events(ctx, key)
     ctx.append_event(Instance.ELEMENT_COMPLETED, value, key)
     for flow in flows:
         _take(ctx, process, flow, value)
@@ -209,6 +241,29 @@ def cancel(command: Record, ctx: ProcessingContext) -> None:
     _terminate(ctx, command.key, stored, respond=True)
 
 
+def terminate_element(ctx: ProcessingContext, key: int, stored: dict[str, Any]) -> None:
+    """Terminate element instance `key` and what runs in it (an interrupting event)."""
+    _terminate(ctx, key, stored)
+
+
+def merge_event_variables(
+    ctx: ProcessingContext,
+    element: Any,
+    key: int,
+    value: ProcessInstanceValue,
+    variables: dict[str, Any],
+) -> None:
+    """An event's variables, merged as a job completion's: local when the element has output
+    mappings (they decide what leaves), else set where defined or on the instance."""
+    if not variables:
+        return
+    if element.outputs:
+        for name, result in variables.items():
+            set_variable(ctx, key, name, result, value)
+    else:
+        propagate_variables(ctx, key, variables, value)
+
+
 def _terminate(
     ctx: ProcessingContext, key: int, stored: dict[str, Any], *, respond: bool = False
 ) -> None:
@@ -223,6 +278,7 @@ def _terminate(
     job = ctx.state.column(JOBS).get(job_key) if job_key > 0 else None
     if job is not None:
         ctx.append_event(JobIntent.CANCELED, job_value(job), job_key)
+    events.close_events(ctx, key)
     ctx.append_event(Instance.ELEMENT_TERMINATED, value, key)
     waiting = ctx.awaiting.pop(key, None)
     if waiting is not None:  # the awaited instance ended without a result

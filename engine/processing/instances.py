@@ -24,6 +24,9 @@ INSTANCES = ColumnFamilies.ELEMENT_INSTANCE
 CHILDREN = ColumnFamilies.ELEMENT_INSTANCE_CHILDREN
 VARIABLES = ColumnFamilies.VARIABLE
 TAKEN = ColumnFamilies.TAKEN_FLOWS
+TRIGGERS = ColumnFamilies.EVENT_TRIGGER
+STARTED = ColumnFamilies.MESSAGE_START_INSTANCE
+STARTED_BY_INSTANCE = ColumnFamilies.MESSAGE_START_BY_INSTANCE
 
 _NOT_VIA_FLOW = {BpmnElementType.PROCESS, BpmnElementType.START_EVENT}
 
@@ -159,6 +162,13 @@ def apply_ended(record: Record, db: PartitionDb) -> None:
         db.column(VARIABLES).delete((record.key, name))
     for key, _ in list(db.column(TAKEN).items(TAKEN.key.prefix(record.key))):
         db.column(TAKEN).delete(key)  # arrivals at joins that never completed
+    for key, _ in list(db.column(TRIGGERS).items(TRIGGERS.key.prefix(record.key))):
+        db.column(TRIGGERS).delete(key)  # events that fired as the scope ended
+    if value.bpmn_element_type is BpmnElementType.PROCESS:
+        started = db.column(STARTED_BY_INSTANCE).get(record.key)
+        if started is not None:  # its correlation key may start another instance now
+            db.column(STARTED_BY_INSTANCE).delete(record.key)
+            db.column(STARTED).delete((started[0], started[1]))
 
 
 def apply_flow_taken(record: Record, db: PartitionDb) -> None:

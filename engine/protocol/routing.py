@@ -78,6 +78,11 @@ def partition_for_command(record: Record, partition_count: int, default: int) ->
             return default
     if record.intent is DeploymentIntent.DISTRIBUTE:
         return default  # addressed to one partition on purpose, with partition 0's key
+    if record.value_type is ValueType.MESSAGE_SUBSCRIPTION:  # lives with its messages
+        return partition_for_correlation_key(
+            record.value.correlation_key,  # type: ignore[union-attr]
+            partition_count,
+        )
     if record.key > 0:
         try:
             return partition_for_key(record.key, partition_count)

@@ -78,6 +78,16 @@ class ColumnFamilies:
     MESSAGE_START_EVENT_SUBSCRIPTION = cf(
         "message_start_event_subscription", CompositeKey(_STR, _LONG), Any
     )
+    MESSAGE_CORRELATED = cf(  # (message key, bpmnProcessId): a message correlates once per process
+        "message_correlated", CompositeKey(_LONG, _STR), _NIL_VALUE
+    )
+    MESSAGE_START_INSTANCE = cf(  # (bpmnProcessId, correlation key) -> instance it started
+        "message_start_instance", CompositeKey(_STR, _STR), int
+    )
+    MESSAGE_START_BY_INSTANCE = cf("message_start_by_instance", _LONG, Any)
+    EVENT_TRIGGER = cf(  # (scope key, trigger key) -> target element and variables
+        "event_trigger", CompositeKey(_LONG, _LONG), Any
+    )
     TIMER = cf("timer", CompositeKey(_INSTANCE, _LONG), Any)
     TIMER_DUE_DATE = cf("timer_due_date", CompositeKey(_LONG, _INSTANCE, _LONG), _NIL_VALUE)
     VARIABLE = cf("variable", CompositeKey(_LONG, _STR), str)

@@ -1,0 +1,71 @@
+"""PROCESS_MESSAGE_SUBSCRIPTION CORRELATE: the message partition offers a message to an element
+instance waiting for it. Still waiting: PROCESS_MESSAGE_SUBSCRIPTION CORRELATED, the event is
+triggered (`events.trigger`) and MESSAGE_SUBSCRIPTION CORRELATE confirms it; no longer waiting
+(completed, terminated): a rejection, and MESSAGE_SUBSCRIPTION REJECT frees the message."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from engine.processing import events, instances, processes
+from engine.processing.context import ProcessingContext
+from engine.processing.engine import Engine
+from engine.protocol.enums import RejectionType
+from engine.protocol.intents import MessageSubscriptionIntent, ProcessMessageSubscriptionIntent
+from engine.protocol.intents import ProcessInstanceIntent as Instance
+from engine.protocol.records import Record
+from engine.protocol.values import MessageSubscriptionValue, ProcessMessageSubscriptionValue
+
+
+def correlate(record: Record, ctx: ProcessingContext) -> None:
+    value = record.value
+    assert isinstance(value, ProcessMessageSubscriptionValue)
+    answer = MessageSubscriptionValue(
+        process_instance_key=value.process_instance_key,
+        element_instance_key=value.element_instance_key,
+        bpmn_process_id=value.bpmn_process_id,
+        message_key=value.message_key,
+        message_name=value.message_name,
+        correlation_key=value.correlation_key,
+        interrupting=value.interrupting,
+        variables=value.variables,
+    )
+    stored = ctx.state.column(events.SUBSCRIPTIONS).get(
+        (value.element_instance_key, value.message_name)
+    )
+    owner = instances.instance(ctx.state, value.element_instance_key)
+    if (
+        stored is None
+        or stored["correlation_key"] != value.correlation_key
+        or owner is None
+        or owner["state"] != Instance.ELEMENT_ACTIVATED.name
+    ):
+        ctx.reject(
+            RejectionType.INVALID_STATE,
+            f"element instance {value.element_instance_key} no longer waits for message"
+            f" '{value.message_name}' with correlation key '{value.correlation_key}'",
+        )
+        ctx.append_command(MessageSubscriptionIntent.REJECT, answer)
+        return
+    correlated = replace(
+        events.subscription_value(stored), message_key=value.message_key, variables=value.variables
+    )
+    ctx.append_event(
+        ProcessMessageSubscriptionIntent.CORRELATED, correlated, value.element_instance_key
+    )
+    ctx.append_command(MessageSubscriptionIntent.CORRELATE, answer)
+    deployed = processes.by_key(ctx.state, int(owner["processDefinitionKey"]))
+    assert deployed is not None
+    events.trigger(
+        ctx,
+        deployed.model(ctx.state),
+        value.element_instance_key,
+        stored["element_id"],
+        value.variables,
+    )
+
+
+def register(engine: Engine) -> None:
+    engine.processor(ProcessMessageSubscriptionIntent.CORRELATE, correlate)
+    engine.applier(ProcessMessageSubscriptionIntent.CREATED, events.apply_subscription_created)
+    engine.applier(ProcessMessageSubscriptionIntent.DELETED, events.apply_subscription_deleted)
