@@ -102,7 +102,7 @@ def _correlate_to_subscriptions(
 
 
 def is_correlated(db: PartitionDb, message_key: int, bpmn_process_id: str) -> bool:
-    return db.column(CORRELATED).get((message_key, bpmn_process_id)) is not None
+    return db.column(CORRELATED).exists((message_key, bpmn_process_id))
 
 
 def _start_correlating(

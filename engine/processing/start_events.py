@@ -64,7 +64,7 @@ def correlate(ctx: ProcessingContext, message_key: int, message: MessageValue) -
     prefix = SUBSCRIPTIONS.key.prefix(message.name)
     for (_, definition_key), stored in list(ctx.state.column(SUBSCRIPTIONS).items(prefix)):
         process_id = stored["bpmnProcessId"]
-        if ctx.state.column(CORRELATED).get((message_key, process_id)) is not None:
+        if ctx.state.column(CORRELATED).exists((message_key, process_id)):
             continue
         if message.correlation_key and (
             ctx.state.column(STARTED).get((process_id, message.correlation_key)) is not None

@@ -4,15 +4,24 @@ commands, and read an instance's element lifecycle."""
 from __future__ import annotations
 
 import json
+import uuid
 from pathlib import Path
+from typing import Any
 
+from engine.protocol.headers import ReplyTo
 from engine.protocol.intents import (
+    DeploymentIntent,
     JobIntent,
+    MessageIntent,
     ProcessInstanceCreationIntent,
 )
 from engine.protocol.records import Record, command
+from engine.protocol.routing import partition_for_correlation_key
 from engine.protocol.values import (
+    DeploymentResource,
+    DeploymentValue,
     JobValue,
+    MessageValue,
     ProcessInstanceCreationValue,
 )
 from tests.support.memory import MemoryEngine
@@ -65,3 +74,54 @@ def send(engine: MemoryEngine, record: Record) -> list[Record]:
     position = engine.send(0, record)
     engine.run()
     return engine.results_of(0, position)
+
+
+def deploy(engine: Any, *names: str, content: dict[str, bytes] | None = None) -> list[Record]:
+    """Deploy fixture files (or `content` by resource name); the deployment's results."""
+    resources = tuple(
+        DeploymentResource(n, (content or {}).get(n) or (FIXTURES / n).read_bytes()) for n in names
+    )
+    return send(engine, command(DeploymentIntent.CREATE, DeploymentValue(resources=resources)))
+
+
+def publish(
+    engine: Any,
+    name: str,
+    correlation_key: str,
+    *,
+    ttl: int = 60_000,
+    message_id: str = "",
+    **variables: object,
+) -> Record:
+    """Publish on the message's partition with a reply address; the reply."""
+    partition = partition_for_correlation_key(correlation_key, engine.partitions)
+    value = MessageValue(
+        name=name,
+        correlation_key=correlation_key,
+        time_to_live=ttl,
+        message_id=message_id,
+        variables=json.dumps(variables),
+    )
+    correlation = uuid.uuid4().hex.encode()
+    engine.send(
+        partition,
+        command(MessageIntent.PUBLISH, value),
+        reply=ReplyTo(engine.REPLIES, 0, correlation),
+    )
+    engine.run()
+    (reply,) = [r for c, r in engine.replies() if c == correlation]
+    return reply
+
+
+def all_events(engine: Any) -> list[Record]:
+    return [r for p in range(engine.partitions) for r in engine.events(p)]
+
+
+def steps(engine: Any, instance: int) -> list[tuple[str, str]]:
+    """`lifecycle` over every partition (instances started by messages live where the
+    message did)."""
+    return [
+        (r.value.element_id, r.intent.name)
+        for r in all_events(engine)
+        if r.value_type.name == "PROCESS_INSTANCE" and r.value.process_instance_key == instance
+    ]
