@@ -135,6 +135,40 @@ def cmd_jobs_work(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_publish(args: argparse.Namespace) -> int:
+    from engine.config import duration_ms
+
+    ttl = duration_ms(args.ttl, "--ttl") if args.ttl else -1
+    with _client(args) as client:
+        result = client.publish_message(
+            args.name,
+            args.correlation_key,
+            _json_arg(args.vars),
+            ttl_ms=ttl,
+            message_id=args.message_id or "",
+            await_result=args.wait,
+        )
+    if result is None:
+        print(f"message {args.name!r} ({args.correlation_key}) published")
+        return 0
+    value = result.value
+    kind = result.value_type.name
+    if kind == "MESSAGE_SUBSCRIPTION":
+        print(
+            f"message {value.message_key} correlated to process instance"
+            f" {value.process_instance_key} ({value.bpmn_process_id}, element instance"
+            f" {value.element_instance_key})"
+        )
+    elif kind == "MESSAGE_START_EVENT_SUBSCRIPTION":
+        print(
+            f"message {value.message_key} started process instance"
+            f" {value.process_instance_key} of {value.bpmn_process_id}"
+        )
+    else:
+        print(f"message {result.key} buffered: nothing waits for it yet")
+    return 0
+
+
 def cmd_incidents_resolve(args: argparse.Namespace) -> int:
     with _client(args) as client:
         client.resolve_incident(args.key)
@@ -198,6 +232,21 @@ def register(commands: Any, add: AddCommand) -> None:
     job_work.add_argument("--vars", help="variables every completion sets (JSON object)")
     job_work.add_argument("--count", type=int, help="stop after this many jobs")
     job_work.add_argument("--duration", type=float, help="stop after this many seconds")
+
+    publish = client_command(commands, "publish", cmd_publish, "publish a message")
+    publish.add_argument("name", metavar="NAME", help="the message name")
+    publish.add_argument("--correlation-key", required=True, metavar="KEY")
+    publish.add_argument("--vars", help="message variables as a JSON object")
+    publish.add_argument(
+        "--ttl", metavar="DURATION", help="time to live, ISO-8601 (PT1M) or ms (default PT5M)"
+    )
+    publish.add_argument("--message-id", metavar="ID", help="deduplicate by this id while alive")
+    publish.add_argument(
+        "--await",
+        dest="wait",
+        action="store_true",
+        help="wait for the engine and print where the message went",
+    )
 
     incidents = commands.add_parser("incidents", help="resolve incidents")
     incident_commands = incidents.add_subparsers(

@@ -15,6 +15,8 @@ Every setting has a default that works on a laptop; CLI flags override the envir
 - `PARTITA_JOB_PUSH_LIMIT` (`256`): pushed, unfinished jobs per job type and partition (the
   flow control of jobs pushed to `<ns>.jobs.<type>`).
 - `PARTITA_JOB_PUSH_TIMEOUT_MS` (`300000`): the deadline given to a pushed job.
+- `PARTITA_MESSAGE_TTL` (`PT5M`): the time to live of a published message that names none
+  (an ISO-8601 duration, or milliseconds).
 """
 
 from __future__ import annotations
@@ -34,6 +36,19 @@ DEFAULT_KAFKA_PORT = 9092
 DEFAULT_CONTROLLER_PORT = 9093
 
 _NAMESPACE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,99}$")
+
+
+def duration_ms(text: str, what: str) -> int:
+    """Milliseconds from an ISO-8601 duration (`PT5M`) or a plain number of milliseconds."""
+    from engine.bpmn.schedule import ScheduleError, after
+
+    text = text.strip()
+    if text.isdigit():
+        return int(text)
+    try:
+        return after(text, 0)
+    except ScheduleError as error:
+        raise ConfigError(f"{what}: {error}") from None
 
 
 def default_home() -> Path:
@@ -57,6 +72,7 @@ class Config:
     controller_port: int = DEFAULT_CONTROLLER_PORT
     job_push_limit: int = 256
     job_push_timeout_ms: int = 300_000
+    message_ttl_ms: int = 300_000
 
     def __post_init__(self) -> None:
         if not _NAMESPACE_RE.match(self.namespace):
@@ -126,6 +142,9 @@ class Config:
             controller_port=_int(env, "PARTITA_CONTROLLER_PORT", DEFAULT_CONTROLLER_PORT),
             job_push_limit=_int(env, "PARTITA_JOB_PUSH_LIMIT", 256),
             job_push_timeout_ms=_int(env, "PARTITA_JOB_PUSH_TIMEOUT_MS", 300_000),
+            message_ttl_ms=duration_ms(
+                env.get("PARTITA_MESSAGE_TTL") or "PT5M", "PARTITA_MESSAGE_TTL"
+            ),
         )
 
 

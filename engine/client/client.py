@@ -22,7 +22,7 @@ from engine.config import Config
 from engine.errors import PartitaError
 from engine.log.clients import consume_available
 from engine.protocol.codec import RecordCodec
-from engine.protocol.enums import RecordType, RejectionType
+from engine.protocol.enums import RecordType, RejectionType, VariableDocumentUpdateSemantic
 from engine.protocol.headers import CORRELATION_ID, ReplyTo, header, record_headers
 from engine.protocol.intents import (
     DeploymentIntent,
@@ -30,8 +30,10 @@ from engine.protocol.intents import (
     Intent,
     JobBatchIntent,
     JobIntent,
+    MessageIntent,
     ProcessInstanceCreationIntent,
     ProcessInstanceIntent,
+    VariableDocumentIntent,
 )
 from engine.protocol.records import Record, command
 from engine.protocol.routing import partition_for_command
@@ -41,9 +43,11 @@ from engine.protocol.values import (
     IncidentValue,
     JobBatchValue,
     JobValue,
+    MessageValue,
     ProcessInstanceCreationValue,
     ProcessInstanceValue,
     RecordValue,
+    VariableDocumentValue,
 )
 
 
@@ -256,6 +260,54 @@ class Client:
     def fail_job(self, key: int, retries: int, message: str = "", backoff_ms: int = 0) -> Record:
         value = JobValue(retries=retries, error_message=message, retry_backoff=backoff_ms)
         return self.send(JobIntent.FAIL, value, key)
+
+    def publish_message(
+        self,
+        name: str,
+        correlation_key: str,
+        variables: dict[str, Any] | None = None,
+        *,
+        ttl_ms: int = -1,
+        message_id: str = "",
+        await_result: bool = True,
+        timeout: float | None = None,
+    ) -> Record | None:
+        """Publish a message on the partition of its correlation key (ttl -1: the engine's
+        default). With `await_result` the reply says where it went: MESSAGE_SUBSCRIPTION
+        CORRELATING (a waiting instance), MESSAGE_START_EVENT_SUBSCRIPTION CORRELATED (a new
+        instance) or MESSAGE PUBLISHED (buffered); a duplicate messageId raises
+        CommandRejectedError (ALREADY_EXISTS). Without it, returns None once Kafka has it."""
+        value = MessageValue(
+            name=name,
+            correlation_key=correlation_key,
+            time_to_live=ttl_ms,
+            message_id=message_id,
+            variables=json.dumps(variables or {}),
+        )
+        if await_result:
+            return self.send(MessageIntent.PUBLISH, value, timeout=timeout)
+        record = command(MessageIntent.PUBLISH, value)
+        self.producer.produce(
+            self.config.log_topic,
+            self.codec.encode(record),
+            partition=partition_for_command(record, self.partition_count, 0),
+            headers=record_headers(record),
+        )
+        self.producer.flush(self.timeout)
+        return None
+
+    def set_variables(
+        self, scope_key: int, variables: dict[str, Any], *, local: bool = False
+    ) -> Record:
+        """VARIABLE_DOCUMENT UPDATE on an element instance or process instance."""
+        value = VariableDocumentValue(
+            scope_key=scope_key,
+            update_semantics=VariableDocumentUpdateSemantic.LOCAL
+            if local
+            else VariableDocumentUpdateSemantic.PROPAGATE,
+            variables=json.dumps(variables),
+        )
+        return self.send(VariableDocumentIntent.UPDATE, value)
 
     def throw_error(self, key: int, code: str, message: str = "") -> Record:
         """Answer a job with a BPMN error (uncaught, it raises an incident naming the code)."""

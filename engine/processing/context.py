@@ -15,6 +15,8 @@ from engine.protocol.records import NO_KEY, Record, command
 from engine.protocol.values import VALUE_TYPES, JobValue, RecordValue
 from engine.state import KeyGenerator, PartitionDb
 
+DEFAULT_MESSAGE_TTL_MS = 300_000
+
 
 class RejectionError(Exception):
     """Raised by a processor to reject its command (a business failure, not a bug)."""
@@ -77,6 +79,8 @@ class ProcessingContext:
         Kept in memory by the partition (as Zeebe keeps request metadata): after a failover
         the waiting client times out and asks again."""
         self.job_push: JobPush | None = None
+        self.message_ttl_ms = DEFAULT_MESSAGE_TTL_MS
+        """The time to live of a published message that names none."""
         self.touched_job_types: set[str] = set()
         """Types of the jobs the current command's events changed (push looks at these)."""
         self.command: Record | None = None

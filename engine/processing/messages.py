@@ -48,8 +48,6 @@ IDS = ColumnFamilies.MESSAGE_ID
 CORRELATED = ColumnFamilies.MESSAGE_CORRELATED
 SUBSCRIPTIONS = ColumnFamilies.MESSAGE_SUBSCRIPTION  # (name, correlation key, element key)
 
-DEFAULT_TTL_MS = 300_000
-
 
 def publish(record: Record, ctx: ProcessingContext) -> None:
     value = record.value
@@ -73,7 +71,7 @@ def publish(record: Record, ctx: ProcessingContext) -> None:
                 f" '{value.correlation_key}' and message id '{value.message_id}' is already"
                 f" published (key {existing}) and has not expired",
             )
-    ttl = value.time_to_live if value.time_to_live >= 0 else DEFAULT_TTL_MS
+    ttl = value.time_to_live if value.time_to_live >= 0 else ctx.message_ttl_ms
     key = ctx.keys.next_key()
     message = replace(
         value, time_to_live=ttl, deadline=ctx.now + ttl, variables=value.variables or "{}"

@@ -29,6 +29,7 @@ from confluent_kafka import KafkaError, KafkaException, Message, Producer, Topic
 
 from engine.processing import Engine, ProcessingContext, ProcessingOutput, RejectionError, job_push
 from engine.processing.banning import is_banned
+from engine.processing.context import DEFAULT_MESSAGE_TTL_MS
 from engine.processing.job_push import JobPush
 from engine.protocol.codec import RecordCodec
 from engine.protocol.enums import RecordType, RejectionType, ValueType
@@ -101,6 +102,7 @@ class ProcessingStateMachine:
         max_commands_in_batch: int = 100,
         clock: Callable[[], float] = time.time,
         job_push: JobPush | None = None,
+        message_ttl_ms: int = DEFAULT_MESSAGE_TTL_MS,
     ) -> None:
         self.topic = topic
         self.partition = partition
@@ -117,6 +119,7 @@ class ProcessingStateMachine:
         self.max_commands_in_batch = max_commands_in_batch
         self.clock = clock
         self.job_push = job_push
+        self.message_ttl_ms = message_ttl_ms
         self.metrics = ProcessingMetrics()
         self._last_event_offset = -1
         self.awaiting: dict[int, Any] = {}
@@ -150,6 +153,7 @@ class ProcessingStateMachine:
         )
         context.awaiting = self.awaiting
         context.job_push = self.job_push
+        context.message_ttl_ms = self.message_ttl_ms
         last_offset = -1
         processed = 0
         for message in messages:

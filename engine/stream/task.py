@@ -21,6 +21,7 @@ from confluent_kafka import Consumer, KafkaException, Message, TopicPartition
 
 from engine.log import clients
 from engine.processing import Engine
+from engine.processing.context import DEFAULT_MESSAGE_TTL_MS
 from engine.processing.job_push import JobPush
 from engine.protocol.codec import RecordCodec
 from engine.protocol.keys import partition_id_of_kafka
@@ -60,6 +61,7 @@ class PartitionTask:
         max_commands_in_batch: int = 100,
         clock: Callable[[], float] = time.time,
         job_push: JobPush | None = None,
+        message_ttl_ms: int = DEFAULT_MESSAGE_TTL_MS,
     ) -> None:
         self.bootstrap = bootstrap
         self.namespace = namespace
@@ -73,6 +75,7 @@ class PartitionTask:
         self.max_commands_in_batch = max_commands_in_batch
         self.clock = clock
         self.job_push = job_push
+        self.message_ttl_ms = message_ttl_ms
         self.state = TaskState.CREATED
         self.db: PartitionDb | None = None
         self.producer: Any = None
@@ -129,6 +132,7 @@ class PartitionTask:
             max_commands_in_batch=self.max_commands_in_batch,
             clock=self.clock,
             job_push=self.job_push,
+            message_ttl_ms=self.message_ttl_ms,
         )
         self.state = TaskState.PROCESSING
         _LOG.info(

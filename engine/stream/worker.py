@@ -86,6 +86,7 @@ class Worker:
                 consumer=consumer,
                 max_commands_in_batch=self.max_commands_in_batch,
                 job_push=self.job_push,
+                message_ttl_ms=self.config.message_ttl_ms,
             )
             for tp in partitions
         ]
