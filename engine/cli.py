@@ -172,6 +172,17 @@ def cmd_bench_state(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_bench_correlation(args: argparse.Namespace) -> int:
+    import json
+
+    from engine.bench import correlation
+
+    config = _config(args)
+    result = correlation.run(config, instances=args.instances, rate=args.rate, progress=_progress)
+    print(json.dumps(result))
+    return 0 if result["continued"] == args.instances else 1
+
+
 def cmd_bench_loop(args: argparse.Namespace) -> int:
     import json
 
@@ -399,6 +410,19 @@ def build_parser() -> argparse.ArgumentParser:
     )
     loop_bench.add_argument(
         "--commands", type=int, default=20_000, help="commands to process (default: 20000)"
+    )
+    correlation_bench = add(
+        bench_commands,
+        "correlation",
+        cmd_bench_correlation,
+        "publish -> waiting instance continues, latency percentiles (needs Kafka)",
+        local=True,
+    )
+    correlation_bench.add_argument(
+        "--instances", type=int, default=1000, help="waiting instances (default: 1000)"
+    )
+    correlation_bench.add_argument(
+        "--rate", type=float, default=200.0, help="messages per second (default: 200)"
     )
 
     worker = add(
