@@ -146,3 +146,32 @@ def test_publish_from_the_cli(
         assert "--ttl" in capsys.readouterr().err
     finally:
         assert worker.stop() == 0, worker.tail()
+
+
+def test_a_timer_survives_its_worker_and_fires_on_a_new_machine(
+    kafka_bootstrap: str, tmp_path: Path
+) -> None:
+    config = _config(kafka_bootstrap, tmp_path)
+    first = WorkerProcess(config, tmp_path / "a", "a", engine=BUILTIN_ENGINE).start()
+    with Client(config, timeout=90) as client:
+        client.deploy(FIXTURES / "timer-catch.bpmn")
+        instance = client.create_instance("sleepy", {"wait": "PT4S"}).key
+    assert first.stop() == 0  # before the timer is due
+    assert _completed(config, "sleepy") == Counter()
+    fresh = WorkerProcess(config, tmp_path / "b", "b", engine=BUILTIN_ENGINE).start()
+    wait_until(
+        lambda: _completed(config, "sleepy") == Counter({instance: 1}),
+        60,
+        "the timer to fire after the move",
+        fresh.tail,
+    )
+    timers = [
+        r.intent.name
+        for records in read_log(config).partitions.values()
+        for r in records
+        if r.value_type.name == "TIMER" and r.record_type is RecordType.EVENT
+    ]
+    assert timers == ["CREATED", "TRIGGERED"]
+    assert fresh.stop() == 0
+    verify = fresh.verify_replay()
+    assert verify.returncode == 0 and verify.stdout.count(": equal") == 3, verify.stdout
