@@ -99,3 +99,25 @@ def test_a_deployment_sent_to_another_partition_is_forwarded_to_partition_0(
         is DeploymentIntent.CREATE
     )
     assert processes.latest(engine.dbs[1], "order-process") is not None
+
+
+def test_an_xml_bomb_is_rejected_and_the_partition_goes_on(engine: MemoryEngine) -> None:
+    bomb = b"""<?xml version="1.0"?>
+<!DOCTYPE d [
+ <!ENTITY lol "lol">
+ <!ENTITY lol2 "&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;">
+ <!ENTITY lol3 "&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;">
+]>
+<bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL">&lol3;</bpmn:definitions>"""
+    position = engine.send(0, deploy(("bomb.bpmn", bomb)))
+    engine.run()
+    (rejection,) = engine.results_of(0, position)
+    assert rejection.rejection_type is RejectionType.INVALID_ARGUMENT
+    assert "bomb.bpmn" in rejection.rejection_reason
+    assert "DOCTYPE is not allowed" in rejection.rejection_reason
+    after = engine.send(0, deploy(("order.bpmn", ORDER)))  # the next deployment still works
+    engine.run()
+    assert [r.intent for r in engine.results_of(0, after)][:2] == [
+        ProcessIntent.CREATED,
+        DeploymentIntent.CREATED,
+    ]

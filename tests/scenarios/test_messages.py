@@ -14,6 +14,7 @@ from engine.processing import instances
 from engine.protocol.enums import RecordType, RejectionType
 from engine.protocol.intents import (
     MessageIntent,
+    MessageStartEventSubscriptionIntent,
     MessageSubscriptionIntent,
     ProcessMessageSubscriptionIntent,
 )
@@ -135,3 +136,22 @@ def test_correlation_across_partitions(three: Any) -> None:
         MessageSubscriptionIntent.CORRELATING,
         MessageSubscriptionIntent.CORRELATED,
     ]
+
+
+def test_message_start_events_listen_on_every_partition(three: Any) -> None:
+    deploy(three, "starts.bpmn")
+    for partition in range(3):
+        created = [
+            r
+            for r in three.events(partition)
+            if r.intent is MessageStartEventSubscriptionIntent.CREATED
+        ]
+        assert len(created) == 1, partition
+    keys = [
+        next(k for k in (f"c-{i}" for i in range(100)) if partition_for_correlation_key(k, 3) == p)
+        for p in range(3)
+    ]
+    for partition, key in enumerate(keys):
+        reply = publish(three, "order-placed", key)
+        assert reply.intent is MessageStartEventSubscriptionIntent.CORRELATED
+        assert reply.value.process_instance_key >> 51 == partition + 1  # started where it landed
