@@ -6,6 +6,8 @@ raises `BpmnValidationError` listing every problem with its element id.
 
 from engine.bpmn.errors import BpmnError, BpmnValidationError, Problem
 from engine.bpmn.model import (
+    CallActivity,
+    ErrorDefinition,
     EventBasedGateway,
     EventNode,
     ExclusiveGateway,
@@ -15,6 +17,7 @@ from engine.bpmn.model import (
     Process,
     SequenceFlow,
     ServiceTask,
+    SubProcess,
     TimerDefinition,
 )
 from engine.bpmn.parser import parse_bpmn
@@ -22,6 +25,8 @@ from engine.bpmn.parser import parse_bpmn
 __all__ = [
     "BpmnError",
     "BpmnValidationError",
+    "CallActivity",
+    "ErrorDefinition",
     "EventBasedGateway",
     "EventNode",
     "ExclusiveGateway",
@@ -32,6 +37,7 @@ __all__ = [
     "Process",
     "SequenceFlow",
     "ServiceTask",
+    "SubProcess",
     "TimerDefinition",
     "parse_bpmn",
 ]

@@ -12,6 +12,7 @@ from typing import Any
 
 from engine.bpmn.errors import Problem
 from engine.bpmn.model import (
+    ErrorDefinition,
     EventBasedGateway,
     EventNode,
     FlowNode,
@@ -30,7 +31,6 @@ Messages = dict[str, tuple[str, str]]
 
 _TIMER_KINDS = {"timeDuration": "duration", "timeDate": "date", "timeCycle": "cycle"}
 _UNSUPPORTED_DEFINITIONS = {
-    "errorEventDefinition": "error",
     "signalEventDefinition": "signal",
     "escalationEventDefinition": "escalation",
     "terminateEventDefinition": "terminate",
@@ -38,8 +38,70 @@ _UNSUPPORTED_DEFINITIONS = {
     "compensateEventDefinition": "compensation",
     "conditionalEventDefinition": "conditional",
 }
-ACTIVITIES = {BpmnElementType.SERVICE_TASK, BpmnElementType.RECEIVE_TASK}
+ACTIVITIES = {
+    BpmnElementType.SERVICE_TASK,
+    BpmnElementType.RECEIVE_TASK,
+    BpmnElementType.SUB_PROCESS,
+    BpmnElementType.CALL_ACTIVITY,
+}
 """Activities boundary events may be attached to (so far)."""
+
+Errors = dict[str, str]
+"""Error id -> errorCode of the definitions' `bpmn:error` elements."""
+
+
+def errors_of(definitions: Node) -> Errors:
+    return {
+        node.attributes.get("id", ""): node.attributes.get("errorCode", "").strip()
+        for node in definitions.find_all(BPMN + "error")
+    }
+
+
+def _error(
+    element_id: str, definition: Node, errors: Errors, problems: list[Problem], *, catch: bool
+) -> ErrorDefinition | None:
+    ref = definition.attributes.get("errorRef", "")
+    if not ref:
+        if catch:
+            return ErrorDefinition("")  # catches every error
+        problems.append(Problem(element_id, "an error end event needs an errorRef"))
+        return None
+    if ref not in errors:
+        problems.append(Problem(element_id, f"errorRef '{ref}' is not a bpmn:error"))
+        return None
+    if not errors[ref] and not catch:
+        problems.append(Problem(element_id, f"error '{ref}' has no errorCode"))
+        return None
+    return ErrorDefinition(errors[ref])
+
+
+def throw_event(
+    node: Node, common: dict[str, Any], errors: Errors, problems: list[Problem]
+) -> FlowNode | None:
+    """End events (none, error, terminate) and none intermediate throw events."""
+    element_id = node.attributes["id"]
+    end = node.local == "endEvent"
+    element_type = BpmnElementType.END_EVENT if end else BpmnElementType.INTERMEDIATE_THROW_EVENT
+    definitions = [
+        c
+        for c in node.children
+        if c.namespace == BPMN[1:-1] and c.local.endswith("EventDefinition")
+    ]
+    if not definitions:
+        return FlowNode(element_type=element_type, event_type=BpmnEventType.NONE, **common)
+    local = definitions[0].local
+    if end and local == "errorEventDefinition":
+        error = _error(element_id, definitions[0], errors, problems, catch=False)
+        if error is None:
+            return None
+        return EventNode(
+            element_type=element_type, event_type=BpmnEventType.ERROR, error=error, **common
+        )
+    if end and local == "terminateEventDefinition":
+        return FlowNode(element_type=element_type, event_type=BpmnEventType.TERMINATE, **common)
+    kind = local.removesuffix("EventDefinition")
+    problems.append(Problem(element_id, f"{kind} {node.local}s are not supported yet"))
+    return None
 
 
 def messages_of(definitions: Node) -> Messages:
@@ -91,7 +153,11 @@ def _timer(element_id: str, definition: Node, problems: list[Problem]) -> TimerD
 
 
 def event_node(
-    node: Node, common: dict[str, Any], messages: Messages, problems: list[Problem]
+    node: Node,
+    common: dict[str, Any],
+    messages: Messages,
+    errors: Errors,
+    problems: list[Problem],
 ) -> FlowNode | None:
     """The model of a start, intermediate catch or boundary event, or a receive task; None
     (with a problem) when it is not supported or not valid."""
@@ -117,6 +183,7 @@ def event_node(
             return None
     message_node = next((c for c in definitions if c.local == "messageEventDefinition"), None)
     timer_node = next((c for c in definitions if c.local == "timerEventDefinition"), None)
+    error_node = next((c for c in definitions if c.local == "errorEventDefinition"), None)
     start = local == "startEvent"
     element_type = {
         "startEvent": BpmnElementType.START_EVENT,
@@ -127,6 +194,26 @@ def event_node(
     if local == "boundaryEvent":
         extra["attached_to"] = node.attributes.get("attachedToRef", "")
         extra["interrupting"] = node.attributes.get("cancelActivity", "true").lower() != "false"
+    if start:
+        extra["interrupting"] = node.attributes.get("isInterrupting", "true").lower() != "false"
+    if error_node is not None:
+        if local == "intermediateCatchEvent":
+            problems.append(
+                Problem(element_id, "error intermediate catch events do not exist in BPMN")
+            )
+            return None
+        error = _error(element_id, error_node, errors, problems, catch=True)
+        if error is None:
+            return None
+        if local == "boundaryEvent" and not extra["interrupting"]:
+            problems.append(Problem(element_id, "an error boundary event is always interrupting"))
+        return EventNode(
+            element_type=element_type,
+            event_type=BpmnEventType.ERROR,
+            error=error,
+            **{**extra, "interrupting": True},
+            **common,
+        )
     if message_node is not None:
         ref = message_node.attributes.get("messageRef", "")
         message = _message(element_id, ref, messages, problems, start=start)

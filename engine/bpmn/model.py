@@ -40,6 +40,8 @@ class FlowNode:
     outgoing: tuple[str, ...] = ()
     inputs: tuple[IoMapping, ...] = ()
     outputs: tuple[IoMapping, ...] = ()
+    scope: str = ""
+    """The id of the process or subprocess the element is directly in."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,12 +77,40 @@ class TimerDefinition:
 
 
 @dataclass(frozen=True, slots=True)
+class ErrorDefinition:
+    """A `bpmn:error` caught or thrown by an event; an empty code on a catch event catches
+    every error."""
+
+    code: str
+
+
+@dataclass(frozen=True, slots=True)
+class SubProcess(FlowNode):
+    """An embedded subprocess (its own variable scope) or, `triggered_by_event`, an event
+    subprocess started by its message, timer or error start event."""
+
+    start_event: str = ""
+    triggered_by_event: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class CallActivity(FlowNode):
+    """`zeebe:calledElement`: start the latest version of another process and wait for it."""
+
+    process_id: str = ""
+    """Static text or a FEEL expression."""
+    propagate_all_child_variables: bool = True
+    propagate_all_parent_variables: bool = True
+
+
+@dataclass(frozen=True, slots=True)
 class EventNode(FlowNode):
     """An element that waits for a message or a timer: a message or timer start event, an
     intermediate catch event, a boundary event or a receive task."""
 
     message: MessageDefinition | None = None
     timer: TimerDefinition | None = None
+    error: ErrorDefinition | None = None
     attached_to: str | None = None
     """Boundary events: the activity they are attached to."""
     interrupting: bool = True
@@ -110,19 +140,41 @@ class Process:
     def element(self, element_id: str) -> FlowNode:
         return self.elements[element_id]
 
+    def event_subprocesses(self, scope_id: str) -> list[SubProcess]:
+        return [
+            e
+            for e in self.elements.values()
+            if isinstance(e, SubProcess) and e.triggered_by_event and e.scope == scope_id
+        ]
+
     def events_of(self, element_id: str) -> list[EventNode]:
         """The message and timer events an active element waits for: itself (catch event,
-        receive task), its boundary events, or the catch events after an event-based gateway."""
+        receive task), its boundary events, the catch events after an event-based gateway,
+        and the start events of the event subprocesses of a scope (process or subprocess)."""
+        starts = [
+            self.elements[sub.start_event]
+            for sub in self.event_subprocesses(element_id)
+            if sub.start_event
+        ]
+        scoped = [
+            e for e in starts if isinstance(e, EventNode) and (e.message or e.timer) is not None
+        ]
+        if element_id == self.id:
+            return scoped
         element = self.elements[element_id]
         if isinstance(element, EventBasedGateway):
             targets = [self.elements[self.flows[f].target] for f in element.outgoing]
             return [t for t in targets if isinstance(t, EventNode)]
         found = [self.elements[b] for b in self.boundaries.get(element_id, ())]
-        events = [e for e in found if isinstance(e, EventNode)]
+        events = [
+            e for e in found if isinstance(e, EventNode) and (e.message or e.timer) is not None
+        ]
+        events += scoped
         if (
             isinstance(element, EventNode)
             and element.attached_to is None
             and element.element_type is not BpmnElementType.START_EVENT
+            and (element.message or element.timer) is not None
         ):
             events.insert(0, element)
         return events

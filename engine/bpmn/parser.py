@@ -11,11 +11,13 @@ and extension elements of other vendors are ignored.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from engine.bpmn import events
 from engine.bpmn.errors import BpmnValidationError, Problem
 from engine.bpmn.model import (
+    CallActivity,
     EventNode,
     ExclusiveGateway,
     FlowNode,
@@ -23,9 +25,10 @@ from engine.bpmn.model import (
     Process,
     SequenceFlow,
     ServiceTask,
+    SubProcess,
 )
 from engine.bpmn.xml import Node, parse_xml
-from engine.protocol.enums import BpmnElementType, BpmnEventType
+from engine.protocol.enums import BpmnElementType
 
 BPMN = "{http://www.omg.org/spec/BPMN/20100524/MODEL}"
 ZEEBE = "{http://camunda.org/schema/zeebe/1.0}"
@@ -81,11 +84,11 @@ def parse_bpmn(
         )
     problems: list[Problem] = []
     processes = []
-    messages = events.messages_of(root)
+    context = _Context(events.messages_of(root), events.errors_of(root))
     for node in root.find_all(BPMN + "process"):
         if node.attributes.get("isExecutable", "false").lower() != "true":
             continue
-        process = _process(node, problems, messages)
+        process = _process(node, problems, context)
         if process is not None:
             processes.append(process)
             if check_expression is not None:
@@ -97,51 +100,15 @@ def parse_bpmn(
     return processes
 
 
-def _process(node: Node, problems: list[Problem], messages: events.Messages) -> Process | None:
+def _process(node: Node, problems: list[Problem], context: _Context) -> Process | None:
     process_id = node.attributes.get("id", "")
     if not process_id:
         problems.append(Problem(f"line {node.line}", "a process needs an id"))
         return None
-    nodes: list[Node] = []
-    flows: dict[str, SequenceFlow] = {}
-    seen: set[str] = set()
-    for child in node.children:
-        if child.namespace != BPMN[1:-1] or child.local in _IGNORED:
-            continue
-        element_id = child.attributes.get("id", "")
-        if not element_id:
-            problems.append(Problem(f"line {child.line}", f"bpmn:{child.local} needs an id"))
-            continue
-        if element_id in seen:
-            problems.append(Problem(element_id, "the id is used twice"))
-            continue
-        seen.add(element_id)
-        if child.local == "sequenceFlow":
-            flows[element_id] = _flow(child)
-        else:
-            nodes.append(child)
-    node_ids = {n.attributes["id"] for n in nodes}
-    incoming: dict[str, list[str]] = {i: [] for i in node_ids}
-    outgoing: dict[str, list[str]] = {i: [] for i in node_ids}
-    for flow in list(flows.values()):
-        for ref, end in ((flow.source, "sourceRef"), (flow.target, "targetRef")):
-            if ref not in node_ids:
-                problems.append(
-                    Problem(flow.id, f"{end} '{ref}' is not a flow node of the process")
-                )
-                del flows[flow.id]
-                break
-        else:
-            outgoing[flow.source].append(flow.id)
-            incoming[flow.target].append(flow.id)
-    elements: dict[str, FlowNode] = {}
-    for child in nodes:
-        element_id = child.attributes["id"]
-        links = {"incoming": tuple(incoming[element_id]), "outgoing": tuple(outgoing[element_id])}
-        element = _element(child, problems, links, messages)
-        if element is not None:
-            elements[element_id] = element
-    starts = [e for e in elements.values() if e.element_type is BpmnElementType.START_EVENT]
+    elements = context.elements = {}
+    flows = context.flows = {}
+    direct = _scope(node, process_id, problems, context)
+    starts = [e for e in direct if e.element_type is BpmnElementType.START_EVENT]
     none_starts = [e.id for e in starts if not isinstance(e, EventNode)]
     event_starts = tuple(e.id for e in starts if isinstance(e, EventNode))
     if not starts:
@@ -161,6 +128,114 @@ def _process(node: Node, problems: list[Problem], messages: events.Messages) -> 
         event_starts,
         boundaries,
     )
+
+
+@dataclass(slots=True)
+class _Context:
+    messages: events.Messages
+    errors: dict[str, str]
+    seen: set[str] = field(default_factory=set)
+    elements: dict[str, FlowNode] = field(default_factory=dict)
+    """The elements of the process being parsed, subprocesses' included (ids are unique)."""
+    flows: dict[str, SequenceFlow] = field(default_factory=dict)
+
+
+def _scope(node: Node, scope_id: str, problems: list[Problem], context: _Context) -> list[FlowNode]:
+    """Parse the flow elements directly in `node` (a process or subprocess) into the
+    context's flat elements and flows, subprocesses recursively; returns this scope's."""
+    nodes: list[Node] = []
+    local_flows: dict[str, SequenceFlow] = {}
+    for child in node.children:
+        if child.namespace != BPMN[1:-1] or child.local in _IGNORED:
+            continue
+        element_id = child.attributes.get("id", "")
+        if not element_id:
+            problems.append(Problem(f"line {child.line}", f"bpmn:{child.local} needs an id"))
+            continue
+        if element_id in context.seen:
+            problems.append(Problem(element_id, "the id is used twice"))
+            continue
+        context.seen.add(element_id)
+        if child.local == "sequenceFlow":
+            local_flows[element_id] = _flow(child)
+        else:
+            nodes.append(child)
+    node_ids = {n.attributes["id"] for n in nodes}
+    incoming: dict[str, list[str]] = {i: [] for i in node_ids}
+    outgoing: dict[str, list[str]] = {i: [] for i in node_ids}
+    for flow in list(local_flows.values()):
+        for ref, end in ((flow.source, "sourceRef"), (flow.target, "targetRef")):
+            if ref not in node_ids:
+                problems.append(
+                    Problem(flow.id, f"{end} '{ref}' is not a flow node of the same scope")
+                )
+                del local_flows[flow.id]
+                break
+        else:
+            outgoing[flow.source].append(flow.id)
+            incoming[flow.target].append(flow.id)
+    context.flows.update(local_flows)
+    direct: list[FlowNode] = []
+    for child in nodes:
+        element_id = child.attributes["id"]
+        links = {
+            "incoming": tuple(incoming[element_id]),
+            "outgoing": tuple(outgoing[element_id]),
+            "scope": scope_id,
+        }
+        if child.local == "subProcess":
+            element: FlowNode | None = _subprocess(child, links, problems, context)
+        else:
+            element = _element(child, problems, links, context)
+        if element is not None:
+            context.elements[element_id] = element
+            direct.append(element)
+    return direct
+
+
+def _subprocess(
+    node: Node, links: dict[str, Any], problems: list[Problem], context: _Context
+) -> FlowNode | None:
+    element_id = node.attributes["id"]
+    inputs, outputs = _io_mappings(node, problems)
+    if _multi_instance(node, problems):
+        return None
+    direct = _scope(node, element_id, problems, context)
+    starts = [e for e in direct if e.element_type is BpmnElementType.START_EVENT]
+    by_event = node.attributes.get("triggeredByEvent", "false").lower() == "true"
+    if by_event:
+        if len(starts) != 1 or not isinstance(starts[0], EventNode):
+            problems.append(
+                Problem(
+                    element_id, "an event subprocess needs one message, timer or error start event"
+                )
+            )
+        if links["incoming"] or links["outgoing"]:
+            problems.append(Problem(element_id, "an event subprocess cannot have sequence flows"))
+    elif len(starts) != 1 or isinstance(starts[0], EventNode):
+        problems.append(
+            Problem(element_id, "an embedded subprocess needs exactly one none start event")
+        )
+    return SubProcess(
+        id=element_id,
+        element_type=BpmnElementType.EVENT_SUB_PROCESS if by_event else BpmnElementType.SUB_PROCESS,
+        name=node.attributes.get("name", ""),
+        inputs=inputs,
+        outputs=outputs,
+        start_event=starts[0].id if len(starts) == 1 else "",
+        triggered_by_event=by_event,
+        **links,
+    )
+
+
+def _multi_instance(node: Node, problems: list[Problem]) -> bool:
+    marker = node.find(BPMN + "multiInstanceLoopCharacteristics")
+    loop = node.find(BPMN + "standardLoopCharacteristics")
+    if marker is None and loop is None:
+        return False
+    what = "multi-instance" if marker is not None else "loop"
+    problems.append(Problem(node.attributes["id"], f"{what} activities are not supported yet"))
+    return True
 
 
 def _flow(node: Node) -> SequenceFlow:
@@ -184,8 +259,8 @@ def _event_kind(node: Node) -> str | None:
 def _element(
     node: Node,
     problems: list[Problem],
-    links: dict[str, tuple[str, ...]],
-    messages: events.Messages,
+    links: dict[str, Any],
+    context: _Context,
 ) -> FlowNode | None:
     element_id = node.attributes["id"]
     inputs, outputs = _io_mappings(node, problems)
@@ -197,16 +272,14 @@ def _element(
         **links,
     }
     local = node.local
-    if local == "endEvent":
-        kind = _event_kind(node)
-        if kind is not None:
-            problems.append(Problem(element_id, f"{kind} {local}s are not supported yet"))
-            return None
-        return FlowNode(
-            element_type=BpmnElementType.END_EVENT, event_type=BpmnEventType.NONE, **common
-        )
+    if _multi_instance(node, problems):
+        return None
+    if local in ("endEvent", "intermediateThrowEvent"):
+        return events.throw_event(node, common, context.errors, problems)
     if local in ("startEvent", "intermediateCatchEvent", "boundaryEvent", "receiveTask"):
-        return events.event_node(node, common, messages, problems)
+        return events.event_node(node, common, context.messages, context.errors, problems)
+    if local == "callActivity":
+        return _call_activity(node, problems, common)
     if local == "eventBasedGateway":
         return events.event_based_gateway(common)
     if local in _SIMPLE:
@@ -221,6 +294,28 @@ def _element(
         return _service_task(node, problems, common)
     problems.append(Problem(element_id, f"bpmn:{local} is not supported"))
     return None
+
+
+def _call_activity(node: Node, problems: list[Problem], common: dict[str, Any]) -> FlowNode | None:
+    extensions = _extensions(node)
+    called = extensions.find(ZEEBE + "calledElement") if extensions is not None else None
+    process_id = called.attributes.get("processId", "").strip() if called is not None else ""
+    if called is None or not process_id:
+        problems.append(
+            Problem(common["id"], 'a call activity needs <zeebe:calledElement processId="..."/>')
+        )
+        return None
+
+    def flag(name: str, default: bool) -> bool:
+        return called.attributes.get(name, str(default)).strip().lower() == "true"
+
+    return CallActivity(
+        element_type=BpmnElementType.CALL_ACTIVITY,
+        process_id=process_id,
+        propagate_all_child_variables=flag("propagateAllChildVariables", True),
+        propagate_all_parent_variables=flag("propagateAllParentVariables", True),
+        **common,
+    )
 
 
 def _extensions(node: Node) -> Node | None:
@@ -286,7 +381,10 @@ def _validate(
             )
         if kind is BpmnElementType.END_EVENT and element.outgoing:
             problems.append(Problem(element.id, "an end event cannot have outgoing sequence flows"))
-        if kind is not BpmnElementType.END_EVENT and not element.outgoing:
+        if (
+            kind not in (BpmnElementType.END_EVENT, BpmnElementType.EVENT_SUB_PROCESS)
+            and not element.outgoing
+        ):
             problems.append(Problem(element.id, "has no outgoing sequence flow"))
         if isinstance(element, ExclusiveGateway):
             _validate_gateway(element, flows, problems)
@@ -331,6 +429,8 @@ def _check_expressions(process: Process, check: ExpressionCheck, problems: list[
         found += [(element.id, m.source) for m in (*element.inputs, *element.outputs)]
         if isinstance(element, ServiceTask):
             found += [(element.id, element.job_type), (element.id, element.retries)]
+        if isinstance(element, CallActivity):
+            found.append((element.id, element.process_id))
         if isinstance(element, EventNode) and element.message is not None:
             found += [
                 (element.id, element.message.name),

@@ -74,7 +74,7 @@ def test_every_problem_is_reported_with_its_element_id_in_one_error() -> None:
     )
     assert 'no-type: a service task needs <zeebe:taskDefinition type="..."/>' in problems
     assert "human: bpmn:userTask is not supported" in problems
-    assert "f2: targetRef 'ghost' is not a flow node of the process" in problems
+    assert "f2: targetRef 'ghost' is not a flow node of the same scope" in problems
     assert "gw: default flow 'nowhere' is not one of its outgoing flows" in problems
     assert any(
         p.startswith("f3: a flow leaving an exclusive gateway needs a condition") for p in problems
