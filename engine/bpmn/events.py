@@ -135,7 +135,7 @@ def _message(
             )
         )
         return None
-    return MessageDefinition(name.strip(), "" if start else correlation_key)
+    return MessageDefinition(name.strip(), correlation_key)
 
 
 def _timer(element_id: str, definition: Node, problems: list[Problem]) -> TimerDefinition | None:

@@ -204,6 +204,15 @@ def _subprocess(
     starts = [e for e in direct if e.element_type is BpmnElementType.START_EVENT]
     by_event = node.attributes.get("triggeredByEvent", "false").lower() == "true"
     if by_event:
+        start = starts[0] if len(starts) == 1 else None
+        if isinstance(start, EventNode) and start.message and not start.message.correlation_key:
+            problems.append(
+                Problem(
+                    start.id,
+                    "the message of an event subprocess start needs"
+                    ' <zeebe:subscription correlationKey="..."/>',
+                )
+            )
         if len(starts) != 1 or not isinstance(starts[0], EventNode):
             problems.append(
                 Problem(

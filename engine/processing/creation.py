@@ -12,8 +12,8 @@ from dataclasses import replace
 
 from engine.processing import processes
 from engine.processing.context import ProcessingContext, RejectionError
-from engine.processing.element import set_variable
 from engine.processing.engine import Engine
+from engine.processing.mappings import set_variable
 from engine.protocol.enums import BpmnElementType, RejectionType
 from engine.protocol.intents import ProcessInstanceCreationIntent as Creation
 from engine.protocol.intents import ProcessInstanceIntent as Instance

@@ -222,17 +222,38 @@ def trigger(
 ) -> bool:
     """An event of element instance `owner_key` fired for element `target_id`. False when the
     owner no longer waits (it completed or terminated meanwhile)."""
-    from engine.processing import element as lifecycle
+    from engine.processing import termination as lifecycle
 
     owner = instances.instance(ctx.state, owner_key)
     if owner is None or owner["state"] != Instance.ELEMENT_ACTIVATED.name:
         return False
     value = instances.value_of(owner)
-    owner_element = process.element(owner["elementId"])
+    owner_id = str(owner["elementId"])
+    owner_element = None if owner_id == process.id else process.element(owner_id)
     target = process.element(target_id)
-    if target.id == owner_element.id:  # a catch event or receive task
+    if target.id == owner_id:  # a catch event or receive task
         _write_trigger(ctx, owner_key, target.id, variables, value)
         ctx.append_command(Instance.COMPLETE_ELEMENT, value, owner_key)
+        return True
+    if target.element_type is BpmnElementType.START_EVENT:  # an event subprocess of the owner
+        assert isinstance(target, EventNode)
+        _write_trigger(ctx, owner_key, target.id, variables, value)
+        if target.interrupting:
+            for child in instances.children(ctx.state, owner_key):
+                stored = instances.instance(ctx.state, child)
+                if stored is not None and stored["state"] != Instance.ELEMENT_TERMINATING.name:
+                    lifecycle.terminate_element(ctx, child, stored)
+        sub = process.element(target.scope)
+        started = ProcessInstanceValue(
+            **{
+                **_fields(value),
+                "element_id": sub.id,
+                "flow_scope_key": owner_key,
+                "bpmn_element_type": sub.element_type,
+                "bpmn_event_type": target.event_type,
+            }
+        )
+        ctx.append_command(Instance.ACTIVATE_ELEMENT, started, ctx.keys.next_key())
         return True
     scope_key = int(owner["flowScopeKey"])
     _write_trigger(ctx, scope_key, target.id, variables, value)

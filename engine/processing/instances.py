@@ -13,7 +13,7 @@ from typing import Any
 
 from engine.processing import processes
 from engine.processing.engine import Engine
-from engine.protocol.enums import BpmnElementType
+from engine.protocol.enums import BpmnElementType, BpmnEventType
 from engine.protocol.intents import ProcessInstanceIntent as Instance
 from engine.protocol.intents import VariableIntent
 from engine.protocol.records import Record
@@ -46,6 +46,9 @@ def value_of(stored: dict[str, Any]) -> ProcessInstanceValue:
         element_id=stored["elementId"],
         flow_scope_key=stored["flowScopeKey"],
         bpmn_element_type=BpmnElementType[stored["elementType"]],
+        bpmn_event_type=BpmnEventType[stored.get("eventType", "UNSPECIFIED")],
+        parent_process_instance_key=stored.get("parentProcessInstanceKey", -1),
+        parent_element_instance_key=stored.get("parentElementInstanceKey", -1),
     )
 
 
@@ -126,8 +129,17 @@ def apply_activating(record: Record, db: PartitionDb) -> None:
             "state": Instance.ELEMENT_ACTIVATING.name,
             "activeFlows": 0,
             "jobKey": -1,
+            "eventType": value.bpmn_event_type.name,
+            "parentProcessInstanceKey": value.parent_process_instance_key,
+            "parentElementInstanceKey": value.parent_element_instance_key,
         },
     )
+    if value.bpmn_element_type is BpmnElementType.PROCESS and value.parent_element_instance_key > 0:
+        caller = instance(db, value.parent_element_instance_key)
+        if caller is not None:  # the call activity knows its child, to terminate it
+            db.column(INSTANCES).update(
+                value.parent_element_instance_key, {**caller, "calledChildKey": record.key}
+            )
     if value.flow_scope_key > 0:
         db.column(CHILDREN).insert((value.flow_scope_key, record.key), None)
         if value.bpmn_element_type is BpmnElementType.PARALLEL_GATEWAY:
@@ -164,6 +176,12 @@ def apply_ended(record: Record, db: PartitionDb) -> None:
         db.column(TAKEN).delete(key)  # arrivals at joins that never completed
     for key, _ in list(db.column(TRIGGERS).items(TRIGGERS.key.prefix(record.key))):
         db.column(TRIGGERS).delete(key)  # events that fired as the scope ended
+    if value.bpmn_event_type is BpmnEventType.TERMINATE and value.flow_scope_key > 0:
+        scope = instance(db, value.flow_scope_key)  # a terminate end event: nothing is pending
+        if scope is not None:
+            db.column(INSTANCES).update(value.flow_scope_key, {**scope, "activeFlows": 0})
+        for key, _ in list(db.column(TAKEN).items(TAKEN.key.prefix(value.flow_scope_key))):
+            db.column(TAKEN).delete(key)
     if value.bpmn_element_type is BpmnElementType.PROCESS:
         started = db.column(STARTED_BY_INSTANCE).get(record.key)
         if started is not None:  # its correlation key may start another instance now

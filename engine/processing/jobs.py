@@ -15,11 +15,11 @@ import json
 from collections.abc import Iterable
 from dataclasses import replace
 
-from engine.processing import instances, job_state
+from engine.processing import instances, job_state, scopes
 from engine.processing.context import ProcessingContext, RejectionError
-from engine.processing.element import propagate_variables
 from engine.processing.engine import Engine
 from engine.processing.job_state import JOBS, STATES, job_value, stored_job
+from engine.processing.mappings import propagate_variables
 from engine.protocol.enums import ErrorType, RejectionType
 from engine.protocol.intents import IncidentIntent, JobIntent
 from engine.protocol.intents import ProcessInstanceIntent as Instance
@@ -130,8 +130,9 @@ def fail(command: Record, ctx: ProcessingContext) -> None:
 
 
 def throw_error(command: Record, ctx: ProcessingContext) -> None:
-    """JOB THROW_ERROR: a business error. No error catch events exist yet, so it is always
-    uncaught: an UNHANDLED_ERROR_EVENT incident naming the code."""
+    """JOB THROW_ERROR: a business error, caught by the nearest matching error boundary event
+    or error event subprocess (the task is interrupted), else an UNHANDLED_ERROR_EVENT incident
+    naming the code."""
     value = command.value
     assert isinstance(value, JobValue)
     stored = _active_job(ctx, command.key)
@@ -141,6 +142,9 @@ def throw_error(command: Record, ctx: ProcessingContext) -> None:
         job_value(stored), error_code=value.error_code, error_message=value.error_message
     )
     ctx.append_event(JobIntent.ERROR_THROWN, thrown, command.key, respond=True)
+    variables = value.variables if value.variables not in ("", "{}") else "{}"
+    if scopes.catch_error(ctx, thrown.element_instance_key, value.error_code, variables):
+        return
     detail = f": {value.error_message}" if value.error_message else ""
     message = (
         f"an error with code '{value.error_code}' was thrown by job {command.key} on element"

@@ -10,8 +10,8 @@ import json
 
 from engine.processing import instances
 from engine.processing.context import ProcessingContext, RejectionError
-from engine.processing.element import propagate_variables, set_variable
 from engine.processing.engine import Engine
+from engine.processing.mappings import propagate_variables, set_variable
 from engine.protocol.enums import RejectionType, VariableDocumentUpdateSemantic
 from engine.protocol.intents import VariableDocumentIntent
 from engine.protocol.records import Record

@@ -55,7 +55,7 @@ def test_catch_boundary_and_start_events_are_modelled() -> None:
     assert process.start_event == "" and process.event_starts == ("s",)
     start = process.element("s")
     assert isinstance(start, EventNode) and start.message is not None
-    assert (start.message.name, start.message.correlation_key) == ("paid", "")
+    assert start.message.name == "paid"  # a process start ignores the correlation key
     boundary = process.element("b")
     assert isinstance(boundary, EventNode) and boundary.timer is not None
     assert (boundary.attached_to, boundary.interrupting) == ("t", False)

@@ -1,0 +1,117 @@
+"""Variables of element instances: setting one (VARIABLE CREATED / UPDATED, nothing when the
+value is unchanged), Zeebe's default merge (where a variable is defined, nearest scope first,
+else on the process instance), input and output mappings, and element incidents."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from engine.feel import FeelError, compile_expression
+from engine.processing import instances
+from engine.processing.context import ProcessingContext
+from engine.protocol.enums import ErrorType
+from engine.protocol.intents import IncidentIntent, VariableIntent
+from engine.protocol.values import IncidentValue, ProcessInstanceValue, VariableValue
+
+
+def map_io(
+    ctx: ProcessingContext,
+    mappings: Any,
+    variables: dict[str, Any],
+    key: int,
+    value: ProcessInstanceValue,
+    *,
+    local: bool,
+) -> bool:
+    """Apply input (local) or output (propagated) mappings; an incident when one fails."""
+    results: dict[str, Any] = {}
+    for mapping in mappings:
+        try:
+            results[mapping.target] = compile_expression(mapping.source).evaluate(variables)
+        except FeelError as error:
+            element_incident(
+                ctx, ErrorType.IO_MAPPING_ERROR, f"{mapping.source}: {error.reason}", value, key
+            )
+            return False
+    if local:
+        for name, result in results.items():
+            set_variable(ctx, key, name, result, value)
+    else:
+        propagate_variables(ctx, value.flow_scope_key, results, value)
+    return True
+
+
+def set_variable(
+    ctx: ProcessingContext, scope_key: int, name: str, result: Any, value: ProcessInstanceValue
+) -> None:
+    encoded = json.dumps(result, separators=(",", ":"), ensure_ascii=False)
+    existing = instances.variable_json(ctx.state, scope_key, name)
+    if existing is not None and (existing == encoded or _canonical(existing) == encoded):
+        return
+    variable = VariableValue(
+        name=name,
+        value=encoded,
+        scope_key=scope_key,
+        process_instance_key=value.process_instance_key,
+        process_definition_key=value.process_definition_key,
+        bpmn_process_id=value.bpmn_process_id,
+    )
+    intent = VariableIntent.UPDATED if existing is not None else VariableIntent.CREATED
+    ctx.append_event(intent, variable, ctx.keys.next_key())
+
+
+def _canonical(text: str) -> str:
+    return json.dumps(json.loads(text), separators=(",", ":"), ensure_ascii=False)
+
+
+def propagate_variables(
+    ctx: ProcessingContext, scope_key: int, results: dict[str, Any], value: ProcessInstanceValue
+) -> None:
+    """Zeebe's default merge: set each variable where it is defined, nearest scope first, or
+    on the process instance when no scope defines it."""
+    chain = instances.scope_chain(ctx.state, scope_key)
+    for name, result in results.items():
+        target = next(
+            (s for s in chain if instances.variable_json(ctx.state, s, name) is not None),
+            value.process_instance_key,
+        )
+        set_variable(ctx, target, name, result, value)
+
+
+def merge_event_variables(
+    ctx: ProcessingContext,
+    element: Any,
+    key: int,
+    value: ProcessInstanceValue,
+    variables: dict[str, Any],
+) -> None:
+    """An event's variables, merged as a job completion's: local when the element has output
+    mappings (they decide what leaves), else set where defined or on the instance."""
+    if not variables:
+        return
+    if element.outputs:
+        for name, result in variables.items():
+            set_variable(ctx, key, name, result, value)
+    else:
+        propagate_variables(ctx, key, variables, value)
+
+
+def element_incident(
+    ctx: ProcessingContext,
+    error_type: ErrorType,
+    message: str,
+    value: ProcessInstanceValue,
+    key: int,
+) -> None:
+    incident = IncidentValue(
+        error_type=error_type,
+        error_message=message,
+        bpmn_process_id=value.bpmn_process_id,
+        process_definition_key=value.process_definition_key,
+        process_instance_key=value.process_instance_key,
+        element_id=value.element_id,
+        element_instance_key=key,
+        variable_scope_key=key,
+    )
+    ctx.append_event(IncidentIntent.CREATED, incident, ctx.keys.next_key())
