@@ -29,6 +29,19 @@ class SequenceFlow:
 
 
 @dataclass(frozen=True, slots=True)
+class MultiInstance:
+    """`bpmn:multiInstanceLoopCharacteristics` with `zeebe:loopCharacteristics`."""
+
+    sequential: bool
+    input_collection: str
+    """A FEEL expression yielding a list."""
+    input_element: str = ""
+    output_collection: str = ""
+    output_element: str = ""
+    completion_condition: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class FlowNode:
     """A start or end event, task, manual task or parallel gateway: nothing beyond the flow."""
 
@@ -42,6 +55,7 @@ class FlowNode:
     outputs: tuple[IoMapping, ...] = ()
     scope: str = ""
     """The id of the process or subprocess the element is directly in."""
+    multi_instance: MultiInstance | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,6 +160,12 @@ class Process:
             for e in self.elements.values()
             if isinstance(e, SubProcess) and e.triggered_by_event and e.scope == scope_id
         ]
+
+    def boundary_events(self, element_id: str) -> list[EventNode]:
+        """The message and timer boundary events of an activity (a multi-instance body waits
+        for these; its inner instances do not)."""
+        found = [self.elements[b] for b in self.boundaries.get(element_id, ())]
+        return [e for e in found if isinstance(e, EventNode) and (e.message or e.timer) is not None]
 
     def events_of(self, element_id: str) -> list[EventNode]:
         """The message and timer events an active element waits for: itself (catch event,

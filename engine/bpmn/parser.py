@@ -22,6 +22,7 @@ from engine.bpmn.model import (
     ExclusiveGateway,
     FlowNode,
     IoMapping,
+    MultiInstance,
     Process,
     SequenceFlow,
     ServiceTask,
@@ -40,6 +41,10 @@ _SIMPLE = {
 }
 _IGNORED = {
     "documentation",
+    "multiInstanceLoopCharacteristics",  # read by the element it marks
+    "standardLoopCharacteristics",
+    "incoming",
+    "outgoing",
     "extensionElements",
     "laneSet",
     "textAnnotation",
@@ -233,18 +238,65 @@ def _subprocess(
         outputs=outputs,
         start_event=starts[0].id if len(starts) == 1 else "",
         triggered_by_event=by_event,
+        multi_instance=_loop(node, problems),
         **links,
     )
 
 
+_MULTI_INSTANCE_HOSTS = {
+    "serviceTask",
+    "receiveTask",
+    "subProcess",
+    "callActivity",
+    "task",
+    "manualTask",
+}
+
+
 def _multi_instance(node: Node, problems: list[Problem]) -> bool:
+    """True (with a problem) when the element has loop characteristics it cannot have."""
     marker = node.find(BPMN + "multiInstanceLoopCharacteristics")
     loop = node.find(BPMN + "standardLoopCharacteristics")
-    if marker is None and loop is None:
-        return False
-    what = "multi-instance" if marker is not None else "loop"
-    problems.append(Problem(node.attributes["id"], f"{what} activities are not supported yet"))
-    return True
+    if loop is not None:
+        problems.append(Problem(node.attributes["id"], "standard loops are not supported"))
+        return True
+    if marker is not None and node.local not in _MULTI_INSTANCE_HOSTS:
+        problems.append(
+            Problem(node.attributes["id"], f"a bpmn:{node.local} cannot be multi-instance")
+        )
+        return True
+    return False
+
+
+def _loop(node: Node, problems: list[Problem]) -> MultiInstance | None:
+    marker = node.find(BPMN + "multiInstanceLoopCharacteristics")
+    if marker is None:
+        return None
+    element_id = node.attributes["id"]
+    extensions = marker.find(BPMN + "extensionElements")
+    loop = extensions.find(ZEEBE + "loopCharacteristics") if extensions is not None else None
+    attributes = loop.attributes if loop is not None else {}
+    collection = attributes.get("inputCollection", "").strip()
+    if not collection:
+        problems.append(
+            Problem(
+                element_id, 'multi-instance needs <zeebe:loopCharacteristics inputCollection="="/>'
+            )
+        )
+        return None
+    output_collection = attributes.get("outputCollection", "").strip()
+    output_element = attributes.get("outputElement", "").strip()
+    if bool(output_collection) != bool(output_element):
+        problems.append(Problem(element_id, "outputCollection and outputElement go together"))
+    condition = marker.find(BPMN + "completionCondition")
+    return MultiInstance(
+        sequential=marker.attributes.get("isSequential", "false").lower() == "true",
+        input_collection=collection,
+        input_element=attributes.get("inputElement", "").strip(),
+        output_collection=output_collection,
+        output_element=output_element,
+        completion_condition=condition.text.strip() if condition is not None else "",
+    )
 
 
 def _flow(node: Node) -> SequenceFlow:
@@ -278,6 +330,7 @@ def _element(
         "name": node.attributes.get("name", ""),
         "inputs": inputs,
         "outputs": outputs,
+        "multi_instance": _loop(node, problems),
         **links,
     }
     local = node.local
@@ -440,6 +493,13 @@ def _check_expressions(process: Process, check: ExpressionCheck, problems: list[
             found += [(element.id, element.job_type), (element.id, element.retries)]
         if isinstance(element, CallActivity):
             found.append((element.id, element.process_id))
+        loop = element.multi_instance
+        if loop is not None:
+            found += [
+                (element.id, text)
+                for text in (loop.input_collection, loop.output_element, loop.completion_condition)
+                if text
+            ]
         if isinstance(element, EventNode) and element.message is not None:
             found += [
                 (element.id, element.message.name),

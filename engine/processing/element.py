@@ -23,7 +23,14 @@ from engine.bpmn import (
     SubProcess,
 )
 from engine.feel import FeelError, compile_expression
-from engine.processing import events, instances, processes, scopes, termination
+from engine.processing import (
+    events,
+    instances,
+    multi_instance,
+    processes,
+    scopes,
+    termination,
+)
 from engine.processing.context import ProcessingContext, RejectionError
 from engine.processing.engine import Engine
 from engine.processing.mappings import (
@@ -85,6 +92,9 @@ def activate(command: Record, ctx: ProcessingContext) -> None:
         _activate_process(ctx, process, key, value)
         return
     element = process.element(value.element_id)
+    if kind is multi_instance.BODY:
+        multi_instance.activate_body(ctx, element, key, value, process)
+        return
     if element.inputs:
         variables = instances.visible_variables(ctx.state, value.flow_scope_key)
         if not map_io(ctx, element.inputs, variables, key, value, local=True):
@@ -98,12 +108,7 @@ def activate(command: Record, ctx: ProcessingContext) -> None:
         ctx.append_command(Instance.COMPLETE_ELEMENT, value, key)
         return
     if isinstance(element, EventNode) and element.error is not None and kind is END:
-        if not scopes.catch_error(ctx, key, element.error.code, "{}"):
-            message = (
-                f"an error with code '{element.error.code}' was thrown by '{element.id}' but no"
-                " error catch event handles it"
-            )
-            element_incident(ctx, ErrorType.UNHANDLED_ERROR_EVENT, message, value, key)
+        scopes.throw_from_end_event(ctx, element, key, value)
         return
     try:
         openings = events.prepare(ctx, process, element.id, key)
@@ -202,10 +207,18 @@ def complete(command: Record, ctx: ProcessingContext) -> None:
         if chosen is None:
             return
         flows = [chosen]
-    if element.outputs:
+    body = value.bpmn_element_type is multi_instance.BODY
+    inner = multi_instance.is_inner(ctx, value)
+    if element.outputs and not body:
         variables = instances.visible_variables(ctx.state, key)
         if not map_io(ctx, element.outputs, variables, key, value, local=False):
             return
+    if inner:
+        if not multi_instance.collect_output(ctx, element, key, value):
+            return
+        counter, flows = multi_instance.loop_counter(ctx, key), []  # the body takes the flows
+    if body:
+        multi_instance.hand_over_output(ctx, element, key, value)
     ctx.append_event(Instance.ELEMENT_COMPLETING, value, key)
     events.close_events(ctx, key)
     ctx.append_event(Instance.ELEMENT_COMPLETED, value, key)
@@ -213,7 +226,10 @@ def complete(command: Record, ctx: ProcessingContext) -> None:
         _take(ctx, process, flow, value)
     if element.event_type is BpmnEventType.TERMINATE:
         scopes.terminate_siblings(ctx, value.flow_scope_key, key)
-    _complete_scope_if_done(ctx, value.flow_scope_key)
+    if inner:
+        multi_instance.inner_completed(ctx, element, counter, value)
+    else:
+        _complete_scope_if_done(ctx, value.flow_scope_key)
 
 
 def _take(
@@ -234,7 +250,7 @@ def _take(
     activation = replace(
         value,
         element_id=target.id,
-        bpmn_element_type=target.element_type,
+        bpmn_element_type=multi_instance.BODY if target.multi_instance else target.element_type,
         bpmn_event_type=target.event_type,
     )
     ctx.append_command(Instance.ACTIVATE_ELEMENT, activation, ctx.keys.next_key())

@@ -107,6 +107,9 @@ def prepare(ctx: ProcessingContext, process: Process, element_id: str, key: int)
         return []
     if _trigger_for(ctx.state, _trigger_scope(ctx, key), element_id) is not None:
         return []  # already triggered (after an event-based gateway): waits for nothing
+    scope = instances.instance(ctx.state, _trigger_scope(ctx, key))
+    if scope is not None and scope["elementType"] == BpmnElementType.MULTI_INSTANCE_BODY.name:
+        events = [e for e in events if e.attached_to is None]  # the body has the boundaries
     variables = instances.visible_variables(ctx.state, key)
     return [evaluate(event, variables, ctx.now) for event in events]
 

@@ -170,6 +170,16 @@ def apply_ended(record: Record, db: PartitionDb) -> None:
     db.column(INSTANCES).delete_existing(record.key)
     if value.flow_scope_key > 0:
         db.column(CHILDREN).delete((value.flow_scope_key, record.key))
+        scope = instance(db, value.flow_scope_key)
+        if scope is not None and scope["elementType"] == BpmnElementType.MULTI_INSTANCE_BODY.name:
+            counter = (
+                "completedInstances"
+                if record.intent is Instance.ELEMENT_COMPLETED
+                else "terminatedInstances"
+            )
+            db.column(INSTANCES).update(
+                value.flow_scope_key, {**scope, counter: scope.get(counter, 0) + 1}
+            )
     for name in local_variables(db, record.key):
         db.column(VARIABLES).delete((record.key, name))
     for key, _ in list(db.column(TAKEN).items(TAKEN.key.prefix(record.key))):

@@ -22,7 +22,8 @@ from typing import Any
 from engine.bpmn import CallActivity, EventNode, Process, SubProcess
 from engine.processing import events, instances, processes
 from engine.processing.context import ProcessingContext
-from engine.protocol.enums import BpmnElementType
+from engine.processing.mappings import element_incident
+from engine.protocol.enums import BpmnElementType, ErrorType
 from engine.protocol.intents import ProcessInstanceIntent as Instance
 from engine.protocol.values import ProcessInstanceValue
 
@@ -154,6 +155,20 @@ def catch_error(ctx: ProcessingContext, thrower_key: int, code: str, variables: 
             parent = int(stored.get("parentElementInstanceKey", -1))  # into the calling process
         current = parent
     return False
+
+
+def throw_from_end_event(
+    ctx: ProcessingContext, element: EventNode, key: int, value: ProcessInstanceValue
+) -> None:
+    """An error end event throws its error; uncaught, it stays with an incident."""
+    assert element.error is not None
+    if catch_error(ctx, key, element.error.code, "{}"):
+        return
+    message = (
+        f"an error with code '{element.error.code}' was thrown by '{element.id}' but no error"
+        " catch event handles it"
+    )
+    element_incident(ctx, ErrorType.UNHANDLED_ERROR_EVENT, message, value, key)
 
 
 def terminate_siblings(ctx: ProcessingContext, scope_key: int, keep: int) -> None:
