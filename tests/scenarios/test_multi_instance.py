@@ -9,6 +9,8 @@ from typing import Any
 from engine.processing import instances
 from engine.protocol.enums import ErrorType
 from engine.protocol.intents import IncidentIntent, JobIntent, TimerIntent
+from engine.protocol.records import command
+from engine.protocol.values import JobValue
 from tests.scenarios.helpers import all_events, complete, create, deploy, jobs_of, steps
 
 
@@ -85,3 +87,33 @@ def test_empty_and_invalid_collections(engine: Any) -> None:
     (incident,) = [r for r in all_events(engine) if r.intent is IncidentIntent.CREATED]
     assert incident.value.error_type is ErrorType.EXTRACT_VALUE_ERROR
     assert "must be a list, but it is str" in incident.value.error_message
+
+
+def test_a_large_collection_spills_over_batches_and_completes(engine: Any) -> None:
+    deploy(engine, "multi-instance.bpmn")
+    items = list(range(400))  # more inner activations than one batch processes
+    instance = create(engine, "mi-sequential", steps=[0])  # warm-up: the process is deployed
+    complete(engine, jobs_of(engine, instance)[0])
+    instance = create(engine, "mi-parallel", items=items)
+    spilled = [
+        r
+        for r in engine.records(0)
+        if r.record_type.name == "COMMAND" and r.intent.name == "ACTIVATE_ELEMENT"
+    ]
+    assert spilled  # follow-ups beyond the batch budget were written to the log as commands
+    jobs = jobs_of(engine, instance)
+    assert len(jobs) == 400
+    for job in jobs:  # all answers first, then one run: the batches stay full
+        item = _variables(engine, job)["item"]
+        value = JobValue(variables=json.dumps({"shipped": item * 2}))
+        engine.send(0, command(JobIntent.COMPLETE, value, key=job.key))
+    engine.run()
+    assert steps(engine, instance)[-1] == ("mi-parallel", "ELEMENT_COMPLETED")
+    (results,) = [
+        json.loads(r.value.value)
+        for r in engine.events(0)
+        if r.value_type.name == "VARIABLE"
+        and r.value.name == "results"
+        and r.value.scope_key == instance
+    ]
+    assert results == [2 * i for i in items]

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from engine.processing import instances
+from engine.processing import instances, queries
 from engine.protocol.enums import ErrorType, RejectionType
 from engine.protocol.intents import IncidentIntent, JobIntent, ProcessInstanceIntent
 from engine.protocol.records import command
@@ -219,3 +219,18 @@ def test_a_terminate_end_event_ends_its_scope_at_once(engine: Any) -> None:
     assert lifecycle[-1] == ("terminating", "ELEMENT_COMPLETED")
     slow_jobs = [r for r in all_events(engine) if r.value_type.name == "JOB"]
     assert [r.intent for r in slow_jobs] == [JobIntent.CREATED, JobIntent.CANCELED]
+
+
+def test_an_incident_in_a_called_instance_is_visible_from_the_root(engine: Any) -> None:
+    deploy(engine, "call-activity.bpmn")
+    parent = create(engine, "parent", childId="child")
+    (job,) = _instance_jobs(engine, parent)
+    send(
+        engine, command(JobIntent.FAIL, JobValue(retries=0, error_message="disk full"), key=job.key)
+    )
+    tree = queries.instance_tree(engine.dbs[0], parent)
+    assert tree is not None and tree["elementId"] == "parent"
+    (call,) = tree["children"]
+    assert call["elementId"] == "call" and call["called"]["elementId"] == "child"
+    (incident,) = queries.incidents_in_tree(tree)
+    assert incident["errorType"] == "JOB_NO_RETRIES" and incident["message"] == "disk full"
