@@ -245,8 +245,7 @@ logger.state.level = WARN
         cmd = self._java(
             "kafka.tools.StorageTool",
             "format",
-            "-t",
-            _kafka_uuid(),
+            f"--cluster-id={_kafka_uuid()}",  # one argument: an id may begin with "-"
             "-c",
             str(self.dir / "server.properties"),
         )

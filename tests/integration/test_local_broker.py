@@ -108,3 +108,14 @@ def test_missing_maven_says_what_to_install(
     broker = LocalBroker(tmp_path / "home", free_port(), free_port())
     with pytest.raises(ToolMissingError, match="install Maven"):
         broker.up()
+
+
+def test_a_cluster_id_beginning_with_a_dash_formats(
+    cli_env: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # base64url ids begin with "-" one time in 64; the storage tool must not read it as a flag
+    monkeypatch.setattr("engine.localkafka.broker._kafka_uuid", lambda: "-AAAAAAAAAAAAAAAAAAAAA")
+    try:
+        assert main(["kafka", "up", *cli_env]) == 0
+    finally:
+        main(["kafka", "down", *cli_env])

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaError, Message, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 
 from engine.config import Config
 from engine.log import clients
@@ -58,6 +58,15 @@ class KafkaEngine:
         self.sent: dict[int, int] = {}
         """The highest offset the harness itself produced, per partition."""
         self.messages: dict[int, list[Message]] = {p: [] for p in range(partitions)}
+        self.watcher = Consumer(
+            {
+                "bootstrap.servers": bootstrap,
+                "group.id": f"{self.namespace}.watcher",
+                "isolation.level": "read_uncommitted",
+            }
+        )
+        """Reads the log's true end: a read_committed consumer's end offset is the last stable
+        offset, which lags behind a transaction whose commit markers are still being written."""
         self.dbs: list[PartitionDb] = []
         self.machines: list[ProcessingStateMachine] = []
         self.consumers: list[Consumer] = []
@@ -74,6 +83,7 @@ class KafkaEngine:
                 }
             )
             consumer.assign([TopicPartition(self.TOPIC, partition, 0)])
+            self._wait_until_readable(consumer, partition)
             producer = clients.transactional_producer(bootstrap, self.namespace, partition)
             producer.init_transactions(30)
             self.dbs.append(db)
@@ -96,6 +106,20 @@ class KafkaEngine:
                     job_push=job_push,
                 )
             )
+
+    def _wait_until_readable(self, consumer: Consumer, partition: int) -> None:
+        """A topic created a moment ago may have no leader yet: wait for valid offsets."""
+        deadline = time.monotonic() + 30
+        tp = TopicPartition(self.TOPIC, partition)
+        while time.monotonic() < deadline:
+            try:
+                low, high = consumer.get_watermark_offsets(tp, timeout=5, cached=False)
+            except KafkaException:
+                low = high = -1
+            if low >= 0 and high >= 0:
+                return
+            time.sleep(0.1)
+        raise AssertionError(f"{self.TOPIC}/{partition} has no leader after 30 s")
 
     def _rewinder(self, consumer: Consumer, partition: int) -> Callable[[int], None]:
         def rewind(offset: int) -> None:
@@ -146,8 +170,8 @@ class KafkaEngine:
         if position <= self.sent.get(partition, -1):
             return False
         tp = TopicPartition(self.TOPIC, partition)
-        _, high = self.consumers[partition].get_watermark_offsets(tp, timeout=10, cached=False)
-        return bool(high - position <= 1)
+        _, high = self.watcher.get_watermark_offsets(tp, timeout=10, cached=False)
+        return bool(0 <= high - position <= 1)  # a negative end: metadata not ready yet
 
     def advance(self, seconds: float) -> None:
         self.now += seconds
@@ -218,6 +242,8 @@ class KafkaEngine:
                 fresh.close()
 
     def close(self) -> None:
+        self.watcher.close()
+        self.sender.flush(5)
         for consumer in self.consumers:
             consumer.close()
         for producer in self.producers:
