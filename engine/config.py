@@ -17,6 +17,11 @@ Every setting has a default that works on a laptop; CLI flags override the envir
 - `PARTITA_JOB_PUSH_TIMEOUT_MS` (`300000`): the deadline given to a pushed job.
 - `PARTITA_MESSAGE_TTL` (`PT5M`): the time to live of a published message that names none
   (an ISO-8601 duration, or milliseconds).
+- `PARTITA_SNAPSHOT_RECORDS` (`100000`) and `PARTITA_SNAPSHOT_INTERVAL` (`PT5M`): a partition
+  snapshots its state after that many log records or that much time, whichever comes first.
+- `PARTITA_DOWNSTREAM_GROUPS` (empty): comma-separated consumer groups that read the log (e.g.
+  analytics); the log is never truncated past what they have committed.
+- `PARTITA_TRUNCATE` (`true`): delete log records no one needs after each snapshot.
 """
 
 from __future__ import annotations
@@ -73,6 +78,10 @@ class Config:
     job_push_limit: int = 256
     job_push_timeout_ms: int = 300_000
     message_ttl_ms: int = 300_000
+    snapshot_every_records: int = 100_000
+    snapshot_interval_ms: int = 300_000
+    downstream_groups: tuple[str, ...] = ()
+    truncate: bool = True
 
     def __post_init__(self) -> None:
         if not _NAMESPACE_RE.match(self.namespace):
@@ -145,6 +154,17 @@ class Config:
             message_ttl_ms=duration_ms(
                 env.get("PARTITA_MESSAGE_TTL") or "PT5M", "PARTITA_MESSAGE_TTL"
             ),
+            snapshot_every_records=_int(env, "PARTITA_SNAPSHOT_RECORDS", 100_000),
+            snapshot_interval_ms=duration_ms(
+                env.get("PARTITA_SNAPSHOT_INTERVAL") or "PT5M", "PARTITA_SNAPSHOT_INTERVAL"
+            ),
+            downstream_groups=tuple(
+                g.strip()
+                for g in (env.get("PARTITA_DOWNSTREAM_GROUPS") or "").split(",")
+                if g.strip()
+            ),
+            truncate=(env.get("PARTITA_TRUNCATE") or "true").strip().lower()
+            not in ("false", "0", "no"),
         )
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import enum
 import logging
+import shutil
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -26,7 +27,10 @@ from engine.processing.job_push import JobPush
 from engine.protocol.codec import RecordCodec
 from engine.protocol.keys import partition_id_of_kafka
 from engine.protocol.records import Record
+from engine.snapshots import Manifest, SnapshotError, SnapshotSettings, Snapshotter
+from engine.snapshots import restore as restore_snapshot
 from engine.state import KeyGenerator, PartitionDb
+from engine.state.db import LAST_APPLIED_POSITION, LAST_PROCESSED_POSITION
 from engine.stream.processing import ProcessingStateMachine
 from engine.stream.replay import ReplayResult, ReplayStateMachine
 
@@ -62,6 +66,7 @@ class PartitionTask:
         clock: Callable[[], float] = time.time,
         job_push: JobPush | None = None,
         message_ttl_ms: int = DEFAULT_MESSAGE_TTL_MS,
+        snapshots: SnapshotSettings | None = None,
     ) -> None:
         self.bootstrap = bootstrap
         self.namespace = namespace
@@ -76,6 +81,9 @@ class PartitionTask:
         self.clock = clock
         self.job_push = job_push
         self.message_ttl_ms = message_ttl_ms
+        self.snapshot_settings = snapshots
+        self.snapshotter: Snapshotter | None = None
+        self.restored: Manifest | None = None
         self.state = TaskState.CREATED
         self.db: PartitionDb | None = None
         self.producer: Any = None
@@ -104,8 +112,10 @@ class PartitionTask:
         if self.state is TaskState.CREATED:
             self.fence()
         assert self.db is not None
-        keys = KeyGenerator(self.db, partition_id_of_kafka(self.partition))
         self.state = TaskState.REPLAYING
+        self._restore_if_needed()
+        assert self.db is not None
+        keys = KeyGenerator(self.db, partition_id_of_kafka(self.partition))
         restore = clients.restore_consumer(self.bootstrap, self.namespace, self.partition)
         try:
             self.replay = ReplayStateMachine(
@@ -134,6 +144,15 @@ class PartitionTask:
             job_push=self.job_push,
             message_ttl_ms=self.message_ttl_ms,
         )
+        if self.snapshot_settings is not None:
+            self.snapshotter = Snapshotter(
+                bootstrap=self.bootstrap,
+                namespace=self.namespace,
+                topic=self.topic,
+                partition=self.partition,
+                work_dir=self.home / "snapshots" / self.namespace / f"partition-{self.partition}",
+                settings=self.snapshot_settings,
+            )
         self.state = TaskState.PROCESSING
         _LOG.info(
             "partition %d: processing from offset %d (replayed %d events, opened in %.2f s)",
@@ -142,6 +161,53 @@ class PartitionTask:
             self.replay.events,
             time.monotonic() - self._started,
         )
+
+    def _restore_if_needed(self) -> None:
+        """A store that is empty, or that ends before the log now starts (truncated since),
+        is replaced by the newest snapshot that verifies."""
+        assert self.db is not None
+        watcher = clients.restore_consumer(self.bootstrap, self.namespace, self.partition)
+        try:
+            tp = TopicPartition(self.topic, self.partition)
+            log_start, _ = watcher.get_watermark_offsets(tp, timeout=30, cached=False)
+        finally:
+            watcher.close()
+        applied = self.db.position(LAST_APPLIED_POSITION)
+        processed = self.db.position(LAST_PROCESSED_POSITION)
+        if processed >= 0 and applied + 1 >= log_start:
+            return  # local state is current enough: replay the tail
+        path = state_dir(self.home, self.namespace, self.partition)
+        self.db.close()
+        self.db = None
+        manifest = restore_snapshot(
+            self.bootstrap, self.namespace, self.partition, path, not_before=log_start
+        )
+        if manifest is None and log_start > 0:
+            shutil.rmtree(path, ignore_errors=True)
+            raise SnapshotError(
+                f"partition {self.partition}: the log starts at offset {log_start} and no"
+                " snapshot reaches it; the state cannot be rebuilt (restore the snapshots topic"
+                " or reset the namespace)"
+            )
+        if manifest is None and processed >= 0:
+            shutil.rmtree(path, ignore_errors=True)  # stale local state: rebuild from the log
+        self.db = PartitionDb.open_current(path)
+        self.restored = manifest
+        if manifest is not None:
+            _LOG.info(
+                "partition %d: restored snapshot %s (processed position %d)",
+                self.partition,
+                manifest.snapshot_id,
+                manifest.processed_position,
+            )
+
+    def maybe_snapshot(self) -> None:
+        """Between batches: start a snapshot when one is due; finish one that uploaded."""
+        if self.snapshotter is None or self.db is None:
+            return
+        self.snapshotter.poll()
+        if self.snapshotter.due(self.db.position(LAST_PROCESSED_POSITION)):
+            self.snapshotter.take(self.db)
 
     def _rewind(self, offset: int) -> None:
         self.consumer.seek(TopicPartition(self.topic, self.partition, offset))
@@ -179,6 +245,8 @@ class PartitionTask:
         if self.state is TaskState.CLOSED:
             return
         self.state = TaskState.CLOSED
+        if self.snapshotter is not None:
+            self.snapshotter.close()
         if self.db is not None:
             self.db.rollback()
             self.db.close()

@@ -12,12 +12,15 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from confluent_kafka import TopicPartition
+
 from engine.config import Config
 from engine.errors import PartitaError
 from engine.log import clients
 from engine.processing import Engine
 from engine.protocol.codec import RecordCodec
 from engine.protocol.keys import partition_id_of_kafka
+from engine.snapshots import restore as restore_snapshot
 from engine.state import KeyGenerator, PartitionDb
 from engine.state.db import LAST_APPLIED_POSITION
 from engine.stream.replay import ReplayStateMachine
@@ -46,6 +49,26 @@ def verify_replay(config: Config, engine: Engine, partition: int) -> Verificatio
         live_digest = live.digest()
     scratch = Path(tempfile.mkdtemp(prefix=f"partita-verify-{partition}-"))
     try:
+        watcher = clients.restore_consumer(config.bootstrap, config.namespace, partition)
+        try:
+            tp = TopicPartition(config.log_topic, partition)
+            log_start, _ = watcher.get_watermark_offsets(tp, timeout=30, cached=False)
+        finally:
+            watcher.close()
+        if log_start > 0:  # truncated: start from a snapshot, replay the rest
+            manifest = restore_snapshot(
+                config.bootstrap,
+                config.namespace,
+                partition,
+                scratch / "replayed",
+                not_before=log_start,
+                up_to=position,
+            )
+            if manifest is None:
+                raise PartitaError(
+                    f"partition {partition}: the log starts at {log_start} and no snapshot"
+                    f" up to position {position} reaches it"
+                )
         with PartitionDb(scratch / "replayed") as fresh:
             keys = KeyGenerator(fresh, partition_id_of_kafka(partition))
             consumer = clients.restore_consumer(config.bootstrap, config.namespace, partition)

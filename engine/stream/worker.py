@@ -27,6 +27,7 @@ from engine.log import clients
 from engine.processing import Engine
 from engine.processing.job_push import JobPush, job_topic
 from engine.protocol.codec import RecordCodec
+from engine.snapshots import SnapshotSettings
 from engine.stream.processing import AbortedBatchError, TaskFencedError
 from engine.stream.task import PartitionTask
 
@@ -87,6 +88,12 @@ class Worker:
                 max_commands_in_batch=self.max_commands_in_batch,
                 job_push=self.job_push,
                 message_ttl_ms=self.config.message_ttl_ms,
+                snapshots=SnapshotSettings(
+                    every_records=self.config.snapshot_every_records,
+                    interval_s=self.config.snapshot_interval_ms / 1000,
+                    downstream_groups=self.config.downstream_groups,
+                    truncate=self.config.truncate,
+                ),
             )
             for tp in partitions
         ]
@@ -176,6 +183,7 @@ class Worker:
                 task.check_due_dates(now)
             except AbortedBatchError:
                 continue
+            task.maybe_snapshot()
         if time.monotonic() >= self._next_job_topic_refresh:
             self._refresh_job_topics(consumer)
 

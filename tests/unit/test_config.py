@@ -60,3 +60,20 @@ def test_flags_override_environment_and_none_keeps_the_value() -> None:
 def test_invalid_settings_name_the_setting(env: dict[str, str], message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         Config.from_env(env)
+
+
+def test_snapshot_and_truncation_settings_come_from_the_environment() -> None:
+    config = Config.from_env(
+        {
+            "PARTITA_SNAPSHOT_RECORDS": "500",
+            "PARTITA_SNAPSHOT_INTERVAL": "PT30S",
+            "PARTITA_DOWNSTREAM_GROUPS": "analytics, export ,",
+            "PARTITA_TRUNCATE": "false",
+            "PARTITA_MESSAGE_TTL": "60000",
+        }
+    )
+    assert config.snapshot_every_records == 500 and config.snapshot_interval_ms == 30_000
+    assert config.downstream_groups == ("analytics", "export")
+    assert config.truncate is False and config.message_ttl_ms == 60_000
+    with pytest.raises(ConfigError, match="PARTITA_SNAPSHOT_INTERVAL"):
+        Config.from_env({"PARTITA_SNAPSHOT_INTERVAL": "often"})

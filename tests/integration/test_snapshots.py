@@ -1,0 +1,183 @@
+"""Snapshots in Kafka and log truncation on the real broker: a worker on an empty machine takes
+over a truncated partition from a snapshot and reaches the same digest; an upload that died
+half-way and a corrupted chunk are both passed over for an older complete snapshot; a lagging
+downstream group holds truncation back."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
+
+from engine.client import Client
+from engine.config import Config
+from engine.snapshots import restore, store
+from engine.state import ColumnFamilies, PartitionDb
+from engine.state.db import STATE_FORMAT
+from tests.integration.workers import BUILTIN_ENGINE, WorkerProcess, create_topics, wait_until
+
+pytestmark = pytest.mark.kafka
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "bpmn"
+FAST_SNAPSHOTS = {"PARTITA_SNAPSHOT_RECORDS": "40", "PARTITA_SNAPSHOT_INTERVAL": "PT1S"}
+
+
+def _config(bootstrap: str, home: Path) -> Config:
+    config = Config(
+        bootstrap_servers=bootstrap, namespace=f"s{uuid.uuid4().hex[:8]}", home=home, partitions=1
+    )
+    create_topics(config)
+    return config
+
+
+def _log_start(config: Config) -> int:
+    consumer = Consumer({"bootstrap.servers": config.bootstrap, "group.id": "probe"})
+    try:
+        low, _ = consumer.get_watermark_offsets(
+            TopicPartition(config.log_topic, 0), timeout=10, cached=False
+        )
+        return int(low)
+    finally:
+        consumer.close()
+
+
+def _load(client: Client, instances: int) -> None:
+    for n in range(instances):
+        client.create_instance("one-task", {"n": n})
+    for key, _job in client.activate_jobs("work", max_jobs=instances // 2):
+        client.complete_job(key, {"done": True})
+
+
+def test_an_empty_machine_takes_over_a_truncated_partition_from_a_snapshot(
+    kafka_bootstrap: str, tmp_path: Path
+) -> None:
+    config = _config(kafka_bootstrap, tmp_path)
+    first = WorkerProcess(config, tmp_path / "a", "a", BUILTIN_ENGINE, env=FAST_SNAPSHOTS).start()
+    with Client(config, timeout=90) as client:
+        client.deploy(FIXTURES / "one-task.bpmn")
+        _load(client, 40)
+        wait_until(lambda: _log_start(config) > 0, 60, "the log to be truncated", first.tail)
+    assert first.stop() == 0
+    truncated_at = _log_start(config)
+
+    fresh = WorkerProcess(config, tmp_path / "b", "b", BUILTIN_ENGINE, env=FAST_SNAPSHOTS).start()
+    with Client(config, timeout=90) as client:
+        jobs = client.activate_jobs("work", max_jobs=100)  # state from before the move
+        assert len(jobs) == 20
+        client.complete_job(jobs[0][0], {"done": True})
+        client.create_instance("one-task", {"n": "after"})
+    assert fresh.stop() == 0, fresh.tail()
+    assert "restored snapshot" in fresh.log.read_text()
+    assert _log_start(config) >= truncated_at
+    verify = fresh.verify_replay()
+    assert verify.returncode == 0 and ": equal" in verify.stdout, verify.stdout + verify.stderr
+
+
+@pytest.fixture
+def snapshot_topic(kafka_bootstrap: str, tmp_path: Path) -> Iterator[tuple[Config, Producer]]:
+    config = _config(kafka_bootstrap, tmp_path)
+    producer = Producer({"bootstrap.servers": kafka_bootstrap, "enable.idempotence": True})
+    yield config, producer
+    producer.flush(10)
+
+
+def _store_with(tmp_path: Path, name: str, jobs: int) -> Path:
+    """A real store with `jobs` job states, checkpointed; the checkpoint's path."""
+    with PartitionDb(tmp_path / name) as db:
+        for key in range(jobs):
+            db.column(ColumnFamilies.JOB_STATE).upsert(key, "ACTIVATABLE")
+        db.commit(last_processed_position=jobs, last_applied_position=jobs)
+        return db.checkpoint(tmp_path / f"{name}-checkpoint")
+
+
+def _upload(config: Config, producer: Producer, checkpoint: Path, position: int) -> Any:
+    return store.upload(
+        producer,
+        config.snapshots_topic,
+        0,
+        checkpoint,
+        processed_position=position,
+        applied_position=position,
+        state_format=STATE_FORMAT,
+    )
+
+
+def test_incomplete_and_corrupt_snapshots_are_passed_over(
+    snapshot_topic: tuple[Config, Producer], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config, producer = snapshot_topic
+    good = _upload(config, producer, _store_with(tmp_path, "good", 10), 10)
+
+    # an upload that dies after its chunks: no manifest, so never a candidate
+    for _, _, data in store._chunks_of(_store_with(tmp_path, "partial", 20)):
+        producer.produce(
+            config.snapshots_topic,
+            data,
+            partition=0,
+            headers=[(store.KIND, b"chunk"), ("snapshotId", b"dead"), ("chunkName", b"x:0")],
+        )
+    producer.flush(10)
+
+    # a complete upload whose chunk bytes were damaged after their checksums were taken
+    real = store._chunks_of
+    calls = {"n": 0}
+
+    def damaged(checkpoint: Path) -> Iterator[tuple[str, int, bytes]]:
+        calls["n"] += 1
+        for name, index, data in real(checkpoint):
+            flip = calls["n"] == 2 and name.endswith(".sst") and bool(data)
+            yield name, index, bytes([data[0] ^ 0xFF]) + data[1:] if flip else data
+
+    monkeypatch.setattr(store, "_chunks_of", damaged)
+    corrupt = _upload(config, producer, _store_with(tmp_path, "corrupt", 30), 30)
+    monkeypatch.setattr(store, "_chunks_of", real)
+    assert [m.snapshot_id for m in _manifests(config)][:2] == [
+        corrupt.snapshot_id,
+        good.snapshot_id,
+    ]
+
+    target = tmp_path / "restored"
+    restored = restore(config.bootstrap, config.namespace, 0, target)
+    assert restored is not None and restored.snapshot_id == good.snapshot_id
+    with PartitionDb(target) as db:
+        assert db.position("last_processed_position") == 10
+        states = list(db.column(ColumnFamilies.JOB_STATE).items())
+        assert len(states) == 10
+
+
+def _manifests(config: Config) -> list[Any]:
+    consumer = Consumer(
+        {"bootstrap.servers": config.bootstrap, "group.id": "m", "enable.partition.eof": True}
+    )
+    try:
+        return store.manifests(consumer, config.snapshots_topic, 0)
+    finally:
+        consumer.close()
+
+
+def test_a_lagging_downstream_group_holds_truncation_back(
+    kafka_bootstrap: str, tmp_path: Path
+) -> None:
+    config = _config(kafka_bootstrap, tmp_path)
+    analytics = f"{config.namespace}.analytics"
+    reader = Consumer({"bootstrap.servers": kafka_bootstrap, "group.id": analytics})
+    reader.commit(offsets=[TopicPartition(config.log_topic, 0, 5)], asynchronous=False)
+    env = {**FAST_SNAPSHOTS, "PARTITA_DOWNSTREAM_GROUPS": analytics}
+    worker = WorkerProcess(config, tmp_path, engine=BUILTIN_ENGINE, env=env).start()
+    try:
+        with Client(config, timeout=90) as client:
+            client.deploy(FIXTURES / "one-task.bpmn")
+            _load(client, 40)
+            wait_until(
+                lambda: _log_start(config) == 5, 60, "truncation up to the group", worker.tail
+            )
+            reader.commit(offsets=[TopicPartition(config.log_topic, 0, 60)], asynchronous=False)
+            _load(client, 20)
+            wait_until(lambda: _log_start(config) == 60, 60, "truncation to follow the group")
+    finally:
+        reader.close()
+        assert worker.stop() == 0, worker.tail()
