@@ -22,6 +22,8 @@ Every setting has a default that works on a laptop; CLI flags override the envir
 - `PARTITA_DOWNSTREAM_GROUPS` (empty): comma-separated consumer groups that read the log (e.g.
   analytics); the log is never truncated past what they have committed.
 - `PARTITA_TRUNCATE` (`true`): delete log records no one needs after each snapshot.
+- `PARTITA_STANDBY` (`false`): keep warm copies of the partitions a worker does not own, so
+  taking one over replays only the last few records.
 """
 
 from __future__ import annotations
@@ -82,6 +84,7 @@ class Config:
     snapshot_interval_ms: int = 300_000
     downstream_groups: tuple[str, ...] = ()
     truncate: bool = True
+    standby: bool = False
 
     def __post_init__(self) -> None:
         if not _NAMESPACE_RE.match(self.namespace):
@@ -163,6 +166,7 @@ class Config:
                 for g in (env.get("PARTITA_DOWNSTREAM_GROUPS") or "").split(",")
                 if g.strip()
             ),
+            standby=(env.get("PARTITA_STANDBY") or "false").strip().lower() in ("true", "1", "yes"),
             truncate=(env.get("PARTITA_TRUNCATE") or "true").strip().lower()
             not in ("false", "0", "no"),
         )

@@ -29,7 +29,8 @@ from engine.processing.job_push import JobPush, job_topic
 from engine.protocol.codec import RecordCodec
 from engine.snapshots import SnapshotSettings
 from engine.stream.processing import AbortedBatchError, TaskFencedError
-from engine.stream.task import PartitionTask
+from engine.stream.standby import Standby
+from engine.stream.task import PartitionTask, state_dir
 
 _LOG = logging.getLogger("partita.worker")
 
@@ -70,10 +71,15 @@ class Worker:
         self.job_push = JobPush(limit=config.job_push_limit, timeout_ms=config.job_push_timeout_ms)
         self.job_topic_refresh_s = job_topic_refresh_s
         self._next_job_topic_refresh = 0.0
+        self.standbys: dict[int, Standby] = {}
 
     # -- rebalance callbacks (run inside consume()) ----------------------------------------------
 
     def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        for tp in partitions:  # the task opens the store its standby kept warm
+            standby = self.standbys.pop(tp.partition, None)
+            if standby is not None:
+                standby.close()
         tasks = [
             PartitionTask(
                 bootstrap=self.config.bootstrap,
@@ -112,7 +118,7 @@ class Worker:
         for tp in partitions:
             task = self.tasks.pop(tp.partition, None)
             if task is not None:
-                task.close()
+                task.close()  # with standbys on, the next loop keeps it warm from here
         consumer.incremental_unassign(partitions)
         _LOG.info("revoked partitions %s", sorted(tp.partition for tp in partitions))
 
@@ -154,6 +160,9 @@ class Worker:
             for task in self.tasks.values():
                 task.close()
             self.tasks.clear()
+            for standby in self.standbys.values():
+                standby.close()
+            self.standbys.clear()
             consumer.close()
             self.consumer = None
 
@@ -186,6 +195,25 @@ class Worker:
             task.maybe_snapshot()
         if time.monotonic() >= self._next_job_topic_refresh:
             self._refresh_job_topics(consumer)
+        if self.config.standby:
+            self._keep_standbys()
+
+    def _keep_standbys(self) -> None:
+        """A warm copy of every partition this worker does not own."""
+        for partition in range(self.partition_count):
+            if partition in self.tasks or partition in self.standbys:
+                continue
+            self.standbys[partition] = Standby(
+                bootstrap=self.config.bootstrap,
+                namespace=self.config.namespace,
+                topic=self.config.log_topic,
+                partition=partition,
+                path=state_dir(self.config.home, self.config.namespace, partition),
+                engine=self.engine,
+                codec=self.codec,
+            )
+        for standby in self.standbys.values():
+            standby.catch_up()
 
     def _refresh_job_topics(self, consumer: Consumer) -> None:
         """Job types are pushed while their topic `<ns>.jobs.<type>` exists; jobs that were

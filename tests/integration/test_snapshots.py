@@ -181,3 +181,40 @@ def test_a_lagging_downstream_group_holds_truncation_back(
     finally:
         reader.close()
         assert worker.stop() == 0, worker.tail()
+
+
+def _replayed(log: Path) -> list[int]:
+    """The `replayed N events` counts a worker logged when it opened partitions."""
+    found = []
+    for line in log.read_text().splitlines():
+        if "processing from offset" in line and "replayed" in line:
+            found.append(int(line.split("replayed ")[1].split(" ")[0]))
+    return found
+
+
+def test_a_standby_takes_over_with_only_the_last_records_to_replay(
+    kafka_bootstrap: str, tmp_path: Path
+) -> None:
+    config = _config(kafka_bootstrap, tmp_path)
+    env = {"PARTITA_STANDBY": "true"}
+    owner = WorkerProcess(config, tmp_path / "a", "a", BUILTIN_ENGINE, env=env).start()
+    with Client(config, timeout=90) as client:
+        client.deploy(FIXTURES / "one-task.bpmn")  # the owner is in place
+        standby = WorkerProcess(config, tmp_path / "b", "b", BUILTIN_ENGINE, env=env).start()
+        wait_until(lambda: "standby for partition 0" in standby.log.read_text(), 60, "a standby")
+        _load(client, 40)
+        warm = tmp_path / "b" / "state" / config.namespace / "partition-0"
+
+        def applied() -> int:  # a read-only view sees the store as of its opening: reopen
+            with PartitionDb(warm, read_only=True) as view:
+                return view.position("last_applied_position")
+
+        wait_until(lambda: applied() > 100, 30, "the standby to apply the load")
+        owner.kill()  # -9: the standby's worker takes the partition
+        jobs = client.activate_jobs("work", max_jobs=100)
+        assert len(jobs) == 20
+    assert standby.stop() == 0, standby.tail()
+    replayed = _replayed(standby.log)
+    assert replayed and replayed[-1] < 20, replayed  # warm: only the last few records
+    verify = standby.verify_replay()
+    assert verify.returncode == 0 and ": equal" in verify.stdout, verify.stdout + verify.stderr

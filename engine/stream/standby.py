@@ -1,0 +1,98 @@
+"""Standby replicas: warm copies of partitions this worker does not own.
+
+With standbys on (`PARTITA_STANDBY=true`), a worker keeps the state store of every partition
+it does not own up to date by applying that partition's EVENTs as they are committed (a
+read_committed, assign-only consumer; events only, as replay does). The store is the one a
+task would open, so when the partition moves here the task finds its state current and
+replays only the last few records. A standby whose store is empty or older than the log start
+starts from the newest snapshot. Taking a partition over closes its standby first (RocksDB
+allows one owner of a store).
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+from pathlib import Path
+
+from confluent_kafka import Consumer, KafkaError, TopicPartition
+
+from engine.log import clients
+from engine.processing import Engine
+from engine.protocol.codec import RecordCodec
+from engine.protocol.headers import EVENT, RECORD_TYPE, header
+from engine.protocol.keys import partition_id_of_kafka
+from engine.snapshots import restore as restore_snapshot
+from engine.state import KeyGenerator, PartitionDb
+from engine.state.db import LAST_APPLIED_POSITION
+
+_LOG = logging.getLogger("partita.standby")
+
+
+class Standby:
+    def __init__(
+        self,
+        *,
+        bootstrap: str,
+        namespace: str,
+        topic: str,
+        partition: int,
+        path: Path,
+        engine: Engine,
+        codec: RecordCodec,
+    ) -> None:
+        self.topic = topic
+        self.partition = partition
+        self.engine = engine
+        self.codec = codec
+        self.path = path
+        self.applied = 0
+        self.consumer: Consumer = clients.restore_consumer(bootstrap, namespace, partition)
+        tp = TopicPartition(topic, partition)
+        log_start, _ = self.consumer.get_watermark_offsets(tp, timeout=30, cached=False)
+        self.db = PartitionDb.open_current(path)
+        if self.db.position(LAST_APPLIED_POSITION) + 1 < log_start:
+            self.db.close()
+            if (
+                restore_snapshot(bootstrap, namespace, partition, path, not_before=log_start)
+                is None
+            ):
+                shutil.rmtree(path, ignore_errors=True)
+            self.db = PartitionDb.open_current(path)
+        self.keys = KeyGenerator(self.db, partition_id_of_kafka(partition))
+        start = max(self.db.position(LAST_APPLIED_POSITION) + 1, log_start)
+        self.consumer.assign([TopicPartition(topic, partition, start)])
+        _LOG.info("standby for partition %d from offset %d", partition, start)
+
+    def catch_up(self, max_records: int = 2000) -> int:
+        """Apply the events that arrived since the last call (without waiting)."""
+        messages = self.consumer.consume(num_messages=max_records, timeout=0)
+        last = -1
+        applied = 0
+        for message in messages:
+            error = message.error()
+            if error is not None:
+                if error.code() != KafkaError._PARTITION_EOF:
+                    _LOG.warning("standby %d: %s", self.partition, error.str())
+                continue
+            offset = message.offset()
+            assert offset is not None
+            last = offset
+            if header(message.headers(), RECORD_TYPE) != EVENT:
+                continue
+            record = self.codec.decode(
+                message.value() or b"", topic=self.topic, partition=self.partition, offset=offset
+            )
+            self.engine.apply(record, self.db)
+            self.keys.set_key_if_higher(record.key)
+            applied += 1
+        if last >= 0:
+            self.db.commit(
+                last_applied_position=last if applied else None, last_processed_position=last
+            )
+        self.applied += applied
+        return applied
+
+    def close(self) -> None:
+        self.consumer.close()
+        self.db.close()
