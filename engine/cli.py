@@ -172,6 +172,14 @@ def cmd_bench_state(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_bench_recovery(args: argparse.Namespace) -> int:
+    from engine.bench import recovery
+
+    sizes = [int(n) for n in str(args.instances).split(",") if n.strip()]
+    print(recovery.main_json(_config(args), sizes, _progress))
+    return 0
+
+
 def cmd_bench_correlation(args: argparse.Namespace) -> int:
     import json
 
@@ -410,6 +418,18 @@ def build_parser() -> argparse.ArgumentParser:
     )
     loop_bench.add_argument(
         "--commands", type=int, default=20_000, help="commands to process (default: 20000)"
+    )
+    recovery_bench = add(
+        bench_commands,
+        "recovery",
+        cmd_bench_recovery,
+        "snapshot size and time, restore time, failover cold/warm/standby (needs Kafka)",
+        local=True,
+    )
+    recovery_bench.add_argument(
+        "--instances",
+        default="10000,100000",
+        help="in-flight instance counts, comma-separated (default: 10000,100000)",
     )
     correlation_bench = add(
         bench_commands,

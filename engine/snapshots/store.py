@@ -23,6 +23,7 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 
 from engine.errors import PartitaError
+from engine.log.clients import consume_available
 
 _LOG = logging.getLogger("partita.snapshots")
 
@@ -192,7 +193,7 @@ def _read(consumer: Consumer, topic: str, partition: int, start: int) -> Iterato
     consumer.assign([TopicPartition(topic, partition, begin)])
     try:
         while True:
-            for message in consumer.consume(num_messages=100, timeout=1.0):
+            for message in consume_available(consumer, 100, 1.0):
                 error = message.error()
                 if error is not None:
                     if error.code() == KafkaError._PARTITION_EOF:

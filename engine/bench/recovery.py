@@ -1,0 +1,203 @@
+"""`partita bench recovery`: snapshots and failover, measured on a running broker.
+
+For each size, N one-task instances are created and left waiting (in flight) on a one-
+partition namespace with an engine worker in a child process. Then:
+- snapshot: a checkpoint of that worker's store uploaded to the snapshots topic (size, time);
+- restore: the newest snapshot downloaded, verified and opened on an empty machine;
+- failover, from `kill -9` of the owner until a command sent right after the kill is answered:
+  cold (a new worker with an empty data directory: snapshot + tail), warm (the killed worker
+  restarted on its own data), standby (a second worker already keeping a warm copy).
+Failover includes Kafka's group session timeout (6 s): the time the group needs to notice the
+owner is gone. One JSON line.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from confluent_kafka import Producer
+
+from engine.client import Client
+from engine.config import Config
+from engine.log.admin import admin_client
+from engine.log.topics import apply_topics, load_specs
+from engine.protocol.intents import ProcessInstanceCreationIntent
+from engine.protocol.values import ProcessInstanceCreationValue
+from engine.snapshots import restore, store
+from engine.state import PartitionDb
+from engine.state.db import LAST_APPLIED_POSITION, LAST_PROCESSED_POSITION, STATE_FORMAT
+from engine.stream.task import state_dir
+
+BPMN = """<?xml version="1.0" encoding="UTF-8"?>
+<bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL"
+    xmlns:zeebe="http://camunda.org/schema/zeebe/1.0" id="bench" targetNamespace="bench">
+  <bpmn:process id="bench-one-task" isExecutable="true">
+    <bpmn:startEvent id="start" />
+    <bpmn:sequenceFlow id="f1" sourceRef="start" targetRef="work" />
+    <bpmn:serviceTask id="work">
+      <bpmn:extensionElements><zeebe:taskDefinition type="bench.work" /></bpmn:extensionElements>
+    </bpmn:serviceTask>
+    <bpmn:sequenceFlow id="f2" sourceRef="work" targetRef="end" />
+    <bpmn:endEvent id="end" />
+  </bpmn:process>
+</bpmn:definitions>
+"""
+
+
+class _Worker:
+    def __init__(self, config: Config, home: Path, name: str, env: dict[str, str]) -> None:
+        home.mkdir(parents=True, exist_ok=True)
+        self.log = (home / f"{name}.log").open("ab")
+        args = [
+            sys.executable,
+            "-m",
+            "engine.cli",
+            "worker",
+            "--bootstrap-servers",
+            config.bootstrap,
+            "--namespace",
+            config.namespace,
+            "--home",
+            str(home),
+        ]
+        self.process = subprocess.Popen(
+            args, stdout=self.log, stderr=subprocess.STDOUT, env={**os.environ, **env}
+        )
+
+    def kill(self) -> None:
+        self.process.send_signal(signal.SIGKILL)
+        self.process.wait(10)
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            self.process.wait(30)
+        self.log.close()
+
+
+_QUIET = {"PARTITA_SNAPSHOT_RECORDS": "1000000000", "PARTITA_SNAPSHOT_INTERVAL": "PT24H"}
+
+
+def _create(client: Client, count: int) -> None:
+    value = ProcessInstanceCreationValue(bpmn_process_id="bench-one-task")
+    for start in range(0, count, 1000):
+        pending = [
+            client.submit(ProcessInstanceCreationIntent.CREATE, value)
+            for _ in range(min(1000, count - start))
+        ]
+        for correlation in pending:
+            client.result(correlation, timeout=300)
+
+
+def _answered(client: Client) -> None:
+    value = ProcessInstanceCreationValue(bpmn_process_id="bench-one-task")
+    client.send(ProcessInstanceCreationIntent.CREATE, value, timeout=300)
+
+
+def _failover(client: Client, owner: _Worker, start: Callable[[], Any]) -> float:
+    """Seconds from `kill -9` of the owner until a command sent right after is answered."""
+    owner.kill()
+    began = time.monotonic()
+    start()
+    _answered(client)
+    return round(time.monotonic() - began, 2)
+
+
+def _one_size(base: Config, instances: int, progress: Callable[[str], None]) -> dict[str, Any]:
+    config = replace(base, namespace=f"bench{uuid.uuid4().hex[:6]}", partitions=1)
+    apply_topics(admin_client(config.bootstrap), load_specs(config))
+    work = Path(tempfile.mkdtemp(prefix="partita-bench-recovery-"))
+    bpmn = work / "bench.bpmn"
+    bpmn.write_text(BPMN)
+    result: dict[str, Any] = {"instances": instances}
+    workers: list[_Worker] = []
+
+    def worker(home: str, env: dict[str, str] = _QUIET) -> _Worker:
+        workers.append(_Worker(config, work / home, home, env))
+        return workers[-1]
+
+    try:
+        owner = worker("a")
+        with Client(config, timeout=300) as client:
+            client.deploy(bpmn)
+            progress(f"  {instances} instances in flight...")
+            _create(client, instances)
+        owner.stop()
+        progress("  snapshot and restore...")
+        result |= _snapshot_and_restore(config, work)
+        progress("  failover: cold, warm, standby...")
+        standby_env = {**_QUIET, "PARTITA_STANDBY": "true"}
+        with Client(config, timeout=300) as client:
+            owner = worker("a")
+            _answered(client)  # it owns the partition
+            result["failover_cold_s"] = _failover(client, owner, lambda: worker("cold"))
+            workers[-1].stop()
+            owner = worker("a")  # its own data: warm
+            _answered(client)
+            result["failover_warm_s"] = _failover(client, owner, lambda: worker("a"))
+            workers[-1].stop()
+            owner = worker("a", standby_env)
+            _answered(client)
+            worker("b", standby_env)
+            time.sleep(5)  # the standby catches up
+            result["failover_standby_s"] = _failover(client, owner, lambda: None)
+    finally:
+        for running in workers:
+            if running.process.poll() is None:
+                running.stop()
+        shutil.rmtree(work, ignore_errors=True)
+    return result
+
+
+def _snapshot_and_restore(config: Config, work: Path) -> dict[str, Any]:
+    with PartitionDb(state_dir(work / "a", config.namespace, 0)) as db:
+        processed = db.position(LAST_PROCESSED_POSITION)
+        applied = db.position(LAST_APPLIED_POSITION)
+        checkpoint = db.checkpoint(work / "checkpoint")
+    producer = Producer({"bootstrap.servers": config.bootstrap, "compression.type": "lz4"})
+    began = time.monotonic()
+    manifest = store.upload(
+        producer,
+        config.snapshots_topic,
+        0,
+        checkpoint,
+        processed_position=processed,
+        applied_position=applied,
+        state_format=STATE_FORMAT,
+    )
+    figures = {
+        "snapshot_bytes": sum(c.size for c in manifest.chunks),
+        "snapshot_s": round(time.monotonic() - began, 2),
+    }
+    began = time.monotonic()
+    restore(config.bootstrap, config.namespace, 0, work / "restored" / "p")
+    with PartitionDb(work / "restored" / "p"):
+        pass
+    figures["restore_s"] = round(time.monotonic() - began, 2)
+    return figures
+
+
+def run(
+    config: Config, sizes: list[int], progress: Callable[[str], None] = print
+) -> dict[str, Any]:
+    results = []
+    for size in sizes:
+        progress(f"Recovery bench at {size} in-flight instances...")
+        results.append(_one_size(config, size, progress))
+    return {"bench": "recovery", "runs": results}
+
+
+def main_json(config: Config, sizes: list[int], progress: Callable[[str], None]) -> str:
+    return json.dumps(run(config, sizes, progress))
