@@ -27,8 +27,6 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka import Producer
-
 from engine.client import Client
 from engine.config import Config
 from engine.log.admin import admin_client
@@ -166,7 +164,7 @@ def _snapshot_and_restore(config: Config, work: Path) -> dict[str, Any]:
         processed = db.position(LAST_PROCESSED_POSITION)
         applied = db.position(LAST_APPLIED_POSITION)
         checkpoint = db.checkpoint(work / "checkpoint")
-    producer = Producer({"bootstrap.servers": config.bootstrap, "compression.type": "lz4"})
+    producer = store.snapshot_producer(config.bootstrap)
     began = time.monotonic()
     manifest = store.upload(
         producer,

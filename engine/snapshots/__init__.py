@@ -103,15 +103,7 @@ class Snapshotter:
     def _upload(self, checkpoint: Path, processed: int, applied: int) -> None:
         try:
             if self._producer is None:
-                self._producer = Producer(
-                    {
-                        "bootstrap.servers": self.bootstrap,
-                        "enable.idempotence": True,
-                        "linger.ms": 5,
-                        "message.max.bytes": 8 * 1024 * 1024,
-                        "compression.type": "lz4",
-                    }
-                )
+                self._producer = store.snapshot_producer(self.bootstrap)
             started = time.monotonic()
             manifest = store.upload(
                 self._producer,

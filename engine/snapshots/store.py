@@ -71,6 +71,19 @@ class Manifest:
         return cls(**raw)
 
 
+def snapshot_producer(bootstrap: str) -> Producer:
+    """A producer whose record limit fits the chunks (librdkafka's default is 1 MB)."""
+    return Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "enable.idempotence": True,
+            "linger.ms": 5,
+            "message.max.bytes": 2 * CHUNK_BYTES,
+            "compression.type": "lz4",
+        }
+    )
+
+
 def _chunks_of(checkpoint: Path) -> Iterator[tuple[str, int, bytes]]:
     for path in sorted(p for p in checkpoint.rglob("*") if p.is_file()):
         name = path.relative_to(checkpoint).as_posix()

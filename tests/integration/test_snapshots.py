@@ -5,6 +5,7 @@ downstream group holds truncation back."""
 
 from __future__ import annotations
 
+import os
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -218,3 +219,21 @@ def test_a_standby_takes_over_with_only_the_last_records_to_replay(
     assert replayed and replayed[-1] < 20, replayed  # warm: only the last few records
     verify = standby.verify_replay()
     assert verify.returncode == 0 and ": equal" in verify.stdout, verify.stdout + verify.stderr
+
+
+def test_a_store_larger_than_one_chunk_round_trips(
+    snapshot_topic: tuple[Config, Producer], tmp_path: Path
+) -> None:
+    config, _ = snapshot_topic
+    with PartitionDb(tmp_path / "big") as db:
+        for key in range(9000):  # ~9 MB of incompressible values: several 4 MiB chunks
+            db.column(ColumnFamilies.VARIABLE).upsert((key, "blob"), os.urandom(1000).hex())
+        db.commit(last_processed_position=7, last_applied_position=7)
+        digest = db.digest()
+        checkpoint = db.checkpoint(tmp_path / "big-checkpoint")
+    manifest = _upload(config, store.snapshot_producer(config.bootstrap), checkpoint, 7)
+    assert max(c.size for c in manifest.chunks) == store.CHUNK_BYTES  # really chunked
+    restored = restore(config.bootstrap, config.namespace, 0, tmp_path / "restored")
+    assert restored is not None and restored.snapshot_id == manifest.snapshot_id
+    with PartitionDb(tmp_path / "restored") as db:
+        assert db.digest() == digest
