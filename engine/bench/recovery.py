@@ -99,6 +99,30 @@ def _create(client: Client, count: int) -> None:
             client.result(correlation, timeout=300)
 
 
+def _wait_for_standby(config: Config, home: Path, timeout: float = 300) -> None:
+    """Until the standby's store has applied the log up to (about) its end."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    probe = Consumer({"bootstrap.servers": config.bootstrap, "group.id": "bench-probe"})
+    path = state_dir(home, config.namespace, 0)
+    deadline = time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline:
+            _, end = probe.get_watermark_offsets(
+                TopicPartition(config.log_topic, 0), timeout=10, cached=False
+            )
+            if path.exists():
+                try:
+                    with PartitionDb(path, read_only=True) as view:
+                        if view.position(LAST_APPLIED_POSITION) >= end - 3:
+                            return
+                except Exception:  # the standby is creating it
+                    pass
+            time.sleep(0.5)
+    finally:
+        probe.close()
+
+
 def _answered(client: Client) -> None:
     value = ProcessInstanceCreationValue(bpmn_process_id="bench-one-task")
     client.send(ProcessInstanceCreationIntent.CREATE, value, timeout=300)
@@ -149,7 +173,7 @@ def _one_size(base: Config, instances: int, progress: Callable[[str], None]) -> 
             owner = worker("a", standby_env)
             _answered(client)
             worker("b", standby_env)
-            time.sleep(5)  # the standby catches up
+            _wait_for_standby(config, work / "b")
             result["failover_standby_s"] = _failover(client, owner, lambda: None)
     finally:
         for running in workers:

@@ -51,7 +51,8 @@ class Standby:
         tp = TopicPartition(topic, partition)
         log_start, _ = self.consumer.get_watermark_offsets(tp, timeout=30, cached=False)
         self.db = PartitionDb.open_current(path)
-        if self.db.position(LAST_APPLIED_POSITION) + 1 < log_start:
+        applied = self.db.position(LAST_APPLIED_POSITION)
+        if applied < 0 or applied + 1 < log_start:  # empty or too old: a snapshot first
             self.db.close()
             if (
                 restore_snapshot(bootstrap, namespace, partition, path, not_before=log_start)
@@ -64,7 +65,7 @@ class Standby:
         self.consumer.assign([TopicPartition(topic, partition, start)])
         _LOG.info("standby for partition %d from offset %d", partition, start)
 
-    def catch_up(self, max_records: int = 2000) -> int:
+    def catch_up(self, max_records: int = 5000) -> int:
         """Apply the events that arrived since the last call (without waiting)."""
         messages = self.consumer.consume(num_messages=max_records, timeout=0)
         last = -1

@@ -35,11 +35,11 @@ def _config(bootstrap: str, home: Path) -> Config:
     return config
 
 
-def _log_start(config: Config) -> int:
+def _log_start(config: Config, topic: str | None = None) -> int:
     consumer = Consumer({"bootstrap.servers": config.bootstrap, "group.id": "probe"})
     try:
         low, _ = consumer.get_watermark_offsets(
-            TopicPartition(config.log_topic, 0), timeout=10, cached=False
+            TopicPartition(topic or config.log_topic, 0), timeout=10, cached=False
         )
         return int(low)
     finally:
@@ -62,13 +62,20 @@ def test_an_empty_machine_takes_over_a_truncated_partition_from_a_snapshot(
         client.deploy(FIXTURES / "one-task.bpmn")
         _load(client, 40)
         wait_until(lambda: _log_start(config) > 0, 60, "the log to be truncated", first.tail)
+        _load(client, 40)  # more snapshots: beyond the two kept, old ones are deleted
+        wait_until(
+            lambda: _log_start(config, config.snapshots_topic) > 0,
+            60,
+            "old snapshots to be deleted",
+            first.tail,
+        )
     assert first.stop() == 0
     truncated_at = _log_start(config)
 
     fresh = WorkerProcess(config, tmp_path / "b", "b", BUILTIN_ENGINE, env=FAST_SNAPSHOTS).start()
     with Client(config, timeout=90) as client:
         jobs = client.activate_jobs("work", max_jobs=100)  # state from before the move
-        assert len(jobs) == 20
+        assert len(jobs) == 40
         client.complete_job(jobs[0][0], {"done": True})
         client.create_instance("one-task", {"n": "after"})
     assert fresh.stop() == 0, fresh.tail()
