@@ -331,7 +331,7 @@ def build_parser() -> argparse.ArgumentParser:
     for p in (up, demo):
         p.add_argument("--instances", type=int, default=1000, help="demo instances to run (1000)")
         p.add_argument(
-            "--rate", type=float, default=200.0, help="instances started per second (200)"
+            "--rate", type=float, default=100.0, help="instances started per second (100)"
         )
 
     kafka = commands.add_parser("kafka", help="manage the local Kafka broker (no Docker needed)")

@@ -150,6 +150,8 @@ class Process:
     """Message and timer start events."""
     boundaries: dict[str, tuple[str, ...]] = field(default_factory=dict)
     """Activity id -> the boundary events attached to it."""
+    _events: dict[str, list[EventNode]] = field(default_factory=dict, compare=False, repr=False)
+    """`events_of` answers, computed once per element (the model never changes)."""
 
     def element(self, element_id: str) -> FlowNode:
         return self.elements[element_id]
@@ -171,6 +173,12 @@ class Process:
         """The message and timer events an active element waits for: itself (catch event,
         receive task), its boundary events, the catch events after an event-based gateway,
         and the start events of the event subprocesses of a scope (process or subprocess)."""
+        found = self._events.get(element_id)
+        if found is None:
+            found = self._events[element_id] = self._find_events(element_id)
+        return found
+
+    def _find_events(self, element_id: str) -> list[EventNode]:
         starts = [
             self.elements[sub.start_event]
             for sub in self.event_subprocesses(element_id)

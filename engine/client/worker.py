@@ -146,6 +146,9 @@ class JobWorker:
         self.tasks: dict[str, Task] = {}
         self.stats = WorkerStats()
         self.stopping = threading.Event()
+        self.ready = threading.Event()
+        """Set once jobs can arrive: every job topic has partitions assigned (push), or at
+        once (poll)."""
         self.max_in_flight = 1000
         self._in_flight: dict[bytes, int] = {}
         """Answers sent and not yet answered by the engine: correlation id -> job key."""
@@ -228,6 +231,8 @@ class JobWorker:
             consumers.append(consumer)
         try:
             while not done():
+                if not self.ready.is_set() and all(c.assignment() for c in consumers):
+                    self.ready.set()
                 received = 0
                 for consumer in consumers:
                     jobs = self._jobs_of(consumer.consume(num_messages=256, timeout=0))
@@ -254,6 +259,7 @@ class JobWorker:
         return jobs
 
     def _run_poll(self, done: Callable[[], bool]) -> None:
+        self.ready.set()
         while not done():
             found = 0
             for task in self.tasks.values():

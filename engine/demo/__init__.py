@@ -108,7 +108,7 @@ def run(
     config: Config,
     *,
     instances: int = 1000,
-    rate: float = 200.0,
+    rate: float = 100.0,
     progress: Callable[[str], None] = print,
 ) -> DemoResult:
     """Start an engine worker and a job worker, deploy, create `instances` at `rate` per
@@ -124,6 +124,8 @@ def run(
         jobs = _job_worker(config)
         thread = threading.Thread(target=jobs.run, daemon=True)
         thread.start()
+        if not jobs.ready.wait(60):  # its consumer groups have joined: jobs will flow
+            raise PartitaError("the demo's job worker did not get its job topics within 60 s")
         try:
             result = _drive(client, instances, rate, progress)
         finally:

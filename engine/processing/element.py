@@ -55,6 +55,11 @@ from engine.protocol.values import (
 )
 
 END = BpmnElementType.END_EVENT
+_TRIGGERABLE = {
+    BpmnElementType.BOUNDARY_EVENT,
+    BpmnElementType.START_EVENT,
+    BpmnElementType.INTERMEDIATE_CATCH_EVENT,
+}
 _WAITS = {
     BpmnElementType.SERVICE_TASK,
     BpmnElementType.PROCESS,
@@ -99,9 +104,7 @@ def activate(command: Record, ctx: ProcessingContext) -> None:
         variables = instances.visible_variables(ctx.state, value.flow_scope_key)
         if not map_io(ctx, element.inputs, variables, key, value, local=True):
             return
-    triggered = events.consume_trigger(ctx, value.flow_scope_key, element.id, key, value)
-    if triggered is None:
-        triggered = scopes.event_subprocess_trigger(ctx, process, element.id, value)
+    triggered = _take_trigger(ctx, process, element, key, value)
     if triggered is not None:  # a boundary or start event, or a catch event after a gateway
         merge_event_variables(ctx, element, key, value, triggered)
         ctx.append_event(Instance.ELEMENT_ACTIVATED, value, key)
@@ -134,6 +137,18 @@ def activate(command: Record, ctx: ProcessingContext) -> None:
         scopes.call(ctx, element, key, value, called)
     elif kind not in _WAITS:
         ctx.append_command(Instance.COMPLETE_ELEMENT, value, key)
+
+
+def _take_trigger(
+    ctx: ProcessingContext, process: Process, element: Any, key: int, value: ProcessInstanceValue
+) -> dict[str, Any] | None:
+    """The variables of the event that activates this element, if an event does."""
+    if element.element_type not in _TRIGGERABLE:  # only these can be activated by an event
+        return None
+    triggered = events.consume_trigger(ctx, value.flow_scope_key, element.id, key, value)
+    if triggered is None:
+        triggered = scopes.event_subprocess_trigger(ctx, process, element.id, value)
+    return triggered
 
 
 class _CalledElementError(Exception):
@@ -208,7 +223,7 @@ def complete(command: Record, ctx: ProcessingContext) -> None:
             return
         flows = [chosen]
     body = value.bpmn_element_type is multi_instance.BODY
-    inner = multi_instance.is_inner(ctx, value)
+    inner = element.multi_instance is not None and not body  # an instance inside a body
     if element.outputs and not body:
         variables = instances.visible_variables(ctx.state, key)
         if not map_io(ctx, element.outputs, variables, key, value, local=False):
@@ -220,7 +235,8 @@ def complete(command: Record, ctx: ProcessingContext) -> None:
     if body:
         multi_instance.hand_over_output(ctx, element, key, value)
     ctx.append_event(Instance.ELEMENT_COMPLETING, value, key)
-    events.close_events(ctx, key)
+    if process.events_of(element.id):  # nothing else can hold subscriptions or timers
+        events.close_events(ctx, key)
     ctx.append_event(Instance.ELEMENT_COMPLETED, value, key)
     for flow in flows:
         _take(ctx, process, flow, value)

@@ -180,12 +180,9 @@ def apply_ended(record: Record, db: PartitionDb) -> None:
             db.column(INSTANCES).update(
                 value.flow_scope_key, {**scope, counter: scope.get(counter, 0) + 1}
             )
-    for name in local_variables(db, record.key):
-        db.column(VARIABLES).delete((record.key, name))
-    for key, _ in list(db.column(TAKEN).items(TAKEN.key.prefix(record.key))):
-        db.column(TAKEN).delete(key)  # arrivals at joins that never completed
-    for key, _ in list(db.column(TRIGGERS).items(TRIGGERS.key.prefix(record.key))):
-        db.column(TRIGGERS).delete(key)  # events that fired as the scope ended
+    db.column(VARIABLES).delete_prefix(VARIABLES.key.prefix(record.key))
+    db.column(TAKEN).delete_prefix(TAKEN.key.prefix(record.key))  # joins never completed
+    db.column(TRIGGERS).delete_prefix(TRIGGERS.key.prefix(record.key))  # fired as it ended
     if value.bpmn_event_type is BpmnEventType.TERMINATE and value.flow_scope_key > 0:
         scope = instance(db, value.flow_scope_key)  # a terminate end event: nothing is pending
         if scope is not None:

@@ -59,6 +59,13 @@ class ColumnFamily(Generic[K, V]):
     def delete(self, key: K) -> None:
         self._overlay.put(self.name, self._key.encode(key), None)
 
+    def delete_prefix(self, prefix: bytes) -> int:
+        """Delete every entry whose encoded key starts with `prefix` (values not decoded)."""
+        doomed = [raw_key for raw_key, _ in self._overlay.scan(self.name, prefix)]
+        for raw_key in doomed:
+            self._overlay.put(self.name, raw_key, None)
+        return len(doomed)
+
     def items(self, prefix: bytes = b"") -> Iterator[tuple[K, V]]:
         """Entries in key order, optionally only those whose encoded key starts with `prefix`."""
         decode_key, decode_value = self._key.decode, self._value.decode

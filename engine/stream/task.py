@@ -169,18 +169,32 @@ class PartitionTask:
         watcher = clients.restore_consumer(self.bootstrap, self.namespace, self.partition)
         try:
             tp = TopicPartition(self.topic, self.partition)
-            log_start, _ = watcher.get_watermark_offsets(tp, timeout=30, cached=False)
+            log_start, log_end = watcher.get_watermark_offsets(tp, timeout=30, cached=False)
         finally:
             watcher.close()
         applied = self.db.position(LAST_APPLIED_POSITION)
         processed = self.db.position(LAST_PROCESSED_POSITION)
-        if processed >= 0 and applied + 1 >= log_start:
+        if max(applied, processed) >= log_end:
+            _LOG.warning(
+                "partition %d: local state reaches offset %d but the log ends at %d: it belongs"
+                " to another log (the topic was recreated); rebuilding it",
+                self.partition,
+                max(applied, processed),
+                log_end,
+            )
+            processed = applied = -2  # discard: neither kept nor trusted as a base
+        elif processed >= 0 and applied + 1 >= log_start:
             return  # local state is current enough: replay the tail
         path = state_dir(self.home, self.namespace, self.partition)
         self.db.close()
         self.db = None
         manifest = restore_snapshot(
-            self.bootstrap, self.namespace, self.partition, path, not_before=log_start
+            self.bootstrap,
+            self.namespace,
+            self.partition,
+            path,
+            not_before=log_start,
+            up_to=log_end - 1,  # a snapshot past the log's end is from another log
         )
         if manifest is None and log_start > 0:
             shutil.rmtree(path, ignore_errors=True)
@@ -189,7 +203,7 @@ class PartitionTask:
                 " snapshot reaches it; the state cannot be rebuilt (restore the snapshots topic"
                 " or reset the namespace)"
             )
-        if manifest is None and processed >= 0:
+        if manifest is None and (processed >= 0 or processed == -2):
             shutil.rmtree(path, ignore_errors=True)  # stale local state: rebuild from the log
         self.db = PartitionDb.open_current(path)
         self.restored = manifest
