@@ -13,9 +13,11 @@ from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient
 
-from engine.client import Client
+from engine.client import Client, CommandRejectedError
 from engine.config import Config
+from engine.protocol.enums import RejectionType
 from engine.snapshots import restore, store
 from engine.state import ColumnFamilies, PartitionDb
 from engine.state.db import STATE_FORMAT
@@ -244,3 +246,33 @@ def test_a_store_larger_than_one_chunk_round_trips(
     assert restored is not None and restored.snapshot_id == manifest.snapshot_id
     with PartitionDb(tmp_path / "restored") as db:
         assert db.digest() == digest
+
+
+def test_local_state_of_a_recreated_log_is_rebuilt_not_reused(
+    kafka_bootstrap: str, tmp_path: Path
+) -> None:
+    config = _config(kafka_bootstrap, tmp_path)
+    worker = WorkerProcess(config, tmp_path, engine=BUILTIN_ENGINE).start()
+    with Client(config, timeout=90) as client:
+        client.deploy(FIXTURES / "one-task.bpmn")
+        _load(client, 10)
+    assert worker.stop() == 0
+    admin = AdminClient({"bootstrap.servers": kafka_bootstrap})
+    for future in admin.delete_topics([config.log_topic], operation_timeout=30).values():
+        future.result()
+    wait_until(
+        lambda: config.log_topic not in admin.list_topics(timeout=10).topics, 30, "the deletion"
+    )
+    create_topics(config)  # the same name, an empty log: the store on disk is from the old one
+    worker = WorkerProcess(config, tmp_path, engine=BUILTIN_ENGINE).start()
+    try:
+        with Client(config, timeout=90) as client:
+            with pytest.raises(CommandRejectedError) as raised:
+                client.create_instance("one-task")  # the old deployment must be gone
+            assert raised.value.rejection_type is RejectionType.NOT_FOUND
+            client.deploy(FIXTURES / "one-task.bpmn")
+            client.create_instance("one-task")
+            assert len(client.activate_jobs("work", max_jobs=100)) == 1
+    finally:
+        assert worker.stop() == 0, worker.tail()
+    assert "belongs to another log" in worker.log.read_text()
