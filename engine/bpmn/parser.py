@@ -14,15 +14,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.bpmn import events
+from engine.bpmn import activities, events
 from engine.bpmn.errors import BpmnValidationError, Problem
 from engine.bpmn.model import (
     CallActivity,
     EventNode,
     ExclusiveGateway,
     FlowNode,
-    IoMapping,
-    MultiInstance,
     Process,
     SequenceFlow,
     ServiceTask,
@@ -54,17 +52,6 @@ _IGNORED = {
     "dataStoreReference",
     "group",
     "category",
-}
-_EVENT_DEFINITIONS = {
-    "messageEventDefinition": "message",
-    "timerEventDefinition": "timer",
-    "errorEventDefinition": "error",
-    "signalEventDefinition": "signal",
-    "escalationEventDefinition": "escalation",
-    "terminateEventDefinition": "terminate",
-    "linkEventDefinition": "link",
-    "compensateEventDefinition": "compensation",
-    "conditionalEventDefinition": "conditional",
 }
 
 
@@ -202,8 +189,8 @@ def _subprocess(
     node: Node, links: dict[str, Any], problems: list[Problem], context: _Context
 ) -> FlowNode | None:
     element_id = node.attributes["id"]
-    inputs, outputs = _io_mappings(node, problems)
-    if _multi_instance(node, problems):
+    inputs, outputs = activities.io_mappings(node, problems)
+    if activities.multi_instance(node, problems):
         return None
     direct = _scope(node, element_id, problems, context)
     starts = [e for e in direct if e.element_type is BpmnElementType.START_EVENT]
@@ -238,64 +225,8 @@ def _subprocess(
         outputs=outputs,
         start_event=starts[0].id if len(starts) == 1 else "",
         triggered_by_event=by_event,
-        multi_instance=_loop(node, problems),
+        multi_instance=activities.loop(node, problems),
         **links,
-    )
-
-
-_MULTI_INSTANCE_HOSTS = {
-    "serviceTask",
-    "receiveTask",
-    "subProcess",
-    "callActivity",
-    "task",
-    "manualTask",
-}
-
-
-def _multi_instance(node: Node, problems: list[Problem]) -> bool:
-    """True (with a problem) when the element has loop characteristics it cannot have."""
-    marker = node.find(BPMN + "multiInstanceLoopCharacteristics")
-    loop = node.find(BPMN + "standardLoopCharacteristics")
-    if loop is not None:
-        problems.append(Problem(node.attributes["id"], "standard loops are not supported"))
-        return True
-    if marker is not None and node.local not in _MULTI_INSTANCE_HOSTS:
-        problems.append(
-            Problem(node.attributes["id"], f"a bpmn:{node.local} cannot be multi-instance")
-        )
-        return True
-    return False
-
-
-def _loop(node: Node, problems: list[Problem]) -> MultiInstance | None:
-    marker = node.find(BPMN + "multiInstanceLoopCharacteristics")
-    if marker is None:
-        return None
-    element_id = node.attributes["id"]
-    extensions = marker.find(BPMN + "extensionElements")
-    loop = extensions.find(ZEEBE + "loopCharacteristics") if extensions is not None else None
-    attributes = loop.attributes if loop is not None else {}
-    collection = attributes.get("inputCollection", "").strip()
-    if not collection:
-        problems.append(
-            Problem(
-                element_id, 'multi-instance needs <zeebe:loopCharacteristics inputCollection="="/>'
-            )
-        )
-        return None
-    output_collection = attributes.get("outputCollection", "").strip()
-    output_element = attributes.get("outputElement", "").strip()
-    if bool(output_collection) != bool(output_element):
-        problems.append(Problem(element_id, "outputCollection and outputElement go together"))
-    condition = marker.find(BPMN + "completionCondition")
-    return MultiInstance(
-        sequential=marker.attributes.get("isSequential", "false").lower() == "true",
-        input_collection=collection,
-        input_element=attributes.get("inputElement", "").strip(),
-        output_collection=output_collection,
-        output_element=output_element,
-        completion_condition=condition.text.strip() if condition is not None else "",
     )
 
 
@@ -310,13 +241,6 @@ def _flow(node: Node) -> SequenceFlow:
     )
 
 
-def _event_kind(node: Node) -> str | None:
-    for child in node.children:
-        if child.namespace == BPMN[1:-1] and child.local in _EVENT_DEFINITIONS:
-            return _EVENT_DEFINITIONS[child.local]
-    return None
-
-
 def _element(
     node: Node,
     problems: list[Problem],
@@ -324,24 +248,24 @@ def _element(
     context: _Context,
 ) -> FlowNode | None:
     element_id = node.attributes["id"]
-    inputs, outputs = _io_mappings(node, problems)
+    inputs, outputs = activities.io_mappings(node, problems)
     common: dict[str, Any] = {
         "id": element_id,
         "name": node.attributes.get("name", ""),
         "inputs": inputs,
         "outputs": outputs,
-        "multi_instance": _loop(node, problems),
+        "multi_instance": activities.loop(node, problems),
         **links,
     }
     local = node.local
-    if _multi_instance(node, problems):
+    if activities.multi_instance(node, problems):
         return None
     if local in ("endEvent", "intermediateThrowEvent"):
         return events.throw_event(node, common, context.errors, problems)
     if local in ("startEvent", "intermediateCatchEvent", "boundaryEvent", "receiveTask"):
         return events.event_node(node, common, context.messages, context.errors, problems)
     if local == "callActivity":
-        return _call_activity(node, problems, common)
+        return activities.call_activity(node, problems, common)
     if local == "eventBasedGateway":
         return events.event_based_gateway(common)
     if local in _SIMPLE:
@@ -353,83 +277,9 @@ def _element(
             **common,
         )
     if local == "serviceTask":
-        return _service_task(node, problems, common)
+        return activities.service_task(node, problems, common)
     problems.append(Problem(element_id, f"bpmn:{local} is not supported"))
     return None
-
-
-def _call_activity(node: Node, problems: list[Problem], common: dict[str, Any]) -> FlowNode | None:
-    extensions = _extensions(node)
-    called = extensions.find(ZEEBE + "calledElement") if extensions is not None else None
-    process_id = called.attributes.get("processId", "").strip() if called is not None else ""
-    if called is None or not process_id:
-        problems.append(
-            Problem(common["id"], 'a call activity needs <zeebe:calledElement processId="..."/>')
-        )
-        return None
-
-    def flag(name: str, default: bool) -> bool:
-        return called.attributes.get(name, str(default)).strip().lower() == "true"
-
-    return CallActivity(
-        element_type=BpmnElementType.CALL_ACTIVITY,
-        process_id=process_id,
-        propagate_all_child_variables=flag("propagateAllChildVariables", True),
-        propagate_all_parent_variables=flag("propagateAllParentVariables", True),
-        **common,
-    )
-
-
-def _extensions(node: Node) -> Node | None:
-    return node.find(BPMN + "extensionElements")
-
-
-def _service_task(
-    node: Node, problems: list[Problem], common: dict[str, Any]
-) -> ServiceTask | None:
-    element_id = node.attributes["id"]
-    extensions = _extensions(node)
-    definition = extensions.find(ZEEBE + "taskDefinition") if extensions is not None else None
-    if definition is None or not definition.attributes.get("type", "").strip():
-        problems.append(
-            Problem(element_id, 'a service task needs <zeebe:taskDefinition type="..."/>')
-        )
-        return None
-    headers: list[tuple[str, str]] = []
-    header_list = extensions.find(ZEEBE + "taskHeaders") if extensions is not None else None
-    for header in header_list.find_all(ZEEBE + "header") if header_list is not None else []:
-        key = header.attributes.get("key", "")
-        if not key:
-            problems.append(Problem(element_id, "a zeebe:header needs a key"))
-            continue
-        headers.append((key, header.attributes.get("value", "")))
-    return ServiceTask(
-        element_type=BpmnElementType.SERVICE_TASK,
-        job_type=definition.attributes["type"].strip(),
-        retries=definition.attributes.get("retries", "3").strip() or "3",
-        headers=tuple(headers),
-        **common,
-    )
-
-
-def _io_mappings(
-    node: Node, problems: list[Problem]
-) -> tuple[tuple[IoMapping, ...], tuple[IoMapping, ...]]:
-    extensions = _extensions(node)
-    mapping = extensions.find(ZEEBE + "ioMapping") if extensions is not None else None
-    if mapping is None:
-        return (), ()
-    result: dict[str, list[IoMapping]] = {"input": [], "output": []}
-    for kind, mappings in result.items():
-        for item in mapping.find_all(ZEEBE + kind):
-            source, target = item.attributes.get("source", ""), item.attributes.get("target", "")
-            if not source or not target:
-                problems.append(
-                    Problem(node.attributes["id"], f"a zeebe:{kind} needs a source and a target")
-                )
-                continue
-            mappings.append(IoMapping(source, target))
-    return tuple(result["input"]), tuple(result["output"])
 
 
 def _validate(
