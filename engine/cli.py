@@ -7,7 +7,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from engine import __version__, cli_client
+from engine import __version__, cli_bench, cli_client
 from engine.config import Config
 from engine.errors import PartitaError
 
@@ -150,59 +150,6 @@ def cmd_demo(args: argparse.Namespace) -> int:
     )
     print(result.json())
     return 0 if result.completed == result.instances else 1
-
-
-def cmd_bench_codec(args: argparse.Namespace) -> int:
-    import json
-
-    from engine.bench import codec
-
-    _progress(f"Timing encode/decode: {args.rounds} rounds x {args.batch} records each...")
-    print(json.dumps(codec.run(rounds=args.rounds, batch=args.batch)))
-    return 0
-
-
-def cmd_bench_state(args: argparse.Namespace) -> int:
-    import json
-
-    from engine.bench import state
-
-    _progress(f"Timing the state store with {args.operations} operations...")
-    print(json.dumps(state.run(operations=args.operations)))
-    return 0
-
-
-def cmd_bench_recovery(args: argparse.Namespace) -> int:
-    from engine.bench import recovery
-
-    sizes = [int(n) for n in str(args.instances).split(",") if n.strip()]
-    print(recovery.main_json(_config(args), sizes, _progress))
-    return 0
-
-
-def cmd_bench_correlation(args: argparse.Namespace) -> int:
-    import json
-
-    from engine.bench import correlation
-
-    config = _config(args)
-    result = correlation.run(config, instances=args.instances, rate=args.rate, progress=_progress)
-    print(json.dumps(result))
-    return 0 if result["continued"] == args.instances else 1
-
-
-def cmd_bench_loop(args: argparse.Namespace) -> int:
-    import json
-
-    from engine.bench import loop
-
-    config = _config(args)
-    _progress(
-        f"Engine loop vs raw transactional loop, {args.commands} commands x"
-        f" {loop.EVENTS_PER_COMMAND} events on one partition at {config.bootstrap}..."
-    )
-    print(json.dumps(loop.run(config, commands=args.commands)))
-    return 0
 
 
 def cmd_worker(args: argparse.Namespace) -> int:
@@ -387,63 +334,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     cli_client.register(commands, add)
 
-    bench = commands.add_parser("bench", help="benchmarks; each prints one JSON line")
-    bench_commands = bench.add_subparsers(dest="bench_command", metavar="BENCH", required=True)
-    codec_bench = bench_commands.add_parser(
-        "codec",
-        help="encode/decode microseconds per record (median)",
-        description="Median encode and decode time per record of a typical job record and a"
-        " process instance record, with the Avro single-object codec.",
-    )
-    codec_bench.add_argument("--rounds", type=int, default=15, help="rounds (default: 15)")
-    codec_bench.add_argument(
-        "--batch", type=int, default=2000, help="records per round (default: 2000)"
-    )
-    codec_bench.set_defaults(func=cmd_bench_codec)
-    state_bench = bench_commands.add_parser(
-        "state",
-        help="state store get/put/scan per second and commits of 1,000-op batches",
-        description="Throughput of the partition state store through the batch overlay.",
-    )
-    state_bench.add_argument(
-        "--operations", type=int, default=200_000, help="operations (default: 200000)"
-    )
-    state_bench.set_defaults(func=cmd_bench_state)
-    loop_bench = add(
-        bench_commands,
-        "loop",
-        cmd_bench_loop,
-        "engine processing loop vs a raw transactional loop (needs Kafka)",
-        local=True,
-    )
-    loop_bench.add_argument(
-        "--commands", type=int, default=20_000, help="commands to process (default: 20000)"
-    )
-    recovery_bench = add(
-        bench_commands,
-        "recovery",
-        cmd_bench_recovery,
-        "snapshot size and time, restore time, failover cold/warm/standby (needs Kafka)",
-        local=True,
-    )
-    recovery_bench.add_argument(
-        "--instances",
-        default="10000,100000",
-        help="in-flight instance counts, comma-separated (default: 10000,100000)",
-    )
-    correlation_bench = add(
-        bench_commands,
-        "correlation",
-        cmd_bench_correlation,
-        "publish -> waiting instance continues, latency percentiles (needs Kafka)",
-        local=True,
-    )
-    correlation_bench.add_argument(
-        "--instances", type=int, default=1000, help="waiting instances (default: 1000)"
-    )
-    correlation_bench.add_argument(
-        "--rate", type=float, default=200.0, help="messages per second (default: 200)"
-    )
+    cli_bench.register(commands, add)
 
     worker = add(
         commands,

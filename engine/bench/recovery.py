@@ -13,7 +13,6 @@ owner is gone. One JSON line.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import signal
@@ -219,7 +218,3 @@ def run(
         progress(f"Recovery bench at {size} in-flight instances...")
         results.append(_one_size(config, size, progress))
     return {"bench": "recovery", "runs": results}
-
-
-def main_json(config: Config, sizes: list[int], progress: Callable[[str], None]) -> str:
-    return json.dumps(run(config, sizes, progress))
