@@ -113,11 +113,11 @@ class PartitionTask:
             self.fence()
         assert self.db is not None
         self.state = TaskState.REPLAYING
-        self._restore_if_needed()
-        assert self.db is not None
-        keys = KeyGenerator(self.db, partition_id_of_kafka(self.partition))
         restore = clients.restore_consumer(self.bootstrap, self.namespace, self.partition)
         try:
+            self._restore_if_needed(restore)
+            assert self.db is not None
+            keys = KeyGenerator(self.db, partition_id_of_kafka(self.partition))
             self.replay = ReplayStateMachine(
                 restore, self.topic, self.partition, self.engine, self.codec, self.db, keys
             ).run()
@@ -162,18 +162,16 @@ class PartitionTask:
             time.monotonic() - self._started,
         )
 
-    def _restore_if_needed(self) -> None:
-        """A store that is empty, or that ends before the log now starts (truncated since),
-        is replaced by the newest snapshot that verifies."""
+    def _restore_if_needed(self, consumer: Consumer) -> None:
+        """A store that is empty, that ends before the log now starts (truncated since), or
+        that reaches past the log's end (the topic was recreated) is replaced by the newest
+        snapshot that verifies, or rebuilt from the log."""
         assert self.db is not None
-        watcher = clients.restore_consumer(self.bootstrap, self.namespace, self.partition)
-        try:
-            tp = TopicPartition(self.topic, self.partition)
-            log_start, log_end = watcher.get_watermark_offsets(tp, timeout=30, cached=False)
-        finally:
-            watcher.close()
+        tp = TopicPartition(self.topic, self.partition)
+        log_start, log_end = consumer.get_watermark_offsets(tp, timeout=30, cached=False)
         applied = self.db.position(LAST_APPLIED_POSITION)
         processed = self.db.position(LAST_PROCESSED_POSITION)
+        has_state = max(applied, processed) >= 0
         if max(applied, processed) >= log_end:
             _LOG.warning(
                 "partition %d: local state reaches offset %d but the log ends at %d: it belongs"
@@ -182,7 +180,6 @@ class PartitionTask:
                 max(applied, processed),
                 log_end,
             )
-            processed = applied = -2  # discard: neither kept nor trusted as a base
         elif processed >= 0 and applied + 1 >= log_start:
             return  # local state is current enough: replay the tail
         path = state_dir(self.home, self.namespace, self.partition)
@@ -203,7 +200,7 @@ class PartitionTask:
                 " snapshot reaches it; the state cannot be rebuilt (restore the snapshots topic"
                 " or reset the namespace)"
             )
-        if manifest is None and (processed >= 0 or processed == -2):
+        if manifest is None and has_state:
             shutil.rmtree(path, ignore_errors=True)  # stale local state: rebuild from the log
         self.db = PartitionDb.open_current(path)
         self.restored = manifest

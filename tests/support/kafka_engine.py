@@ -19,16 +19,15 @@ from engine.log.admin import admin_client
 from engine.log.topics import TopicSpec, apply_topics
 from engine.processing import Engine
 from engine.processing.job_push import JobPush
-from engine.protocol.enums import RecordType
 from engine.protocol.headers import CORRELATION_ID, ReplyTo, header, record_headers
 from engine.protocol.records import Record
 from engine.state import KeyGenerator, PartitionDb
 from engine.stream.processing import ProcessingStateMachine
 from engine.stream.replay import ReplayStateMachine
-from tests.support.memory import CODEC
+from tests.support.memory import CODEC, Harness
 
 
-class KafkaEngine:
+class KafkaEngine(Harness):
     """Partitions of one engine on the real broker; `run()` processes until quiet."""
 
     def __init__(
@@ -173,31 +172,8 @@ class KafkaEngine:
         _, high = self.watcher.get_watermark_offsets(tp, timeout=10, cached=False)
         return bool(0 <= high - position <= 1)  # a negative end: metadata not ready yet
 
-    def advance(self, seconds: float) -> None:
-        self.now += seconds
-        now_ms = int(self.now * 1000)
-        for partition, machine in enumerate(self.machines):
-            due = [
-                command
-                for checker in self.engine.due_date_checkers
-                for command in checker(self.dbs[partition], now_ms)
-            ]
-            if due:
-                machine.process((), due=due)
-        self.run()
-
     def records(self, partition: int) -> list[Record]:
         return [CODEC.decode(m.value() or b"", offset=m.offset()) for m in self.messages[partition]]
-
-    def events(self, partition: int) -> list[Record]:
-        return [r for r in self.records(partition) if r.record_type is RecordType.EVENT]
-
-    def results_of(self, partition: int, position: int) -> list[Record]:
-        return [
-            r
-            for r in self.records(partition)
-            if r.record_type is not RecordType.COMMAND and r.source_record_position == position
-        ]
 
     def replies(self) -> list[tuple[bytes, Record]]:
         """(correlation id, record) of every committed reply."""

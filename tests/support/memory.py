@@ -119,7 +119,48 @@ class MemoryProducer:
         self.delivered = []
 
 
-class MemoryEngine:
+class Harness:
+    """What both scenario harnesses (this in-memory one and the real-broker one) share: the
+    clock, due-date processing, and queries over the records they have read."""
+
+    engine: Engine
+    machines: list[ProcessingStateMachine]
+    dbs: list[PartitionDb]
+    now: float
+
+    def run(self) -> None:
+        raise NotImplementedError
+
+    def records(self, partition: int) -> list[Record]:
+        raise NotImplementedError
+
+    def advance(self, seconds: float) -> None:
+        """Move the clock and let every partition's due-date checkers turn due work into
+        commands, then process until quiet."""
+        self.now += seconds
+        now_ms = int(self.now * 1000)
+        for partition, machine in enumerate(self.machines):
+            due = [
+                command
+                for checker in self.engine.due_date_checkers
+                for command in checker(self.dbs[partition], now_ms)
+            ]
+            if due:
+                machine.process((), due=due)
+        self.run()
+
+    def events(self, partition: int) -> list[Record]:
+        return [r for r in self.records(partition) if r.record_type is RecordType.EVENT]
+
+    def results_of(self, partition: int, position: int) -> list[Record]:
+        return [
+            r
+            for r in self.records(partition)
+            if r.record_type is not RecordType.COMMAND and r.source_record_position == position
+        ]
+
+
+class MemoryEngine(Harness):
     """Partitions of one engine over the in-memory log; `run()` processes until quiet."""
 
     TOPIC = "mem.log"
@@ -178,35 +219,10 @@ class MemoryEngine:
                 return
         raise AssertionError("the engine did not become quiet")
 
-    def advance(self, seconds: float) -> None:
-        """Move the clock and let every partition's due-date checkers turn due work into
-        commands, then process until quiet."""
-        self.now += seconds
-        now_ms = int(self.now * 1000)
-        for partition, machine in enumerate(self.machines):
-            due = [
-                command
-                for checker in self.engine.due_date_checkers
-                for command in checker(self.dbs[partition], now_ms)
-            ]
-            if due:
-                machine.process((), due=due)
-        self.run()
-
     def records(self, partition: int) -> list[Record]:
         return [
             CODEC.decode(m.value(), offset=m.offset())
             for m in self.kafka.log(self.TOPIC, partition)
-        ]
-
-    def events(self, partition: int) -> list[Record]:
-        return [r for r in self.records(partition) if r.record_type is RecordType.EVENT]
-
-    def results_of(self, partition: int, position: int) -> list[Record]:
-        return [
-            r
-            for r in self.records(partition)
-            if r.record_type is not RecordType.COMMAND and r.source_record_position == position
         ]
 
     def replies(self) -> list[tuple[bytes, Record]]:
