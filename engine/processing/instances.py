@@ -170,16 +170,6 @@ def apply_ended(record: Record, db: PartitionDb) -> None:
     db.column(INSTANCES).delete_existing(record.key)
     if value.flow_scope_key > 0:
         db.column(CHILDREN).delete((value.flow_scope_key, record.key))
-        scope = instance(db, value.flow_scope_key)
-        if scope is not None and scope["elementType"] == BpmnElementType.MULTI_INSTANCE_BODY.name:
-            counter = (
-                "completedInstances"
-                if record.intent is Instance.ELEMENT_COMPLETED
-                else "terminatedInstances"
-            )
-            db.column(INSTANCES).update(
-                value.flow_scope_key, {**scope, counter: scope.get(counter, 0) + 1}
-            )
     db.column(VARIABLES).delete_prefix(VARIABLES.key.prefix(record.key))
     db.column(TAKEN).delete_prefix(TAKEN.key.prefix(record.key))  # joins never completed
     db.column(TRIGGERS).delete_prefix(TRIGGERS.key.prefix(record.key))  # fired as it ended
@@ -187,8 +177,7 @@ def apply_ended(record: Record, db: PartitionDb) -> None:
         scope = instance(db, value.flow_scope_key)  # a terminate end event: nothing is pending
         if scope is not None:
             db.column(INSTANCES).update(value.flow_scope_key, {**scope, "activeFlows": 0})
-        for key, _ in list(db.column(TAKEN).items(TAKEN.key.prefix(value.flow_scope_key))):
-            db.column(TAKEN).delete(key)
+        db.column(TAKEN).delete_prefix(TAKEN.key.prefix(value.flow_scope_key))
     if value.bpmn_element_type is BpmnElementType.PROCESS:
         started = db.column(STARTED_BY_INSTANCE).get(record.key)
         if started is not None:  # its correlation key may start another instance now

@@ -176,12 +176,15 @@ def inner_completed(
         return
     active = instances.children(ctx.state, body_key)
     if loop.completion_condition:
+        # While the body runs, inner instances only end by completing (a boundary event or a
+        # met condition ends the body itself), so the counts follow from what was started.
+        started = counter if loop.sequential else len(items)
         variables = {
             **instances.visible_variables(ctx.state, body_key),
             "numberOfInstances": len(items),
             "numberOfActiveInstances": len(active),
-            "numberOfCompletedInstances": body.get("completedInstances", 0),
-            "numberOfTerminatedInstances": body.get("terminatedInstances", 0),
+            "numberOfCompletedInstances": started - len(active),
+            "numberOfTerminatedInstances": 0,
         }
         try:
             done = compile_expression(loop.completion_condition).evaluate_as("boolean", variables)
