@@ -7,7 +7,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from engine import __version__, cli_bench, cli_client
+from engine import __version__, cli_analytics, cli_bench, cli_client, cli_ops
 from engine.config import Config
 from engine.errors import PartitaError
 
@@ -333,6 +333,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     cli_client.register(commands, add)
+    cli_ops.register(commands, add)
+    cli_analytics.register(commands, add)
 
     cli_bench.register(commands, add)
 

@@ -1,0 +1,13 @@
+"""`partita ...` commands: placeholder, filled in by the analytics work."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from typing import Any
+
+AddCommand = Callable[..., argparse.ArgumentParser]
+
+
+def register(commands: Any, add: AddCommand) -> None:
+    """Add the analytics commands to the `partita` parser (`add` is the CLI's helper)."""
