@@ -1,6 +1,6 @@
 """Job workers in the decorator style:
 
-    worker = JobWorker(Config.from_env(), name="billing")
+    worker = JobWorker(Config.from_env(), name="billing", concurrency=8)
 
     @worker.task("charge-card")
     def charge(amount: float, job: ActivatedJob) -> dict[str, object]:
@@ -8,115 +8,62 @@
 
     worker.run()
 
-A task function receives the job's variables as keyword arguments (only those it names, or all
-of them with `**variables`; a parameter named `job` gets the `ActivatedJob`) and returns the
-variables to complete the job with (a dict, or None). Raising `BpmnError(code)` throws a BPMN
-error; any other exception fails the job with one retry less and the task's back-off, the
-exception as the error message.
+A task function receives the job's variables as keyword arguments and returns the variables to
+complete the job with (a dict, or None); `BpmnError(code)` throws a BPMN error; any other
+exception fails the job with one retry less and the task's back-off (engine.client.tasks).
 
 Jobs arrive by push (default): the worker consumes `<ns>.jobs.<type>` in the consumer group
 `<ns>.workers.<type>` (creating the topic if it is missing, which turns push on for the type)
-and skips jobs whose deadline has passed (the engine pushes them again). With `mode="poll"`
-it sends JOB_BATCH ACTIVATE to every partition instead. Completions are pipelined: a batch of
-jobs is handled, then its commands are sent together and their replies awaited.
+and skips jobs whose deadline has passed (the engine pushes them again). With `mode="poll"` it
+sends JOB_BATCH ACTIVATE to every partition instead.
+
+At most `concurrency` task functions run at once, in threads. Answers are sent as tasks finish
+and their replies collected in the background of the loop.
+
+`exactly_once=True` (push only): each batch of consumed jobs is worked, then its answers and the
+consumed offsets are committed in one Kafka transaction, so a job's answer is on the log if and
+only if its push record counts as consumed. A worker killed mid-batch leaves nothing behind, and
+whoever gets the partition next works those jobs again. The transaction opens only after the
+tasks have run, so it lasts milliseconds: an open transaction holds back what read_committed
+readers (the engine) see on the log partitions it wrote to. Its transactional id is
+`<ns>.workers.<type>.<name>`: give every worker process its own name that stays the same across
+restarts, so a restarted worker aborts what its crashed predecessor left open at once.
+
+`stop()` (or SIGTERM/SIGINT with `install_signal_handlers`) is graceful: no new jobs are taken,
+the tasks in hand finish and their answers are sent (committed, with exactly_once) before `run`
+returns.
 """
 
 from __future__ import annotations
 
-import inspect
-import json
+import contextlib
 import logging
 import signal
+import socket
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from confluent_kafka import Consumer, KafkaError
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
 from engine.client.client import Client
+from engine.client.connection import producer_config
+from engine.client.tasks import ActivatedJob, BpmnError, Outcome, Task, TaskFunction, run_task
 from engine.config import Config
 from engine.errors import PartitaError
+from engine.log.clients import consume_available
 from engine.processing.job_push import job_topic
 from engine.protocol.enums import RecordType
-from engine.protocol.intents import JobBatchIntent, JobIntent
+from engine.protocol.intents import JobBatchIntent
 from engine.protocol.values import JobBatchValue, JobValue
 
+__all__ = ["ActivatedJob", "BpmnError", "JobWorker", "WorkerStats"]
+
 _LOG = logging.getLogger("partita.jobworker")
-
-
-class BpmnError(Exception):
-    """Raise from a task to throw a BPMN error with `code` (caught by an error event, or an
-    incident naming the code when nothing catches it)."""
-
-    def __init__(self, code: str, message: str = "") -> None:
-        super().__init__(message or code)
-        self.code = code
-        self.message = message
-
-
-@dataclass(frozen=True, slots=True)
-class ActivatedJob:
-    key: int
-    type: str
-    variables: dict[str, Any]
-    custom_headers: dict[str, str]
-    retries: int
-    deadline: int
-    process_instance_key: int
-    bpmn_process_id: str
-    element_id: str
-    element_instance_key: int
-
-    @classmethod
-    def of(cls, key: int, job: JobValue) -> ActivatedJob:
-        return cls(
-            key=key,
-            type=job.type,
-            variables=json.loads(job.variables or "{}"),
-            custom_headers=dict(job.custom_headers),
-            retries=job.retries,
-            deadline=job.deadline,
-            process_instance_key=job.process_instance_key,
-            bpmn_process_id=job.bpmn_process_id,
-            element_id=job.element_id,
-            element_instance_key=job.element_instance_key,
-        )
-
-
-TaskFunction = Callable[..., dict[str, Any] | None]
-
-
-@dataclass(slots=True)
-class Task:
-    job_type: str
-    function: TaskFunction
-    timeout_ms: int
-    max_jobs: int
-    retry_backoff_ms: int
-    names: frozenset[str] = frozenset()
-    takes_all: bool = False
-    takes_job: bool = False
-
-    def __post_init__(self) -> None:
-        parameters = inspect.signature(self.function).parameters.values()
-        self.takes_all = any(p.kind is p.VAR_KEYWORD for p in parameters)
-        self.takes_job = any(p.name == "job" for p in parameters)
-        self.names = frozenset(
-            p.name
-            for p in parameters
-            if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and p.name != "job"
-        )
-
-    def call(self, job: ActivatedJob) -> dict[str, Any] | None:
-        if self.takes_all:
-            arguments = dict(job.variables)
-        else:
-            arguments = {k: v for k, v in job.variables.items() if k in self.names}
-        if self.takes_job:
-            arguments["job"] = job
-        return self.function(**arguments)
+TRANSACTION_TIMEOUT_MS = 10_000
 
 
 @dataclass(slots=True)
@@ -126,21 +73,35 @@ class WorkerStats:
     errors_thrown: int = 0
     skipped_expired: int = 0
     rejected: int = 0
+    transactions: int = 0
+    aborted: int = 0
     rejections: list[str] = field(default_factory=list)
+
+    @property
+    def handled(self) -> int:
+        return self.completed + self.failed + self.errors_thrown
 
 
 class JobWorker:
     def __init__(
         self,
         config: Config,
-        name: str = "partita-worker",
+        name: str | None = None,
         *,
         mode: Literal["push", "poll"] = "push",
+        concurrency: int = 8,
+        exactly_once: bool = False,
         client: Client | None = None,
     ) -> None:
+        if concurrency < 1:
+            raise PartitaError(f"concurrency must be at least 1, not {concurrency}")
+        if exactly_once and mode != "push":
+            raise PartitaError("exactly_once needs mode='push': polled jobs have no offsets")
         self.config = config
-        self.name = name
+        self.name = name or socket.gethostname()
         self.mode = mode
+        self.concurrency = concurrency
+        self.exactly_once = exactly_once
         self.client = client or Client(config)
         self._owns_client = client is None
         self.tasks: dict[str, Task] = {}
@@ -152,6 +113,9 @@ class JobWorker:
         self.max_in_flight = 1000
         self._in_flight: dict[bytes, int] = {}
         """Answers sent and not yet answered by the engine: correlation id -> job key."""
+        self._pool = ThreadPoolExecutor(concurrency, thread_name_prefix=f"task-{self.name}")
+        self._running: dict[Future[Outcome], int] = {}
+        """Tasks running in the pool -> their job key."""
 
     def task(
         self,
@@ -176,7 +140,7 @@ class JobWorker:
     # -- running --------------------------------------------------------------------------------
 
     def stop(self) -> None:
-        """Finish the jobs in hand, then return from `run`."""
+        """Take no new jobs, finish the jobs in hand, then return from `run`."""
         self.stopping.set()
 
     def install_signal_handlers(self) -> None:
@@ -191,11 +155,10 @@ class JobWorker:
         deadline = time.monotonic() + duration if duration else None
 
         def done() -> bool:
-            handled = self.stats.completed + self.stats.failed + self.stats.errors_thrown
             return (
                 self.stopping.is_set()
                 or (deadline is not None and time.monotonic() > deadline)
-                or (max_jobs is not None and handled >= max_jobs)
+                or (max_jobs is not None and self.stats.handled >= max_jobs)
             )
 
         try:
@@ -204,6 +167,7 @@ class JobWorker:
             else:
                 self._run_poll(done)
         finally:
+            self._pool.shutdown(wait=True)
             if self._owns_client:
                 self.client.close()
         return self.stats
@@ -214,38 +178,62 @@ class JobWorker:
 
         specs = [job_topic_spec(self.config, t) for t in self.tasks]
         apply_topics(admin_client(self.config.bootstrap), specs)
-        consumers = []
-        for job_type in self.tasks:
-            consumer = Consumer(
-                {
-                    "bootstrap.servers": self.config.bootstrap,
-                    "group.id": f"{self.config.namespace}.workers.{job_type}",
-                    "isolation.level": "read_committed",
-                    "auto.offset.reset": "earliest",
-                    "enable.auto.commit": True,
-                    "fetch.wait.max.ms": 10,
-                    "partition.assignment.strategy": "cooperative-sticky",
-                }
-            )
-            consumer.subscribe([job_topic(self.config.namespace, job_type)])
-            consumers.append(consumer)
+        consumers = [self._consumer(job_type) for job_type in self.tasks]
+        producers = [self._producer(t) for t in self.tasks] if self.exactly_once else []
         try:
             while not done():
                 if not self.ready.is_set() and all(c.assignment() for c in consumers):
                     self.ready.set()
                 received = 0
-                for consumer in consumers:
-                    jobs = self._jobs_of(consumer.consume(num_messages=256, timeout=0))
-                    received += len(jobs)
-                    self._handle(jobs)
-                self._collect(0.0 if received else 0.01)
+                for index, consumer in enumerate(consumers):
+                    if self.exactly_once:
+                        received += self._transact(consumer, producers[index])
+                    else:
+                        free = self.concurrency - len(self._running)
+                        if free > 0:
+                            jobs = self._jobs_of(consume_available(consumer, free, 0))
+                            received += len(jobs)
+                            self._start(jobs)
+                self._finish(0.0 if received or not self._running else 0.005)
+                self._collect(0.0 if received else 0.005)
+            self._finish(None)
             self._drain()
         finally:
             for consumer in consumers:
                 consumer.close()
+            for producer in producers:
+                producer.flush(10)
+
+    def _consumer(self, job_type: str) -> Consumer:
+        consumer = Consumer(
+            {
+                "bootstrap.servers": self.config.bootstrap,
+                "group.id": f"{self.config.namespace}.workers.{job_type}",
+                "client.id": f"{self.name}.{job_type}",
+                "isolation.level": "read_committed",
+                "auto.offset.reset": "earliest",
+                "enable.auto.commit": not self.exactly_once,
+                "fetch.wait.max.ms": 10,
+                "partition.assignment.strategy": "cooperative-sticky",
+            }
+        )
+        consumer.subscribe([job_topic(self.config.namespace, job_type)])
+        return consumer
+
+    def _producer(self, job_type: str) -> Producer:
+        producer = Producer(
+            {
+                **producer_config(self.config),
+                "transactional.id": f"{self.config.namespace}.workers.{job_type}.{self.name}",
+                "transaction.timeout.ms": TRANSACTION_TIMEOUT_MS,
+            }
+        )
+        producer.init_transactions(30)
+        return producer
 
     def _jobs_of(self, messages: list[Any]) -> list[tuple[int, JobValue]]:
         jobs: list[tuple[int, JobValue]] = []
+        now_ms = int(time.time() * 1000)
         for message in messages:
             error = message.error()
             if error is not None:
@@ -254,8 +242,14 @@ class JobWorker:
                 continue
             record = self.client.codec.decode(message.value() or b"")
             value = record.value
-            if record.intent is JobBatchIntent.ACTIVATED and isinstance(value, JobBatchValue):
-                jobs += zip(value.job_keys, value.jobs, strict=True)
+            if record.intent is not JobBatchIntent.ACTIVATED:
+                continue
+            assert isinstance(value, JobBatchValue)
+            for key, job in zip(value.job_keys, value.jobs, strict=True):
+                if 0 <= job.deadline < now_ms:
+                    self.stats.skipped_expired += 1  # timed out: the engine pushes it again
+                else:
+                    jobs.append((key, job))
         return jobs
 
     def _run_poll(self, done: Callable[[], bool]) -> None:
@@ -263,31 +257,105 @@ class JobWorker:
         while not done():
             found = 0
             for task in self.tasks.values():
-                jobs = self.client.activate_jobs(
-                    task.job_type, self.name, task.max_jobs, task.timeout_ms
-                )
+                free = min(task.max_jobs, self.concurrency - len(self._running))
+                if free <= 0:
+                    break
+                jobs = self.client.activate_jobs(task.job_type, self.name, free, task.timeout_ms)
                 found += len(jobs)
-                self._handle(list(jobs))
+                self._start(list(jobs))
+            self._finish(0.0 if found else 0.05)
             self._collect(0.0)
-            if not found:
-                self.stopping.wait(0.1)
+        self._finish(None)
         self._drain()
 
-    def _handle(self, jobs: list[tuple[int, JobValue]]) -> None:
-        """Run the tasks of `jobs` and send their answers; replies are collected as they
-        come (`_collect`), with at most `max_in_flight` answers unanswered."""
-        if not jobs:
-            return
-        now_ms = int(time.time() * 1000)
+    # -- tasks and answers ------------------------------------------------------------------------
+
+    def _start(self, jobs: list[tuple[int, JobValue]]) -> None:
         for key, value in jobs:
-            if 0 <= value.deadline < now_ms:
-                self.stats.skipped_expired += 1  # timed out: the engine activates it again
-                continue
+            task = self.tasks[value.type]
+            self._running[self._pool.submit(run_task, task, ActivatedJob.of(key, value))] = key
+
+    def _finish(self, timeout: float | None) -> None:
+        """Send the answers of the tasks that finished within `timeout` (None: all of them)."""
+        if not self._running:
+            return
+        finished, _ = wait(
+            list(self._running),
+            timeout,
+            return_when="ALL_COMPLETED" if timeout is None else FIRST_COMPLETED,
+        )
+        for future in finished:
+            key = self._running.pop(future)
+            kind, request = future.result()
+            self._count(kind)
             while len(self._in_flight) >= self.max_in_flight:
                 self._collect(0.01)
-            task = self.tasks[value.type]
-            self._in_flight[self._answer(task, ActivatedJob.of(key, value))] = key
+            self._in_flight[self.client.connection.produce(request)] = key
         self.client.producer.poll(0)
+
+    def _count(self, kind: str) -> None:
+        setattr(self.stats, kind, getattr(self.stats, kind) + 1)
+
+    def _transact(self, consumer: Consumer, producer: Producer) -> int:
+        """Exactly-once: work one batch of pushed jobs, then commit its answers and offsets
+        in one transaction. Returns the jobs in the batch."""
+        messages: list[Any] = [
+            m for m in consume_available(consumer, self.concurrency, 0) if not m.error()
+        ]
+        if not messages:
+            return 0
+        jobs = self._jobs_of(messages)
+        futures = [
+            (key, self._pool.submit(run_task, self.tasks[v.type], ActivatedJob.of(key, v)))
+            for key, v in jobs
+        ]
+        outcomes = [(key, future.result()) for key, future in futures]
+        offsets: dict[tuple[str, int], int] = {}
+        for message in messages:
+            offsets[(message.topic(), message.partition())] = message.offset() + 1
+        try:
+            producer.begin_transaction()
+            sent = {}
+            for key, (_, request) in outcomes:
+                sent[self.client.connection.produce(request, producer=producer)] = key
+            producer.send_offsets_to_transaction(
+                [TopicPartition(t, p, o) for (t, p), o in offsets.items()],
+                consumer.consumer_group_metadata(),
+            )
+            producer.commit_transaction()
+        except KafkaException as exc:
+            self._abort(consumer, producer, messages, exc)
+            return len(jobs)
+        self.stats.transactions += 1
+        for _, (kind, _) in outcomes:
+            self._count(kind)
+        self._in_flight.update(sent)
+        return len(jobs)
+
+    def _abort(
+        self, consumer: Consumer, producer: Producer, messages: list[Any], exc: KafkaException
+    ) -> None:
+        """The batch's transaction failed: abort it and rewind, so its jobs are worked again
+        (here, or by the next owner of the partition). A fenced worker cannot go on."""
+        error = exc.args[0]
+        if error.fatal():
+            raise PartitaError(
+                f"job worker {self.name!r} was fenced ({error.str()}): another process uses the"
+                " same name; give every worker process its own --name"
+            ) from None
+        _LOG.warning(
+            "transaction of %d jobs aborted, working them again: %s", len(messages), error.str()
+        )
+        self.stats.aborted += 1
+        if error.txn_requires_abort():
+            producer.abort_transaction(30)
+        first: dict[tuple[str, int], int] = {}
+        for message in messages:
+            first.setdefault((message.topic(), message.partition()), message.offset())
+        for (topic, partition), offset in first.items():
+            # revoked meanwhile: its next owner starts from the committed offset
+            with contextlib.suppress(KafkaException):
+                consumer.seek(TopicPartition(topic, partition, offset))
 
     def _collect(self, timeout: float) -> None:
         if not self._in_flight:
@@ -314,30 +382,3 @@ class JobWorker:
                 len(self._in_flight),
                 self.client.timeout,
             )
-
-    def _answer(self, task: Task, job: ActivatedJob) -> bytes:
-        try:
-            variables = task.call(job)
-        except BpmnError as error:
-            self.stats.errors_thrown += 1
-            value = JobValue(error_code=error.code, error_message=error.message)
-            return self.client.submit(JobIntent.THROW_ERROR, value, job.key)
-        except Exception as exc:  # any failure of user code fails the job
-            self.stats.failed += 1
-            _LOG.warning("job %d of type %s failed: %s", job.key, job.type, exc)
-            value = JobValue(
-                retries=max(job.retries - 1, 0),
-                error_message=f"{type(exc).__name__}: {exc}"[:4000],
-                retry_backoff=task.retry_backoff_ms,
-            )
-            return self.client.submit(JobIntent.FAIL, value, job.key)
-        if variables is not None and not isinstance(variables, dict):
-            self.stats.failed += 1
-            message = (
-                f"task {task.function.__name__} returned {type(variables).__name__}, not a dict"
-            )
-            value = JobValue(retries=max(job.retries - 1, 0), error_message=message)
-            return self.client.submit(JobIntent.FAIL, value, job.key)
-        self.stats.completed += 1
-        value = JobValue(variables=json.dumps(variables or {}))
-        return self.client.submit(JobIntent.COMPLETE, value, job.key)
