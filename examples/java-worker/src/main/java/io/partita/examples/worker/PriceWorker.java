@@ -1,0 +1,61 @@
+package io.partita.examples.worker;
+
+import java.math.BigDecimal;
+import java.math.RoundingMode;
+import java.util.LinkedHashMap;
+import java.util.Map;
+
+/**
+ * The example's entry point: works {@code price} jobs by adding tax to the order's net amount.
+ * Ctrl-C (SIGINT/SIGTERM) finishes the job in hand, commits and closes before the JVM exits.
+ */
+public final class PriceWorker {
+  private PriceWorker() {}
+
+  /**
+   * The handler: {@code amount} (net, a job variable) plus tax at the task header
+   * {@code taxRate} (default 0.19), rounded to cents. Without an amount the job fails.
+   */
+  static Map<String, Object> price(ActivatedJob job) {
+    Object amount = job.variables().get("amount");
+    if (amount == null) {
+      throw new IllegalArgumentException("the order has no variable 'amount'");
+    }
+    BigDecimal net = new BigDecimal(amount.toString());
+    BigDecimal rate = new BigDecimal(job.customHeaders().getOrDefault("taxRate", "0.19"));
+    BigDecimal tax = net.multiply(rate).setScale(2, RoundingMode.HALF_UP);
+    Map<String, Object> variables = new LinkedHashMap<>();
+    variables.put("tax", tax);
+    variables.put("price", net.add(tax).setScale(2, RoundingMode.HALF_UP));
+    return variables;
+  }
+
+  public static void main(String[] args) throws Exception {
+    Settings settings;
+    try {
+      settings = Settings.parse(args, System.getenv());
+    } catch (IllegalArgumentException e) {
+      boolean help = e.getMessage().isEmpty(); // --help
+      (help ? System.out : System.err).print(help ? Settings.USAGE : e.getMessage() + "\n" + Settings.USAGE);
+      System.exit(help ? 0 : 2);
+      return;
+    }
+    JobWorker worker = new JobWorker(settings, PartitaCodec.fromClasspath(), PriceWorker::price);
+    Thread main = Thread.currentThread();
+    Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+      worker.stop();
+      try {
+        main.join(60_000); // let run() finish the job in hand and close the clients
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+    }));
+    System.out.printf("price worker: %s jobs from %s (group %s) at %s%s%n",
+        settings.jobType(), settings.jobTopic(), settings.group(), settings.bootstrapServers(),
+        settings.maxJobs() > 0 ? ", stopping after " + settings.maxJobs() + " jobs" : ", Ctrl-C to stop");
+    try (worker) {
+      worker.run();
+    }
+    System.out.println("price worker stopped: " + worker.summary());
+  }
+}

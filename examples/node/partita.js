@@ -1,0 +1,237 @@
+'use strict';
+// Partita's wire format (docs/producing.md) for Node.js, shared by producer.js and worker.js:
+// avsc for Avro, kafkajs for Kafka; the single-object header, the routing of keyed commands
+// and the reply headers are written by hand from the docs. No Partita code is involved.
+const crypto = require('crypto');
+const fs = require('fs');
+const path = require('path');
+const { parseArgs } = require('util');
+const avro = require('avsc');
+const { Kafka, Partitioners, logLevel } = require('kafkajs');
+
+const PROTOCOL = 'io.partita.protocol.';
+const ENGINE_VERSION = 'node-example/1.0';
+const DEFAULT_SCHEMA = path.join(__dirname, '..', '..', 'avro', 'record.avsc');
+
+// -- settings: flags, else the environment variables of the `partita` CLI, else laptop defaults --
+
+const CLUSTER_OPTIONS = {
+  'bootstrap-servers': { type: 'string' },
+  namespace: { type: 'string' },
+  schema: { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+};
+
+const CLUSTER_USAGE = `  --bootstrap-servers HOST:PORT  Kafka (KAFKA_BOOTSTRAP_SERVERS, default 127.0.0.1:9092)
+  --namespace NS                 topic prefix (PARTITA_NAMESPACE, default partita)
+  --schema FILE                  the engine's Avro schema (PARTITA_SCHEMA, default ../../avro/record.avsc)`;
+
+/** Parses argv with the cluster flags plus `options`; prints `usage` and exits on --help or a bad flag. */
+function settings(argv, options, usage) {
+  let values;
+  try {
+    ({ values } = parseArgs({ args: argv, options: { ...CLUSTER_OPTIONS, ...options } }));
+  } catch (err) {
+    console.error(`${err.message}\n${usage}\n${CLUSTER_USAGE}`);
+    process.exit(2);
+  }
+  if (values.help) {
+    console.log(`${usage}\n${CLUSTER_USAGE}`);
+    process.exit(0);
+  }
+  const namespace = values.namespace ?? process.env.PARTITA_NAMESPACE ?? 'partita';
+  return {
+    bootstrap: values['bootstrap-servers'] ?? process.env.KAFKA_BOOTSTRAP_SERVERS ?? '127.0.0.1:9092',
+    namespace,
+    schema: values.schema ?? process.env.PARTITA_SCHEMA ?? DEFAULT_SCHEMA,
+    logTopic: `${namespace}.log`,
+    repliesTopic: `${namespace}.replies`,
+    values,
+  };
+}
+
+function kafka(config, clientId) {
+  return new Kafka({ clientId, brokers: config.bootstrap.split(','), logLevel: logLevel.ERROR });
+}
+
+function producer(client) {
+  // Every send names its partition, so the partitioner never decides; naming one keeps kafkajs quiet.
+  return client.producer({ createPartitioner: Partitioners.DefaultPartitioner, idempotent: true });
+}
+
+// -- the codec ---------------------------------------------------------------------------------
+
+// Avro longs as BigInt: keys use all 64 bits (the partition id is in the top 13), beyond 2^53.
+const LongType = avro.types.LongType.__with({
+  fromBuffer: (buf) => buf.readBigInt64LE(),
+  toBuffer: (n) => {
+    const buf = Buffer.alloc(8);
+    buf.writeBigInt64LE(BigInt(n));
+    return buf;
+  },
+  fromJSON: BigInt,
+  toJSON: Number,
+  isValid: (n) => typeof n === 'bigint' || Number.isSafeInteger(n),
+  compare: (a, b) => (a === b ? 0 : a < b ? -1 : 1),
+});
+
+// CRC-64-AVRO (Rabin) of the schema's Parsing Canonical Form, as the Avro specification defines it.
+const EMPTY = 0xc15d213aa4d7a795n;
+const TABLE = Array.from({ length: 256 }, (_, i) => {
+  let fp = BigInt(i);
+  for (let j = 0; j < 8; j++) fp = (fp >> 1n) ^ (EMPTY & -(fp & 1n));
+  return fp;
+});
+
+function fingerprint(type) {
+  let fp = EMPTY;
+  for (const byte of Buffer.from(JSON.stringify(type.schema()), 'utf8')) {
+    fp = (fp >> 8n) ^ TABLE[Number((fp ^ BigInt(byte)) & 0xffn)];
+  }
+  const out = Buffer.alloc(8);
+  out.writeBigUInt64LE(BigInt.asUintN(64, fp));
+  return out;
+}
+
+/** Records in single-object encoding: C3 01, the schema's fingerprint (little-endian), the body. */
+class Codec {
+  constructor(schemaPath) {
+    const schema = JSON.parse(fs.readFileSync(schemaPath, 'utf8'));
+    this.type = avro.Type.forSchema(schema, { registry: { long: LongType }, wrapUnions: true });
+    this.header = Buffer.concat([Buffer.from([0xc3, 0x01]), fingerprint(this.type)]);
+  }
+
+  encode(record) {
+    return Buffer.concat([this.header, this.type.toBuffer(record)]);
+  }
+
+  /** Throws when the record was written with another schema (a newer engine: fetch its record.avsc). */
+  decode(buf) {
+    if (!buf.subarray(0, 10).equals(this.header)) {
+      throw new Error(`not a record of this schema: header ${buf.subarray(0, 10).toString('hex')}`);
+    }
+    return this.type.fromBuffer(buf.subarray(10));
+  }
+
+  /** A command; fields of `value` left out take the schema's defaults. `key` -1: a new entity. */
+  command(valueType, intent, branch, value, key = -1n) {
+    return {
+      partitionId: key >= 0n ? partitionOfKey(key) + 1 : -1,
+      key: BigInt(key),
+      recordType: 'COMMAND',
+      valueType,
+      intent,
+      timestamp: BigInt(Date.now()),
+      engineVersion: ENGINE_VERSION,
+      value: { [PROTOCOL + branch]: value },
+    };
+  }
+}
+
+/** The log partition of an entity: its partition id is in the key's top 13 bits. */
+function partitionOfKey(key) {
+  return Number(BigInt(key) >> 51n) - 1;
+}
+
+/** The one value of an Avro union as avsc decodes it ({"io.partita.protocol.X": value}), or null. */
+function unwrap(union) {
+  return union === null ? null : Object.values(union)[0];
+}
+
+/** The three filter headers every Partita record carries. */
+function recordHeaders(record) {
+  return { recordType: record.recordType, valueType: record.valueType, intent: record.intent };
+}
+
+/** "NOT_FOUND process 'x' is not deployed" for a rejection, null for an event. */
+function rejection(record) {
+  if (record.recordType !== 'COMMAND_REJECTION') return null;
+  return `${unwrap(record.rejectionType)} ${record.rejectionReason}`;
+}
+
+// -- replies -------------------------------------------------------------------------------------
+
+/**
+ * Answers to our commands (docs/producing.md, "Replies"). Every command names one partition of
+ * `<ns>.replies` and a correlation id; this reads that partition from its end as it was before
+ * the first command (kafkajs has no manual assignment, so a throwaway consumer group seeks there).
+ */
+class Replies {
+  constructor(client, codec, topic) {
+    this.client = client;
+    this.codec = codec;
+    this.topic = topic;
+    this.waiting = new Map();
+  }
+
+  async start() {
+    const admin = this.client.admin();
+    await admin.connect();
+    const ends = await admin.fetchTopicOffsets(this.topic);
+    await admin.disconnect();
+    const end = ends[crypto.randomInt(ends.length)];
+    this.partition = end.partition;
+    this.consumer = this.client.consumer({ groupId: `partita-example-replies-${crypto.randomUUID()}` });
+    await this.consumer.connect();
+    await this.consumer.subscribe({ topic: this.topic });
+    await this.consumer.run({
+      autoCommit: false,
+      eachMessage: async ({ partition, message }) => {
+        const id = message.headers.kafka_correlationId?.toString();
+        const waiter = partition === this.partition && this.waiting.get(id);
+        if (waiter) {
+          this.waiting.delete(id);
+          clearTimeout(waiter.timer);
+          waiter.resolve(this.codec.decode(message.value));
+        }
+      },
+    });
+    this.consumer.seek({ topic: this.topic, partition: this.partition, offset: end.offset });
+    return this;
+  }
+
+  /** The reply headers of a new command and the promise of its answer (null after `timeoutMs`). */
+  expect(timeoutMs) {
+    const id = crypto.randomUUID();
+    const answer = new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        this.waiting.delete(id);
+        resolve(null);
+      }, timeoutMs);
+      this.waiting.set(id, { resolve, timer });
+    });
+    const partition = Buffer.alloc(4);
+    partition.writeInt32BE(this.partition);
+    const headers = { kafka_replyTopic: this.topic, kafka_replyPartition: partition, kafka_correlationId: id };
+    return { headers, answer };
+  }
+
+  async stop() {
+    await this.consumer?.disconnect();
+  }
+}
+
+/**
+ * Sends `record` to `partition` of the log with reply headers; resolves to the engine's answer
+ * (an event or a COMMAND_REJECTION), or null when none came within `timeoutMs`.
+ */
+async function request(sender, replies, topic, partition, record, timeoutMs) {
+  const { headers, answer } = replies.expect(timeoutMs);
+  await sender.send({
+    topic,
+    messages: [{ partition, value: replies.codec.encode(record), headers: { ...recordHeaders(record), ...headers } }],
+  });
+  return answer;
+}
+
+module.exports = {
+  Codec,
+  Replies,
+  kafka,
+  partitionOfKey,
+  producer,
+  rejection,
+  request,
+  settings,
+  unwrap,
+};

@@ -1,0 +1,194 @@
+"""The user-facing examples in examples/, end to end on the real broker.
+
+A real engine worker runs; the Java job worker (examples/java-worker) works `price` jobs, the
+Node.js job worker (examples/node/worker.js) works `notify` jobs, and the Node.js producer
+deploys examples/order-pricing.bpmn and creates instances that await their results. None of the
+three programs uses Partita code: only avro/record.avsc and the conventions of the docs.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import signal
+import subprocess
+import uuid
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from engine.cli import main
+from engine.config import Config
+from engine.protocol.enums import BpmnElementType
+from engine.protocol.intents import JobIntent, ProcessInstanceIntent
+from engine.protocol.records import Record
+from tests.integration.workers import BUILTIN_ENGINE, WorkerProcess, create_topics, read_log
+
+pytestmark = [pytest.mark.kafka, pytest.mark.interop]
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "examples"
+BPMN = EXAMPLES / "order-pricing.bpmn"
+INSTANCES = 5
+COMPLETED = re.compile(r"^order (\d+): instance (\d+) completed with (\{.*\})$")
+
+
+def _build(cmd: list[str], cwd: Path, what: str) -> None:
+    assert shutil.which(cmd[0]), f"{cmd[0]} is needed to build {what}"
+    result = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=600, check=False)
+    assert result.returncode == 0, f"{what}: {cmd} failed:\n{result.stdout}\n{result.stderr}"
+
+
+@pytest.fixture(scope="module")
+def java_worker() -> list[str]:
+    """The Java example built as its README says; the command that runs it."""
+    project = EXAMPLES / "java-worker"
+    _build(["mvn", "-B", "-q", "package", "-DskipTests"], project, "the Java worker")
+    return ["java", "-jar", str(project / "target" / "price-worker.jar")]
+
+
+@pytest.fixture(scope="module")
+def node_project() -> Path:
+    """The Node example's dependencies installed from its lock file."""
+    project = EXAMPLES / "node"
+    _build(["npm", "ci", "--no-audit", "--no-fund", "--silent"], project, "the Node example")
+    return project
+
+
+@pytest.fixture(scope="module")
+def engine(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Config]:
+    """A namespace with push topics for both job types and a real engine worker; at the end the
+    worker stops cleanly and its state equals a replay of the log."""
+    home = tmp_path_factory.mktemp("examples")
+    config = Config(
+        bootstrap_servers=kafka_bootstrap, namespace=f"x{uuid.uuid4().hex[:8]}", home=home
+    )
+    create_topics(config)
+    flags = ["--bootstrap-servers", kafka_bootstrap, "--namespace", config.namespace]
+    assert main(["topics", "apply", "--job-type", "price", "--job-type", "notify", *flags]) == 0
+    worker = WorkerProcess(config, home, engine=BUILTIN_ENGINE).start()
+    try:
+        yield config
+        assert worker.stop() == 0, worker.tail()
+        verify = worker.verify_replay()
+        assert verify.returncode == 0, verify.stdout + verify.stderr
+    finally:
+        worker.kill()
+
+
+class Program:
+    """An example program in the background, its output in a file."""
+
+    def __init__(self, cmd: list[str], cwd: Path, log: Path) -> None:
+        self.log = log
+        with log.open("wb") as out:
+            self.process = subprocess.Popen(cmd, cwd=cwd, stdout=out, stderr=subprocess.STDOUT)
+
+    def output(self) -> str:
+        return self.log.read_text(errors="replace")
+
+    def stop(self, timeout: float = 60) -> int:
+        """SIGTERM (what Ctrl-C does) and wait; returns the exit code."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+        return self.process.wait(timeout)
+
+    def kill(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(10)
+
+
+def _cluster(config: Config) -> list[str]:
+    return ["--bootstrap-servers", config.bootstrap, "--namespace", config.namespace]
+
+
+def _producer(node_project: Path, config: Config, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["node", "producer.js", *_cluster(config), *args],
+        cwd=node_project,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+
+
+def _events(config: Config) -> list[Record]:
+    return [r for records in read_log(config).partitions.values() for r in records]
+
+
+def test_java_and_node_workers_complete_every_instance_the_producer_awaits(
+    engine: Config, java_worker: list[str], node_project: Path, tmp_path: Path
+) -> None:
+    config = engine
+    java = Program(
+        [*java_worker, *_cluster(config), "--max-jobs", str(INSTANCES)],
+        EXAMPLES / "java-worker",
+        tmp_path / "java-worker.log",
+    )
+    node = Program(
+        ["node", "worker.js", *_cluster(config)], node_project, tmp_path / "node-worker.log"
+    )
+    try:
+        produced = _producer(node_project, config, "--deploy", str(BPMN), "--count", str(INSTANCES))
+        outputs = (
+            f"producer:\n{produced.stdout}{produced.stderr}\njava worker:\n{java.output()}"
+            f"\nnode worker:\n{node.output()}"
+        )
+        assert produced.returncode == 0, outputs
+        assert java.process.wait(60) == 0, java.output()  # stops by itself after 5 jobs
+        assert node.stop() == 0, node.output()
+    finally:
+        java.kill()
+        node.kill()
+
+    lines = produced.stdout.splitlines()
+    assert lines[0].startswith("deployed order-pricing.bpmn: process order-pricing now version 1")
+    assert lines[-1] == f"{INSTANCES} of {INSTANCES} instances completed"
+    results = {}
+    for match in filter(None, map(COMPLETED.match, lines)):
+        order, instance, variables = match.groups()
+        results[int(instance)] = (int(order), json.loads(variables))
+    assert sorted(order for order, _ in results.values()) == list(range(1, INSTANCES + 1))
+    for order, variables in results.values():
+        price = round(25 * order * 1.19, 2)
+        assert variables == {
+            "orderId": order,
+            "amount": 25 * order,
+            "tax": round(25 * order * 0.19, 2),
+            "price": price,
+            "notified": True,
+            "notification": f"Order {order}: {price:.2f} charged, tax included",
+        }
+    assert f"price worker stopped: {INSTANCES} jobs answered: {INSTANCES} completed" in (
+        java.output()
+    )
+    assert f"node worker stopped: {INSTANCES} jobs answered: {INSTANCES} completed" in (
+        node.output()
+    )
+
+    records = _events(config)
+    created = {r.key: r.value.type for r in records if r.intent is JobIntent.CREATED}
+    completed = Counter(r.key for r in records if r.intent is JobIntent.COMPLETED)
+    assert Counter(created.values()) == {"price": INSTANCES, "notify": INSTANCES}
+    assert completed == Counter(created.keys()), "every job COMPLETED exactly once"
+    ended = {
+        r.value.process_instance_key
+        for r in records
+        if r.intent is ProcessInstanceIntent.ELEMENT_COMPLETED
+        and r.value.bpmn_element_type is BpmnElementType.PROCESS
+    }
+    assert ended == set(results)
+
+
+def test_an_unknown_process_is_rejected_not_found(engine: Config, node_project: Path) -> None:
+    produced = _producer(node_project, engine, "--process", "no-such-process", "--count", "1")
+    assert produced.returncode == 1, produced.stdout + produced.stderr
+    assert produced.stdout.splitlines() == [
+        "order 1: rejected NOT_FOUND process 'no-such-process' is not deployed",
+        "0 of 1 instances completed",
+    ]
