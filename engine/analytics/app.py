@@ -1,0 +1,203 @@
+"""The faust app: the log's EVENTs folded into RocksDB-backed tables, served as JSON and HTML.
+
+- Consumer group `<ns>.analytics` (the faust app id), reading `<ns>.log` from the earliest
+  offset. List the group in `PARTITA_DOWNSTREAM_GROUPS` so the engine never truncates the log
+  past what the analytics have committed.
+- **Isolation level.** The engine writes events in Kafka transactions, so the analytics must
+  read `read_committed`: otherwise events of an aborted batch would be counted. faust 0.15's
+  aiokafka driver picks the isolation level from `processing_guarantee` alone
+  (`read_committed` only with `exactly_once`), so the app runs with
+  `processing_guarantee="exactly_once"`. That also makes each table changelog write and the
+  consumer offset commit one transaction per source partition, so after a crash the tables
+  neither miss nor double-count an event (Kafka side; the local RocksDB copy is rebuilt from
+  the changelog when it is lost).
+- Tables use faust's `rocksdb://` store, which uses rocksdict when python-rocksdb is absent,
+  one RocksDB per table and partition under `<data_dir>/<group>/tables`.
+- Records arrive as raw bytes; the `recordType`, `valueType` and `intent` headers select the
+  EVENTs the appliers use before anything is decoded.
+
+Figures are merged over the partitions this worker is assigned: run one analytics worker per
+namespace (a second one would split the partitions and each would serve only its share).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from engine.analytics import views
+from engine.analytics.appliers import Tables, apply, wanted
+from engine.analytics.dashboard import PAGE
+from engine.protocol.codec import RecordCodec
+from engine.protocol.errors import ProtocolError
+from engine.protocol.headers import INTENT, RECORD_TYPE, VALUE_TYPE
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class AnalyticsSettings:
+    """Where the analytics read from, keep their tables and serve their figures."""
+
+    bootstrap: str
+    namespace: str
+    partitions: int
+    data_dir: Path
+    port: int = 6066
+    bind: str = "127.0.0.1"
+    replication_factor: int = -1
+
+    @property
+    def group(self) -> str:
+        """The consumer group (and faust app id): `<ns>.analytics`."""
+        return group_id(self.namespace)
+
+    @property
+    def log_topic(self) -> str:
+        return f"{self.namespace}.log"
+
+    @property
+    def url(self) -> str:
+        host = "127.0.0.1" if self.bind in ("0.0.0.0", "::", "") else self.bind
+        return f"http://{host}:{self.port}/"
+
+
+def group_id(namespace: str) -> str:
+    """The analytics consumer group of a namespace (list it in PARTITA_DOWNSTREAM_GROUPS)."""
+    return f"{namespace}.analytics"
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def build_app(settings: AnalyticsSettings) -> Any:
+    """A faust App with the fold agent, the tables and the web pages (not started)."""
+    import faust
+
+    datadir = settings.data_dir / settings.group
+    (datadir / "tables").mkdir(parents=True, exist_ok=True)
+    app = faust.App(
+        settings.group,
+        broker=[f"kafka://{server.strip()}" for server in settings.bootstrap.split(",")],
+        store="rocksdb://",
+        datadir=str(datadir),
+        tabledir=str(datadir / "tables"),
+        processing_guarantee="exactly_once",  # read_committed: see the module docs
+        consumer_auto_offset_reset="earliest",
+        topic_partitions=settings.partitions,
+        topic_replication_factor=max(1, settings.replication_factor),
+        web_port=settings.port,
+        web_bind=settings.bind,
+        web_host="127.0.0.1" if settings.bind in ("0.0.0.0", "::") else settings.bind,
+        web_router_enabled=False,  # single worker; /api/* serves the merged figures
+        web_tables_enabled=False,
+        web_stats_enabled=False,
+        web_graph_enabled=False,
+        key_serializer="raw",
+        value_serializer="raw",
+    )
+    app.web = _web_without_index(app)
+    schema: Any = faust.Schema(key_type=str, key_serializer="json", value_serializer="json")
+    tables = Tables(
+        **{
+            name: app.Table(
+                name,
+                partitions=settings.partitions,
+                schema=schema,
+                help=f"analytics table {name} (see engine.analytics.appliers)",
+            )
+            for name in Tables.names()
+        }
+    )
+    topic = app.topic(
+        settings.log_topic, key_serializer="raw", value_serializer="raw", internal=False
+    )
+    codec = RecordCodec()
+
+    @app.agent(topic, name="fold")
+    async def fold(stream: Any) -> None:
+        async for event in stream.events():
+            headers = event.headers or {}
+            if not wanted(headers.get(RECORD_TYPE), headers.get(VALUE_TYPE), headers.get(INTENT)):
+                continue
+            message = event.message
+            try:
+                record = codec.decode(
+                    event.value,
+                    topic=message.topic,
+                    partition=message.partition,
+                    offset=message.offset,
+                )
+            except ProtocolError as error:
+                log.warning("skipped an undecodable record: %s", error)
+                continue
+            apply(tables, message.partition, record)
+
+    _add_pages(app, tables)
+    return app
+
+
+def _web_without_index(app: Any) -> Any:
+    """faust's aiohttp web server without its `{"status": "OK"}` index, so `/` is ours."""
+    from faust.web.drivers.aiohttp import Web
+
+    class DashboardWeb(Web):
+        production_blueprints = ()
+
+    return DashboardWeb(app)
+
+
+def _add_pages(app: Any, tables: Tables) -> None:
+    def query(request: Any, name: str) -> str | None:
+        value = request.query.get(name)
+        return str(value) if value else None
+
+    def json_page(path: str, figures: Callable[[Any], Any]) -> None:
+        async def handler(view: Any, request: Any) -> Any:
+            try:
+                return view.json(figures(request))
+            except ValueError as error:
+                return view.json({"error": str(error)}, status=400)
+
+        handler.__name__ = "api_" + path.strip("/").replace("/", "_")
+        app.page(path)(handler)
+
+    json_page("/api/summary", lambda r: views.summary(tables, now_ms()))
+    json_page("/api/processes", lambda r: views.processes(tables))
+    json_page("/api/elements", lambda r: views.elements(tables, query(r, "process")))
+    json_page("/api/jobs", lambda r: views.jobs(tables, now_ms()))
+    json_page("/api/incidents", lambda r: views.incidents(tables, query(r, "process")))
+    json_page("/api/timeline", lambda r: views.timeline(tables, now_ms()))
+    json_page(
+        "/api/instances",
+        lambda r: views.instances(
+            tables,
+            now_ms(),
+            state=query(r, "state"),
+            process=query(r, "process"),
+            limit=int(query(r, "limit") or 100),
+        ),
+    )
+
+    async def dashboard(view: Any, request: Any) -> Any:
+        return view.html(PAGE)
+
+    app.page("/")(dashboard)
+
+
+def run(settings: AnalyticsSettings, loglevel: str = "warning") -> int:
+    """Run the analytics worker until SIGINT/SIGTERM; returns the exit code."""
+    import faust
+
+    app = build_app(settings)
+    worker = faust.Worker(app, loglevel=loglevel, quiet=True, redirect_stdouts=False)
+    try:
+        worker.execute_from_commandline()
+    except SystemExit as stop:
+        return int(stop.code or 0)
+    return 0

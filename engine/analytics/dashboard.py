@@ -1,0 +1,3 @@
+"""The live HTML page served at `/`."""
+
+PAGE = "<html><body>dashboard</body></html>"
