@@ -51,7 +51,12 @@ function settings(argv, options, usage) {
 }
 
 function kafka(config, clientId) {
-  return new Kafka({ clientId, brokers: config.bootstrap.split(','), logLevel: logLevel.ERROR });
+  return new Kafka({ clientId, brokers: config.bootstrap.split(','), logLevel: logLevel.ERROR, logCreator });
+}
+
+// kafkajs's errors as one line each on stderr; it retries most of them by itself.
+function logCreator() {
+  return ({ log }) => console.error(`kafkajs: ${log.message}${log.error ? `: ${log.error}` : ''}`);
 }
 
 function producer(client) {
@@ -174,6 +179,14 @@ class Replies {
     this.consumer = this.client.consumer({ groupId: `partita-example-replies-${crypto.randomUUID()}` });
     await this.consumer.connect();
     await this.consumer.subscribe({ topic: this.topic });
+    const joined = new Promise((resolve) => {
+      // On every join, also when kafkajs restarts the consumer after an error (e.g. "the
+      // coordinator is loading" on a fresh broker): seeking again only re-reads ignored replies.
+      this.consumer.on(this.consumer.events.GROUP_JOIN, () => {
+        this.consumer.seek({ topic: this.topic, partition: this.partition, offset: end.offset });
+        resolve();
+      });
+    });
     await this.consumer.run({
       autoCommit: false,
       eachMessage: async ({ partition, message }) => {
@@ -186,7 +199,7 @@ class Replies {
         }
       },
     });
-    this.consumer.seek({ topic: this.topic, partition: this.partition, offset: end.offset });
+    await joined;
     return this;
   }
 

@@ -40,8 +40,8 @@ async function createInstance(client, order, processId, variables, partition, ti
   const answer = await partita.request(
     client.sender, client.replies, client.config.logTopic, partition, record, timeoutMs);
   if (answer === null) {
-    console.log(`order ${order}: no answer within ${timeoutMs / 1000} s`
-      + ' (are `partita worker` and the job workers running?)');
+    console.log(`order ${order}: not ended within ${timeoutMs / 1000} s`
+      + ' (are `partita worker` and the job workers running? is there an incident?)');
     return false;
   }
   if (partita.rejection(answer)) {

@@ -61,6 +61,13 @@ class Worker {
     await this.replies.start();
     await this.consumer.connect();
     await this.consumer.subscribe({ topic: this.jobTopic, fromBeginning: true });
+    this.consumer.on(this.consumer.events.CRASH, ({ payload }) => {
+      if (!payload.restart) { // kafkajs gave up: say so and leave, rather than sit idle
+        console.error(`node worker: the consumer failed for good: ${payload.error}`);
+        this.failed = true;
+        this.stop();
+      }
+    });
     await this.consumer.run({ eachMessage: ({ message }) => this.handleMessage(message) });
   }
 
@@ -144,9 +151,10 @@ async function main() {
     + ` (group ${worker.group}) at ${config.bootstrap}, ${until}`);
   await worker.stopped;
   console.log(`node worker stopped: ${worker.summary()}`);
+  return worker.failed ? 1 : 0;
 }
 
-main().then(() => process.exit(0)).catch((err) => {
+main().then((code) => process.exit(code)).catch((err) => {
   console.error(err);
   process.exit(1);
 });

@@ -72,6 +72,11 @@ final class JobWorker implements AutoCloseable {
 
   /** Works until {@link #stop()} or until {@code maxJobs} jobs are answered. */
   void run() throws Exception {
+    if (consumer.partitionsFor(settings.jobTopic()).isEmpty()) {
+      throw new IllegalStateException("there is no topic " + settings.jobTopic()
+          + ", so the engine does not push these jobs: create it with"
+          + " `partita topics apply --job-type " + settings.jobType() + "`");
+    }
     consumer.subscribe(List.of(settings.jobTopic()));
     while (!stopping && !enough()) {
       Map<TopicPartition, OffsetAndMetadata> handled = new HashMap<>();

@@ -4,6 +4,8 @@ import java.math.BigDecimal;
 import java.math.RoundingMode;
 import java.util.LinkedHashMap;
 import java.util.Map;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
 
 /**
  * The example's entry point: works {@code price} jobs by adding tax to the order's net amount.
@@ -40,12 +42,19 @@ public final class PriceWorker {
       System.exit(help ? 0 : 2);
       return;
     }
-    JobWorker worker = new JobWorker(settings, PartitaCodec.fromClasspath(), PriceWorker::price);
-    Thread main = Thread.currentThread();
+    JobWorker worker;
+    try {
+      worker = new JobWorker(settings, PartitaCodec.fromClasspath(), PriceWorker::price);
+    } catch (IllegalStateException e) {
+      System.err.println("price worker: " + e.getMessage());
+      System.exit(1);
+      return;
+    }
+    CountDownLatch closed = new CountDownLatch(1);
     Runtime.getRuntime().addShutdownHook(new Thread(() -> {
       worker.stop();
       try {
-        main.join(60_000); // let run() finish the job in hand and close the clients
+        closed.await(60, TimeUnit.SECONDS); // let run() finish the job in hand and close the clients
       } catch (InterruptedException e) {
         Thread.currentThread().interrupt();
       }
@@ -55,7 +64,13 @@ public final class PriceWorker {
         settings.maxJobs() > 0 ? ", stopping after " + settings.maxJobs() + " jobs" : ", Ctrl-C to stop");
     try (worker) {
       worker.run();
+      System.out.println("price worker stopped: " + worker.summary());
+    } catch (IllegalStateException e) {
+      System.err.println("price worker: " + e.getMessage());
+      closed.countDown();
+      System.exit(1);
+    } finally {
+      closed.countDown();
     }
-    System.out.println("price worker stopped: " + worker.summary());
   }
 }

@@ -39,6 +39,9 @@ final class Replies implements AutoCloseable {
     this.topic = topic;
     this.consumer = new KafkaConsumer<>(props);
     int partitions = consumer.partitionsFor(topic).size();
+    if (partitions == 0) {
+      throw new IllegalStateException("there is no topic " + topic + ": run `partita topics apply`");
+    }
     this.partition = ThreadLocalRandom.current().nextInt(partitions);
     TopicPartition tp = new TopicPartition(topic, partition);
     consumer.assign(List.of(tp));
