@@ -64,6 +64,7 @@ __all__ = ["ActivatedJob", "BpmnError", "JobWorker", "WorkerStats"]
 
 _LOG = logging.getLogger("partita.jobworker")
 TRANSACTION_TIMEOUT_MS = 10_000
+SESSION_TIMEOUT_MS = 10_000
 
 
 @dataclass(slots=True)
@@ -215,6 +216,10 @@ class JobWorker:
                 "enable.auto.commit": not self.exactly_once,
                 "fetch.wait.max.ms": 10,
                 "partition.assignment.strategy": "cooperative-sticky",
+                "session.timeout.ms": SESSION_TIMEOUT_MS,
+                # exactly-once workers have unique, stable names: a restarted one takes its
+                # partitions back at once instead of after the session timeout
+                **({"group.instance.id": self.name} if self.exactly_once else {}),
             }
         )
         consumer.subscribe([job_topic(self.config.namespace, job_type)])
