@@ -64,6 +64,22 @@ function producer(client) {
   return client.producer({ createPartitioner: Partitioners.DefaultPartitioner, idempotent: true });
 }
 
+/** Throws, saying what to run, unless every topic exists (kafkajs would retry for a while first). */
+async function requireTopics(client, topics) {
+  const admin = client.admin();
+  await admin.connect();
+  try {
+    const existing = new Set(await admin.listTopics());
+    const missing = topics.filter((topic) => !existing.has(topic));
+    if (missing.length) {
+      throw new Error(`there is no topic ${missing.join(', ')}: run \`partita topics apply\``
+        + ' (with --job-type TYPE for a job topic)');
+    }
+  } finally {
+    await admin.disconnect();
+  }
+}
+
 // -- the codec ---------------------------------------------------------------------------------
 
 // Avro longs as BigInt: keys use all 64 bits (the partition id is in the top 13), beyond 2^53.
@@ -170,6 +186,7 @@ class Replies {
   }
 
   async start() {
+    await requireTopics(this.client, [this.topic]);
     const admin = this.client.admin();
     await admin.connect();
     const ends = await admin.fetchTopicOffsets(this.topic);
@@ -245,6 +262,7 @@ module.exports = {
   producer,
   rejection,
   request,
+  requireTopics,
   settings,
   unwrap,
 };

@@ -67,6 +67,7 @@ async function main() {
   const extra = JSON.parse(values.variables);
 
   const kafka = partita.kafka(config, 'partita-example-producer');
+  await partita.requireTopics(kafka, [config.logTopic]);
   const admin = kafka.admin();
   await admin.connect();
   const metadata = await admin.fetchTopicMetadata({ topics: [config.logTopic] });
@@ -101,6 +102,6 @@ async function main() {
 }
 
 main().then((code) => process.exit(code)).catch((err) => {
-  console.error(err);
+  console.error(`producer: ${err.message}`);
   process.exit(1);
 });

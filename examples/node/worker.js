@@ -44,10 +44,10 @@ class Worker {
     this.handler = handler;
     this.maxJobs = maxJobs;
     this.codec = new partita.Codec(config.schema);
-    const kafka = partita.kafka(config, `partita-example-worker-${config.values['job-type']}`);
-    this.sender = partita.producer(kafka);
-    this.replies = new partita.Replies(kafka, this.codec, config.repliesTopic);
-    this.consumer = kafka.consumer({ groupId: this.group, readUncommitted: false });
+    this.kafka = partita.kafka(config, `partita-example-worker-${config.values['job-type']}`);
+    this.sender = partita.producer(this.kafka);
+    this.replies = new partita.Replies(this.kafka, this.codec, config.repliesTopic);
+    this.consumer = this.kafka.consumer({ groupId: this.group, readUncommitted: false });
     this.stats = { answered: 0, completed: 0, failed: 0, rejected: 0 };
     this.stopped = new Promise((resolve) => { this.onStopped = resolve; });
   }
@@ -57,6 +57,7 @@ class Worker {
   get group() { return `${this.config.namespace}.workers.${this.config.values['job-type']}`; }
 
   async start() {
+    await partita.requireTopics(this.kafka, [this.jobTopic]);
     await this.sender.connect();
     await this.replies.start();
     await this.consumer.connect();
@@ -155,6 +156,6 @@ async function main() {
 }
 
 main().then((code) => process.exit(code)).catch((err) => {
-  console.error(err);
+  console.error(`node worker: ${err.message}`);
   process.exit(1);
 });
