@@ -51,7 +51,8 @@ function settings(argv, options, usage) {
 }
 
 function kafka(config, clientId) {
-  return new Kafka({ clientId, brokers: config.bootstrap.split(','), logLevel: logLevel.ERROR, logCreator });
+  const brokers = config.bootstrap.split(',');
+  return new Kafka({ clientId, brokers, logLevel: logLevel.ERROR, logCreator });
 }
 
 // kafkajs's errors as one line each on stderr; it retries most of them by itself.
@@ -232,7 +233,11 @@ class Replies {
     });
     const partition = Buffer.alloc(4);
     partition.writeInt32BE(this.partition);
-    const headers = { kafka_replyTopic: this.topic, kafka_replyPartition: partition, kafka_correlationId: id };
+    const headers = {
+      kafka_replyTopic: this.topic,
+      kafka_replyPartition: partition,
+      kafka_correlationId: id,
+    };
     return { headers, answer };
   }
 
@@ -249,7 +254,11 @@ async function request(sender, replies, topic, partition, record, timeoutMs) {
   const { headers, answer } = replies.expect(timeoutMs);
   await sender.send({
     topic,
-    messages: [{ partition, value: replies.codec.encode(record), headers: { ...recordHeaders(record), ...headers } }],
+    messages: [{
+      partition,
+      value: replies.codec.encode(record),
+      headers: { ...recordHeaders(record), ...headers },
+    }],
   });
   return answer;
 }

@@ -16,9 +16,11 @@ const USAGE = `usage: node producer.js [--deploy FILE]... [--process ID] [--coun
 async function deploy(client, file, timeoutMs) {
   const value = { resources: [{ resourceName: path.basename(file), resource: fs.readFileSync(file) }] };
   const record = client.codec.command('DEPLOYMENT', 'CREATE', 'DeploymentValue', value);
-  const answer = await partita.request(client.sender, client.replies, client.config.logTopic, 0, record, timeoutMs);
+  const answer = await partita.request(
+    client.sender, client.replies, client.config.logTopic, 0, record, timeoutMs);
   if (answer === null) {
-    console.log(`deploy ${file}: no answer within ${timeoutMs / 1000} s (is a \`partita worker\` running?)`);
+    console.log(`deploy ${file}: no answer within ${timeoutMs / 1000} s`
+      + ' (is a `partita worker` running?)');
     return false;
   }
   if (partita.rejection(answer)) {

@@ -20,7 +20,8 @@ const RETRY_BACKOFF_MS = 1000n;
 function notify(job) {
   const { orderId, price } = job.variables;
   if (price === undefined) throw new Error('the order has no price yet');
-  return { notified: true, notification: `Order ${orderId}: ${Number(price).toFixed(2)} charged, tax included` };
+  const notification = `Order ${orderId}: ${Number(price).toFixed(2)} charged, tax included`;
+  return { notified: true, notification };
 }
 
 /** The job as a handler sees it: a JobValue of a pushed JOB_BATCH ACTIVATED, variables parsed. */
@@ -119,7 +120,8 @@ class Worker {
     this.stats.answered += 1;
     const where = `job ${job.key} of instance ${job.processInstanceKey} (${job.elementId})`;
     if (reply === null) {
-      console.log(`no reply for job ${job.key} within ${REPLY_TIMEOUT_MS / 1000} s: is a \`partita worker\` running?`);
+      console.log(`no reply for job ${job.key} within ${REPLY_TIMEOUT_MS / 1000} s:`
+        + ' is a `partita worker` running?');
     } else if (partita.rejection(reply)) {
       this.stats.rejected += 1;
       console.log(`rejected JOB ${intent} of job ${job.key}: ${partita.rejection(reply)}`);

@@ -90,7 +90,8 @@ final class JobWorker implements AutoCloseable {
         if (PartitaCodec.is(record, "JOB_BATCH", "ACTIVATED")) {
           for (ActivatedJob job : jobsOf((GenericRecord) record.get("value"))) {
             if (job.expired(System.currentTimeMillis())) {
-              System.out.printf("skipped job %d: its deadline passed, it will be pushed again%n", job.key());
+              System.out.printf(
+                  "skipped job %d: its deadline passed, it will be pushed again%n", job.key());
               continue;
             }
             String correlationId = UUID.randomUUID().toString();
