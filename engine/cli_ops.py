@@ -1,13 +1,199 @@
-"""`partita ...` commands: placeholder, filled in by the ops work."""
+"""`partita tail`, `partita status` and `partita export`: commands for operators."""
 
 from __future__ import annotations
 
 import argparse
+import json
+import signal
+import threading
 from collections.abc import Callable
 from typing import Any
+
+from engine.config import Config
+from engine.errors import PartitaError
 
 AddCommand = Callable[..., argparse.ArgumentParser]
 
 
+def _config(args: argparse.Namespace) -> Config:
+    from engine.cli import _config as config
+
+    return config(args)
+
+
+def _progress(message: str) -> None:
+    from engine.cli import _progress as progress
+
+    progress(message)
+
+
+def _stop_on_signals() -> threading.Event:
+    """An event set by Ctrl-C or SIGTERM, so a loop finishes its batch and returns."""
+    stopping = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stopping.set())
+    return stopping
+
+
+def _names(values: list[str] | None, enum: Any, what: str) -> list[str]:
+    names = [v.upper().replace("-", "_") for v in values or []]
+    unknown = [n for n in names if n not in enum.__members__]
+    if unknown:
+        raise PartitaError(
+            f"unknown {what} {', '.join(unknown)}; known: {', '.join(enum.__members__)}"
+        )
+    return names
+
+
+def cmd_tail(args: argparse.Namespace) -> int:
+    from engine.ops.tail import TailFilter, tail
+    from engine.protocol.enums import RecordType, ValueType
+
+    where = TailFilter(
+        partitions=args.partition or (),
+        record_types=_names(args.record_type, RecordType, "record type"),
+        value_types=_names(args.value_type, ValueType, "value type"),
+        intents=[i.upper() for i in args.intent or []],
+        key=args.key,
+    )
+    stopping = _stop_on_signals()
+    tail(
+        _config(args),
+        where,
+        last=args.last,
+        from_beginning=args.from_beginning,
+        follow=not args.no_follow,
+        out=lambda line: print(line, flush=True),
+        stop=stopping.is_set,
+    )
+    return 0
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    from engine.ops.status import collect, render
+
+    status = collect(_config(args))
+    print(json.dumps(status.to_json()) if args.json else render(status))
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from engine.analytics.export import Exporter, export_group
+    from engine.protocol.enums import ValueType
+
+    config = _config(args)
+    value_types = [ValueType[n] for n in _names(args.value_type, ValueType, "value type")]
+    exporter = Exporter(
+        config,
+        value_types=value_types,
+        name=args.name,
+        skip_truncated=args.skip_truncated,
+        progress=_progress,
+    )
+    group = export_group(config.namespace)
+    if group not in config.downstream_groups:
+        _progress(
+            f"note: {group} is not in PARTITA_DOWNSTREAM_GROUPS here; the engine workers need it"
+            " there, or log truncation may delete records before they are exported"
+        )
+    what = "until the log's current end" if args.once else "until Ctrl-C"
+    _progress(f"Exporting {config.log_topic} events as JSON to {config.namespace}.export.* {what}")
+    stopping = _stop_on_signals()
+    stats = exporter.run(once=args.once, stop=stopping.is_set)
+    by_type = ", ".join(f"{n} {t}" for t, n in sorted(stats.by_value_type.items())) or "none"
+    print(
+        f"exported {stats.exported} events ({by_type}) in {stats.transactions} transactions;"
+        f" {stats.read} log records read"
+    )
+    return 0
+
+
+_TAIL_EXAMPLES = """examples:
+  partita tail                                   the last 10 records of each partition, then follow
+  partita tail --value-type job --intent completed
+  partita tail --key 2251799813685249 --from-beginning --no-follow   one instance's whole story
+  partita tail --record-type command_rejection   only rejections, with their reasons
+"""
+
+_STATUS_EXAMPLES = """examples:
+  partita status                       partitions, owners, lag, snapshots as tables
+  partita status --json | jq .groups   the same as one JSON document
+"""
+
+_EXPORT_EXAMPLES = """examples:
+  partita export                         run until Ctrl-C, resuming where the last run stopped
+  partita export --once                  export up to the log's current end, then exit
+  partita export --value-type process-instance --value-type incident
+
+Records go to <ns>.export.<value-type> (e.g. partita.export.process-instance) as JSON, keyed by
+process instance key, exactly once: read them with isolation.level=read_committed. List
+<ns>.export in the engine workers' PARTITA_DOWNSTREAM_GROUPS so truncation waits for it.
+"""
+
+
 def register(commands: Any, add: AddCommand) -> None:
-    """Add the ops commands to the `partita` parser (`add` is the CLI's helper)."""
+    """Add the operator commands to the `partita` parser (`add` is the CLI's helper)."""
+
+    def with_examples(parser: argparse.ArgumentParser, examples: str) -> argparse.ArgumentParser:
+        parser.epilog = examples
+        parser.formatter_class = argparse.RawDescriptionHelpFormatter
+        return parser
+
+    tail = with_examples(
+        add(commands, "tail", cmd_tail, "a readable live view of the log", local=True),
+        _TAIL_EXAMPLES,
+    )
+    tail.add_argument(
+        "--partition", type=int, action="append", metavar="N", help="only partition N (repeatable)"
+    )
+    tail.add_argument(
+        "--record-type", action="append", metavar="TYPE", help="command, event, command_rejection"
+    )
+    tail.add_argument(
+        "--value-type", action="append", metavar="TYPE", help="e.g. job, process_instance"
+    )
+    tail.add_argument("--intent", action="append", metavar="INTENT", help="e.g. completed")
+    tail.add_argument("--key", type=int, help="only records with this key or process instance key")
+    tail.add_argument(
+        "--last", type=int, default=10, metavar="N", help="start N records before the end (10)"
+    )
+    tail.add_argument("--from-beginning", action="store_true", help="start at the log start")
+    tail.add_argument(
+        "--no-follow", action="store_true", help="stop at the end instead of waiting for more"
+    )
+
+    status = with_examples(
+        add(
+            commands,
+            "status",
+            cmd_status,
+            "partitions, their owners, consumer lag and snapshot ages",
+            local=True,
+        ),
+        _STATUS_EXAMPLES,
+    )
+    status.add_argument("--json", action="store_true", help="print one JSON document")
+
+    export = with_examples(
+        add(
+            commands,
+            "export",
+            cmd_export,
+            "re-publish the log's events as JSON, one topic per value type, exactly once",
+            local=True,
+        ),
+        _EXPORT_EXAMPLES,
+    )
+    export.add_argument(
+        "--value-type", action="append", metavar="TYPE", help="only these value types"
+    )
+    export.add_argument("--once", action="store_true", help="stop at the log's current end")
+    export.add_argument(
+        "--name",
+        help="this exporter's name, stable across restarts (transactional id; default: host)",
+    )
+    export.add_argument(
+        "--skip-truncated",
+        action="store_true",
+        help="go on when the log was truncated past the last exported record (a gap)",
+    )

@@ -35,7 +35,7 @@ from engine.protocol.errors import (
 from engine.protocol.intents import INTENTS_BY_VALUE_TYPE, intent_for
 from engine.protocol.records import Record
 from engine.protocol.schemas import WriterSchema, current_schema, known_schemas
-from engine.protocol.values import VALUE_TYPES
+from engine.protocol.values import VALUE_TYPES, RecordValue
 
 _VALUE_TYPES = {member.name: member for member in ValueType}
 _ENUMS: tuple[type[Enum], ...] = (
@@ -113,6 +113,14 @@ class RecordCodec:
                 f" over the limit of {self.max_record_bytes}"
             )
         return data
+
+    def value_fields(self, value: RecordValue) -> dict[str, Any]:
+        """The value as the Avro schema names it: camelCase fields, enum names, nested
+        records as dicts, `bytes` as bytes (what `docs/records.md` documents)."""
+        converter = self._by_class.get(type(value))
+        if converter is None:
+            raise EncodeError(f"{type(value).__name__} is not a record value class")
+        return converter.to_avro(value)
 
     # -- decode -----------------------------------------------------------------------------
 
