@@ -1,13 +1,280 @@
-"""`partita ...` commands: placeholder, filled in by the analytics work."""
+"""`partita analytics | instances | incidents [list]`: run the analytics, query their figures.
+
+`partita analytics` runs the faust app of `engine.analytics`; `instances` and `incidents` read
+the JSON it serves (`--url`, default http://127.0.0.1:6066) and print tables.
+"""
 
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
+import json
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from pathlib import Path
 from typing import Any
 
+from engine.errors import PartitaError
+
 AddCommand = Callable[..., argparse.ArgumentParser]
+
+DEFAULT_PORT = 6066
+DEFAULT_URL = f"http://127.0.0.1:{DEFAULT_PORT}"
+STATES = ("active", "completed", "terminated")
+
+ANALYTICS_EPILOG = """\
+examples:
+  partita analytics                      # http://127.0.0.1:6066/ for the local broker
+  partita analytics --port 7000 --bind 0.0.0.0 --bootstrap-servers kafka:9092
+  PARTITA_DOWNSTREAM_GROUPS=partita.analytics partita worker   # keep the log for analytics
+
+The consumer group is <namespace>.analytics. It reads the log from its start (read_committed)
+and keeps its tables under --data-dir (default <PARTITA_HOME>/analytics). Endpoints: /,
+/api/summary, /api/processes, /api/elements, /api/jobs, /api/incidents, /api/instances,
+/api/timeline.
+"""
+
+INSTANCES_EPILOG = """\
+examples:
+  partita instances                              # newest 20, active and recently ended
+  partita instances --state active --process order
+  partita instances --limit 100 --json           # the raw JSON of /api/instances
+
+Needs `partita analytics` running (--url, default http://127.0.0.1:6066).
+"""
+
+INCIDENTS_EPILOG = """\
+examples:
+  partita incidents                   # open incidents (same as `partita incidents list`)
+  partita incidents list --process order
+  partita incidents resolve 2251799813685262
+
+Listing needs `partita analytics` running (--url, default http://127.0.0.1:6066);
+resolving sends a RESOLVE command to the engine.
+"""
+
+
+# -- partita analytics ------------------------------------------------------------------------
+
+
+def cmd_analytics(args: argparse.Namespace) -> int:
+    from engine.analytics.app import AnalyticsSettings, run
+    from engine.cli import _config, _progress
+
+    config = _config(args)
+    settings = AnalyticsSettings(
+        bootstrap=config.bootstrap,
+        namespace=config.namespace,
+        partitions=config.partitions,
+        data_dir=(args.data_dir or config.home / "analytics").expanduser().resolve(),
+        port=args.port,
+        bind=args.bind,
+        replication_factor=config.replication_factor,
+    )
+    print(
+        f"Analytics of {settings.log_topic} at {config.bootstrap}: {settings.url}"
+        f" (group {settings.group}, tables in {settings.data_dir / settings.group})",
+        flush=True,
+    )
+    if settings.group not in config.downstream_groups:
+        _progress(
+            f"Note: PARTITA_DOWNSTREAM_GROUPS does not list {settings.group}; engine workers may"
+            " truncate log records before the analytics have read them."
+        )
+    return run(settings, loglevel=args.log_level)
+
+
+# -- querying the running analytics -----------------------------------------------------------
+
+
+def fetch(url: str, path: str, params: dict[str, object] | None = None) -> Any:
+    """GET `path` from the analytics at `url` and decode its JSON; PartitaError if unreachable."""
+    query = urllib.parse.urlencode({k: v for k, v in (params or {}).items() if v is not None})
+    address = url.rstrip("/") + path + (f"?{query}" if query else "")
+    try:
+        with urllib.request.urlopen(address, timeout=10) as response:
+            return json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        raise PartitaError(f"{address} answered {error.code}: {error.read()[:200]!r}") from None
+    except (urllib.error.URLError, OSError) as error:
+        reason = getattr(error, "reason", error)
+        raise PartitaError(
+            f"cannot reach the analytics at {url} ({reason}); is `partita analytics` running?"
+        ) from None
+
+
+def _time(ms: int | None) -> str:
+    return "-" if not ms else datetime.fromtimestamp(ms / 1000).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _duration(ms: int | float | None) -> str:
+    if ms is None:
+        return "-"
+    if ms >= 60_000:
+        return f"{ms / 60_000:.1f} min"
+    if ms >= 1000:
+        return f"{ms / 1000:.2f} s"
+    return f"{ms:.0f} ms"
+
+
+def render_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
+    """A plain text table: columns padded to their widest cell, the last one unpadded."""
+    cells = [[str(h) for h in headers], *[[str(c) for c in row] for row in rows]]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
+    return "\n".join(
+        "  ".join(
+            cell if i == len(row) - 1 else cell.ljust(widths[i]) for i, cell in enumerate(row)
+        ).rstrip()
+        for row in cells
+    )
+
+
+def cmd_instances(args: argparse.Namespace) -> int:
+    found = fetch(
+        args.url,
+        "/api/instances",
+        {"state": args.state, "process": args.process, "limit": args.limit},
+    )
+    if args.json:
+        print(json.dumps(found, indent=2))
+        return 0
+    if not found:
+        print("No instances match." if args.state or args.process else "No instances yet.")
+        return 0
+    rows = [
+        (
+            i["processInstanceKey"],
+            i["bpmnProcessId"],
+            i["version"],
+            i["state"],
+            _time(i["started"]),
+            _time(i["ended"]) if i["ended"] else "-",
+            _duration(i["durationMs"]),
+            i["incidents"] or "",
+        )
+        for i in found
+    ]
+    print(
+        render_table(
+            ("KEY", "PROCESS", "VERSION", "STATE", "STARTED", "ENDED", "DURATION", "INCIDENTS"),
+            rows,
+        )
+    )
+    active = sum(1 for i in found if i["state"] == "active")
+    print(f"\n{len(found)} instances shown ({active} active, {len(found) - active} ended)")
+    return 0
+
+
+def cmd_incidents_list(args: argparse.Namespace) -> int:
+    found = fetch(args.url, "/api/incidents", {"process": getattr(args, "process", None)})
+    if getattr(args, "json", False):
+        print(json.dumps(found, indent=2))
+        return 0
+    if not found:
+        print("No open incidents.")
+        return 0
+    rows = [
+        (
+            i["incidentKey"],
+            i["bpmnProcessId"],
+            i["processInstanceKey"],
+            i["elementId"],
+            i["errorType"],
+            _time(i["created"]),
+            i["errorMessage"],
+        )
+        for i in found
+    ]
+    print(
+        render_table(
+            ("INCIDENT", "PROCESS", "INSTANCE", "ELEMENT", "ERROR", "SINCE", "MESSAGE"), rows
+        )
+    )
+    plural = "" if len(found) == 1 else "s"
+    print(f"\n{len(found)} open incident{plural}; resolve one with `partita incidents resolve KEY`")
+    return 0
+
+
+# -- parser -----------------------------------------------------------------------------------
+
+
+def _add_query_flags(parser: argparse.ArgumentParser, *, in_subcommand: bool = False) -> None:
+    """--url, --process, --json; in a subcommand their defaults are suppressed so that flags
+    given before the subcommand name (`partita incidents --url X list`) are kept."""
+
+    def default(value: object) -> object:
+        return argparse.SUPPRESS if in_subcommand else value
+
+    parser.add_argument(
+        "--url",
+        default=default(DEFAULT_URL),
+        help=f"where `partita analytics` serves (default: {DEFAULT_URL})",
+    )
+    parser.add_argument(
+        "--process", default=default(None), metavar="ID", help="only this bpmnProcessId"
+    )
+    parser.add_argument(
+        "--json", action="store_true", default=default(False), help="print the raw JSON"
+    )
+
+
+def register_incidents_list(incidents: argparse.ArgumentParser, actions: Any) -> None:
+    """Make `partita incidents` (no action) and `partita incidents list` list open incidents."""
+    incidents.formatter_class = argparse.RawDescriptionHelpFormatter
+    incidents.epilog = INCIDENTS_EPILOG
+    _add_query_flags(incidents)
+    incidents.set_defaults(func=cmd_incidents_list)
+    listing = actions.add_parser(
+        "list",
+        help="list open incidents (from `partita analytics`)",
+        description="List the open incidents the running analytics know.",
+        epilog=INCIDENTS_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _add_query_flags(listing, in_subcommand=True)
+    listing.set_defaults(func=cmd_incidents_list)
 
 
 def register(commands: Any, add: AddCommand) -> None:
     """Add the analytics commands to the `partita` parser (`add` is the CLI's helper)."""
+    analytics = add(
+        commands,
+        "analytics",
+        cmd_analytics,
+        "run the analytics: fold the log's events into tables, serve JSON and a live page",
+    )
+    analytics.formatter_class = argparse.RawDescriptionHelpFormatter
+    analytics.epilog = ANALYTICS_EPILOG
+    analytics.add_argument(
+        "--port", type=int, default=DEFAULT_PORT, help=f"HTTP port (default: {DEFAULT_PORT})"
+    )
+    analytics.add_argument(
+        "--bind", default="127.0.0.1", help="HTTP address to listen on (default: 127.0.0.1)"
+    )
+    analytics.add_argument(
+        "--data-dir",
+        type=Path,
+        metavar="DIR",
+        help="folder of the tables (default: <PARTITA_HOME>/analytics)",
+    )
+    analytics.add_argument(
+        "--home", type=Path, help="PARTITA_HOME (default: .partita in a checkout)"
+    )
+    analytics.add_argument(
+        "--log-level", default="warning", choices=["debug", "info", "warning", "error"]
+    )
+
+    instances = commands.add_parser(
+        "instances",
+        help="list process instances with their state (from `partita analytics`)",
+        description="List active and recently ended process instances, newest first, as the"
+        " running analytics know them.",
+        epilog=INSTANCES_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _add_query_flags(instances)
+    instances.add_argument("--state", choices=STATES, help="only instances in this state")
+    instances.add_argument("--limit", type=int, default=20, help="at most this many (default: 20)")
+    instances.set_defaults(func=cmd_instances)

@@ -248,9 +248,14 @@ def register(commands: Any, add: AddCommand) -> None:
         help="wait for the engine and print where the message went",
     )
 
-    incidents = commands.add_parser("incidents", help="resolve incidents")
-    incident_commands = incidents.add_subparsers(
-        dest="incidents_command", metavar="ACTION", required=True
+    from engine.cli_analytics import register_incidents_list
+
+    incidents = commands.add_parser(
+        "incidents",
+        help="list open incidents (from `partita analytics`) or resolve one",
+        description="Without an action: list the open incidents (as `list`).",
     )
+    incident_commands = incidents.add_subparsers(dest="incidents_command", metavar="ACTION")
+    register_incidents_list(incidents, incident_commands)
     resolve = client_command(incident_commands, "resolve", cmd_incidents_resolve, "resolve one")
     resolve.add_argument("key", type=int, metavar="KEY")

@@ -23,6 +23,10 @@ namespace (a second one would split the partitions and each would serve only its
 from __future__ import annotations
 
 import logging
+import os
+import shutil
+import sys
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -191,13 +195,46 @@ def _add_pages(app: Any, tables: Tables) -> None:
 
 
 def run(settings: AnalyticsSettings, loglevel: str = "warning") -> int:
-    """Run the analytics worker until SIGINT/SIGTERM; returns the exit code."""
+    """Run the analytics worker until SIGINT/SIGTERM; returns the exit code.
+
+    The local RocksDB copies of the tables are deleted first and rebuilt from the changelog
+    topics: faust writes them before its Kafka transaction commits, so a copy left by a stopped
+    or crashed worker may hold updates whose transaction was aborted. The changelog, read
+    `read_committed`, always matches the committed consumer offsets.
+    """
     import faust
 
+    shutil.rmtree(settings.data_dir / settings.group / "tables", ignore_errors=True)
     app = build_app(settings)
     worker = faust.Worker(app, loglevel=loglevel, quiet=True, redirect_stdouts=False)
+    worker.spinner = None  # no terminal control codes in the output
+    code = 0
     try:
         worker.execute_from_commandline()
     except SystemExit as stop:
-        return int(stop.code or 0)
-    return 0
+        code = int(stop.code or 0)
+    _exit_if_threads_hang(code)
+    return code
+
+
+def _exit_if_threads_hang(code: int, grace: float = 2.0) -> None:
+    """Exit the process with `code` when faust left a non-daemon thread running.
+
+    faust 0.15.3 can fail its last transactional commit on stop (aiokafka `IllegalOperation:
+    Not in the middle of a transaction`) and then never stops its consumer thread, which would
+    keep the process alive after the event loop closed. Nothing is lost by exiting: the open
+    transaction is aborted by the broker and its events are folded again after a restart.
+    """
+    deadline = time.monotonic() + grace
+    for thread in threading.enumerate():
+        if thread is threading.current_thread() or thread.daemon:
+            continue
+        thread.join(max(0.0, deadline - time.monotonic()))
+    if any(
+        t.is_alive() and not t.daemon
+        for t in threading.enumerate()
+        if t is not threading.current_thread()
+    ):
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)

@@ -116,12 +116,18 @@ def wanted(record_type: bytes | None, value_type: bytes | None, intent: bytes | 
 def apply(tables: Tables, partition: int, record: Record) -> bool:
     """Fold `record`, read from Kafka partition `partition`, into `tables`.
 
-    Returns False (and changes nothing) for records the analytics ignore. Never raises for a
-    well-formed record whose entity is unknown (e.g. a completion whose activation was before
-    the log's start): such an event counts where it can and is skipped where it cannot.
+    Returns False (and changes nothing) for records the analytics ignore, and for a record at
+    or below the position last folded on its partition (a redelivery), so folding is
+    idempotent per partition. Never raises for a well-formed record whose entity is unknown
+    (e.g. a completion whose activation was before the log's start): such an event counts where
+    it can and is skipped where it cannot.
     """
     if record.record_type is not RecordType.EVENT:
         return False
+    if record.position >= 0:
+        last = (tables.progress.get(str(partition)) or {}).get("position")
+        if last is not None and record.position <= last:
+            return False
     value = record.value
     if isinstance(value, ProcessInstanceValue):
         folded = _process_instance(tables, partition, record, value)

@@ -1,0 +1,380 @@
+"""`partita analytics` on the real broker: an engine worker runs instances (completed by a job
+worker, cancelled, left active, stuck in incidents, one incident resolved); the figures the
+analytics serve as JSON, and print through `partita instances` / `partita incidents`, must
+equal what the log says, computed here independently from the records."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import urllib.request
+import uuid
+from collections import Counter, defaultdict
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from confluent_kafka import Consumer, TopicPartition
+
+from engine.analytics.histogram import RELATIVE_ERROR
+from engine.cli import main
+from engine.client import ActivatedJob, Client, JobWorker
+from engine.config import Config
+from engine.protocol.enums import BpmnElementType, RecordType
+from engine.protocol.intents import IncidentIntent, JobIntent, ProcessInstanceIntent
+from engine.protocol.records import Record
+from tests.conftest import free_port
+from tests.integration.workers import (
+    BUILTIN_ENGINE,
+    ROOT,
+    WorkerProcess,
+    create_topics,
+    read_log,
+    wait_until,
+)
+
+pytestmark = pytest.mark.kafka
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "bpmn"
+
+
+@dataclass
+class Analytics:
+    config: Config
+    url: str
+    process: subprocess.Popen[bytes]
+    log: Path
+
+    def get(self, path: str) -> Any:
+        with urllib.request.urlopen(self.url + path, timeout=10) as response:
+            return json.loads(response.read())
+
+    def tail(self) -> str:
+        return "\n".join(self.log.read_text(errors="replace").splitlines()[-30:])
+
+
+@dataclass
+class Driven:
+    active: set[int]
+    completed: set[int]
+    terminated: set[int]
+    resolved_incident: int
+
+
+@pytest.fixture(scope="module")
+def analytics(
+    kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Analytics]:
+    home = tmp_path_factory.mktemp("analytics")
+    config = Config(
+        bootstrap_servers=kafka_bootstrap, namespace=f"a{uuid.uuid4().hex[:8]}", home=home
+    )
+    create_topics(config)
+    worker = WorkerProcess(config, home, engine=BUILTIN_ENGINE).start()
+    port = free_port()
+    log = home / "analytics.log"
+    with log.open("ab") as out:
+        process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "engine.cli",
+                "analytics",
+                "--bootstrap-servers",
+                kafka_bootstrap,
+                "--namespace",
+                config.namespace,
+                "--port",
+                str(port),
+                "--data-dir",
+                str(home / "tables"),
+            ],
+            cwd=ROOT,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=os.environ.copy(),
+        )
+    running = Analytics(config, f"http://127.0.0.1:{port}", process, log)
+    try:
+        yield running
+    finally:
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+            try:
+                process.wait(30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+        worker.stop()
+
+
+def _create(client: Client, process_id: str, n: int) -> int:
+    key: int = client.create_instance(process_id, {"n": n}).value.process_instance_key
+    return key
+
+
+@pytest.fixture(scope="module")
+def driven(analytics: Analytics) -> Driven:
+    """5 instances completed by a job worker, 1 cancelled, 1 whose job failed with no retries
+    (incident, then retries updated and the incident resolved), 1 waiting for its job and one
+    stuck in an input-mapping incident."""
+    config = analytics.config
+    with Client(config, timeout=60) as client:
+        client.deploy(FIXTURES / "one-task.bpmn", FIXTURES / "bad-mapping.bpmn")
+        completed = {_create(client, "one-task", n) for n in range(5)}
+        worker = JobWorker(config, name="analytics-test", mode="poll", client=client)
+
+        @worker.task("work", retry_backoff_ms=0)
+        def work(n: int, job: ActivatedJob) -> dict[str, object]:
+            return {"doubled": 2 * n}
+
+        stats = worker.run(duration=30, max_jobs=5)
+        assert stats.completed == 5, stats
+
+        waiting = [_create(client, "one-task", n) for n in range(5, 8)]
+        jobs = client.activate_jobs("work", worker="analytics-test", max_jobs=3)
+        assert len(jobs) == 3
+        by_instance = {job.process_instance_key: key for key, job in jobs}
+        failed_job = by_instance[waiting[0]]
+        client.fail_job(failed_job, 0, "no stock left")
+        client.cancel_instance(waiting[1])
+        stuck = _create(client, "bad-mapping", 0)
+
+        incident = next(
+            r.key
+            for records in read_log(config).partitions.values()
+            for r in records
+            if r.intent is IncidentIntent.CREATED and r.value.job_key == failed_job
+        )
+        client.update_job_retries(failed_job, 1)
+        client.resolve_incident(incident)
+    return Driven(
+        active={waiting[0], waiting[2], stuck},
+        completed=completed,
+        terminated={waiting[1]},
+        resolved_incident=incident,
+    )
+
+
+# -- what the log says ------------------------------------------------------------------------
+
+
+def _events(config: Config) -> list[Record]:
+    return [
+        r
+        for records in read_log(config).partitions.values()
+        for r in records
+        if r.record_type is RecordType.EVENT
+    ]
+
+
+def _nearest_rank(values: list[int], q: float) -> float:
+    ordered = sorted(values)
+    return float(ordered[max(1, math.ceil(q / 100 * len(ordered))) - 1])
+
+
+def _close(estimate: float | None, exact: float) -> bool:
+    return estimate is not None and abs(estimate - exact) <= exact * RELATIVE_ERROR + 0.051
+
+
+def expected_processes(events: list[Record]) -> list[dict[str, Any]]:
+    counts: dict[tuple[str, int], Counter[str]] = defaultdict(Counter)
+    names = {
+        ProcessInstanceIntent.ELEMENT_ACTIVATED: "started",
+        ProcessInstanceIntent.ELEMENT_COMPLETED: "completed",
+        ProcessInstanceIntent.ELEMENT_TERMINATED: "terminated",
+    }
+    for r in events:
+        if r.intent in names and r.value.bpmn_element_type is BpmnElementType.PROCESS:
+            counts[(r.value.bpmn_process_id, r.value.version)][names[r.intent]] += 1
+    return [
+        {
+            "bpmnProcessId": process_id,
+            "version": version,
+            "started": c["started"],
+            "completed": c["completed"],
+            "terminated": c["terminated"],
+            "active": c["started"] - c["completed"] - c["terminated"],
+        }
+        for (process_id, version), c in sorted(counts.items())
+    ]
+
+
+def expected_durations(events: list[Record]) -> dict[tuple[str, str], list[int]]:
+    activated: dict[int, int] = {}
+    durations: dict[tuple[str, str], list[int]] = defaultdict(list)
+    for r in sorted(events, key=lambda r: (r.partition_id, r.position)):
+        if r.intent is ProcessInstanceIntent.ELEMENT_ACTIVATED:
+            activated[r.key] = r.timestamp
+        elif r.intent is ProcessInstanceIntent.ELEMENT_COMPLETED and r.key in activated:
+            key = (r.value.bpmn_process_id, r.value.element_id)
+            durations[key].append(r.timestamp - activated.pop(r.key))
+    return durations
+
+
+def expected_job_latencies(events: list[Record]) -> dict[str, list[int]]:
+    created: dict[int, int] = {}
+    latencies: dict[str, list[int]] = defaultdict(list)
+    for r in events:
+        if r.intent is JobIntent.CREATED:
+            created[r.key] = r.timestamp
+        elif r.intent is JobIntent.COMPLETED:
+            latencies[r.value.type].append(r.timestamp - created[r.key])
+    return latencies
+
+
+def expected_open_incidents(events: list[Record]) -> dict[int, Record]:
+    open_incidents: dict[int, Record] = {}
+    for r in events:
+        if r.intent is IncidentIntent.CREATED:
+            open_incidents[r.key] = r
+        elif r.intent is IncidentIntent.RESOLVED:
+            open_incidents.pop(r.key, None)
+    return open_incidents
+
+
+# -- tests ------------------------------------------------------------------------------------
+
+
+def test_figures_equal_the_log(analytics: Analytics, driven: Driven) -> None:
+    events = _events(analytics.config)
+    processes = expected_processes(events)
+    assert {p["bpmnProcessId"]: p["active"] for p in processes} == {
+        "one-task": 2,
+        "bad-mapping": 1,
+    }
+
+    def settled() -> bool:
+        try:
+            return bool(analytics.get("/api/processes") == processes)
+        except OSError:
+            return False
+
+    wait_until(settled, 40, "the analytics to count what the log holds", analytics.tail)
+
+    summary = analytics.get("/api/summary")
+    assert summary["instances"] == {
+        "started": 9,
+        "completed": 5,
+        "terminated": 1,
+        "active": 3,
+    }
+
+    open_incidents = expected_open_incidents(events)
+    assert driven.resolved_incident not in open_incidents and len(open_incidents) == 1
+    served = analytics.get("/api/incidents")
+    assert [int(i["incidentKey"]) for i in served] == list(open_incidents)
+    (incident,) = open_incidents.values()
+    assert served[0]["errorType"] == incident.value.error_type.value == "IO_MAPPING_ERROR"
+    assert served[0]["errorMessage"] == incident.value.error_message
+    assert served[0]["elementId"] == "work"
+    assert int(served[0]["processInstanceKey"]) == incident.value.process_instance_key
+    assert summary["openIncidents"] == 1
+
+    (jobs,) = analytics.get("/api/jobs")
+    job_events = Counter(r.intent for r in events if isinstance(r.intent, JobIntent))
+    assert jobs["type"] == "work"
+    assert jobs["created"] == job_events[JobIntent.CREATED] == 8
+    assert jobs["completed"] == job_events[JobIntent.COMPLETED] == 5
+    assert jobs["failed"] == job_events[JobIntent.FAILED] == 1
+    assert jobs["canceled"] == job_events[JobIntent.CANCELED] == 1
+    assert sum(m["completed"] for m in jobs["perMinute"]) == 5
+    latencies = expected_job_latencies(events)["work"]
+    assert jobs["latency"]["count"] == len(latencies)
+    for q in (50, 95, 99):
+        assert _close(jobs["latency"][f"p{q}"], _nearest_rank(latencies, q)), (q, jobs, latencies)
+    assert jobs["latency"]["max"] == max(latencies)
+
+    durations = expected_durations(events)
+    served_elements = {
+        (e["bpmnProcessId"], e["elementId"]): e for e in analytics.get("/api/elements")
+    }
+    assert set(served_elements) == set(durations)
+    for key, values in durations.items():
+        element = served_elements[key]
+        assert element["count"] == len(values), key
+        for q in (50, 95, 99):
+            assert _close(element[f"p{q}"], _nearest_rank(values, q)), (key, q, element, values)
+    assert served_elements[("one-task", "work")]["bpmnElementType"] == "SERVICE_TASK"
+    assert served_elements[("one-task", "one-task")]["count"] == 5
+
+    instances = analytics.get("/api/instances?limit=50")
+    states = {int(i["processInstanceKey"]): i["state"] for i in instances}
+    assert states == {
+        **{key: "active" for key in driven.active},
+        **{key: "completed" for key in driven.completed},
+        **{key: "terminated" for key in driven.terminated},
+    }
+    stuck = next(i for i in instances if i["bpmnProcessId"] == "bad-mapping")
+    assert stuck["incidents"] == 1
+
+    timeline = analytics.get("/api/timeline")
+    assert sum(b["started"] for b in timeline) == 9
+    assert sum(b["completed"] for b in timeline) == 5
+
+
+def test_cli_prints_instances_and_incidents(
+    analytics: Analytics, driven: Driven, capsys: pytest.CaptureFixture[str]
+) -> None:
+    wait_until(
+        lambda: len(analytics.get("/api/instances?state=active")) == 3,
+        40,
+        "three active instances",
+        analytics.tail,
+    )
+    assert main(["instances", "--url", analytics.url, "--state", "active"]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[0].split()[:4] == ["KEY", "PROCESS", "VERSION", "STATE"]
+    for key in driven.active:
+        assert str(key) in out
+    for key in driven.completed | driven.terminated:
+        assert str(key) not in out
+    assert "3 instances shown (3 active, 0 ended)" in out
+
+    assert (
+        main(["instances", "--url", analytics.url, "--process", "one-task", "--limit", "50"]) == 0
+    )
+    out = capsys.readouterr().out
+    assert out.count("completed") == 5 and out.count("terminated") == 1
+
+    for argv in (
+        ["incidents", "--url", analytics.url],
+        ["incidents", "list", "--url", analytics.url],
+    ):
+        assert main(argv) == 0
+        out = capsys.readouterr().out
+        assert "IO_MAPPING_ERROR" in out and "bad-mapping" in out
+        assert str(driven.resolved_incident) not in out
+        assert "1 open incident;" in out
+
+    assert main(["incidents", "--url", "http://127.0.0.1:1"]) == 1
+    assert "cannot reach the analytics" in capsys.readouterr().err
+
+
+def test_page_and_consumer_group(analytics: Analytics, driven: Driven) -> None:
+    with urllib.request.urlopen(analytics.url + "/", timeout=10) as response:
+        assert response.headers["Content-Type"].startswith("text/html")
+        page = response.read().decode()
+    assert "<svg" in page or "createElementNS" in page
+    assert "/api/summary" in page and "setInterval(refresh" in page
+    assert "<script src" not in page and "<link" not in page  # self-contained
+
+    config = analytics.config
+    consumer = Consumer(
+        {"bootstrap.servers": config.bootstrap, "group.id": f"{config.namespace}.analytics"}
+    )
+    try:
+        partitions = [TopicPartition(config.log_topic, p) for p in range(config.partitions)]
+
+        def committed() -> bool:
+            offsets = consumer.committed(partitions, timeout=10)
+            return all(tp.offset > 0 for tp in offsets)
+
+        wait_until(committed, 30, "offsets committed by group <ns>.analytics", analytics.tail)
+    finally:
+        consumer.close()
