@@ -171,7 +171,16 @@ class Exporter:
             )
         self.progress(f"skipping a gap: {gap}")
         self.stats.skipped_gaps.append(gap)
-        consumer.seek(TopicPartition(self.config.log_topic, partition, low))
+        # the partition is in an error state after the failed reset: assign it afresh
+        positions = consumer.position(list(self._assigned))
+        fresh = []
+        for current, first in zip(positions, self._assigned, strict=True):
+            offset = current.offset if current.offset >= 0 else first.offset
+            if current.partition == partition:
+                offset = low
+            fresh.append(TopicPartition(current.topic, current.partition, offset))
+        self._assigned = fresh
+        consumer.assign(fresh)
         return True
 
     def _wanted_event(self, message: Any) -> bool:
