@@ -7,10 +7,11 @@
   read `read_committed`: otherwise events of an aborted batch would be counted. faust 0.15's
   aiokafka driver picks the isolation level from `processing_guarantee` alone
   (`read_committed` only with `exactly_once`), so the app runs with
-  `processing_guarantee="exactly_once"`. That also makes each table changelog write and the
-  consumer offset commit one transaction per source partition, so after a crash the tables
-  neither miss nor double-count an event (Kafka side; the local RocksDB copy is rebuilt from
-  the changelog when it is lost).
+  `processing_guarantee="exactly_once"` (rather than a patched consumer: it is the setting
+  faust documents for read_committed). It also commits each table's changelog writes and the
+  consumer offsets in one transaction per source partition, so the changelog always matches
+  the committed offsets; `run` rebuilds the local RocksDB copies from it at every start, and
+  the appliers ignore redelivered positions.
 - Tables use faust's `rocksdb://` store, which uses rocksdict when python-rocksdb is absent,
   one RocksDB per table and partition under `<data_dir>/<group>/tables`.
 - Records arrive as raw bytes; the `recordType`, `valueType` and `intent` headers select the
