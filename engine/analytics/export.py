@@ -105,6 +105,10 @@ class Exporter:
                 "enable.auto.commit": False,
                 "auto.offset.reset": "error",  # a committed offset below the log start: a gap
                 "fetch.wait.max.ms": 50,
+                "session.timeout.ms": 10_000,
+                # static membership: a restarted exporter of the same name takes its partitions
+                # back at once instead of waiting for its predecessor's session to expire
+                "group.instance.id": self.name,
             }
         )
         producer = Producer(

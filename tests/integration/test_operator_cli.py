@@ -160,16 +160,22 @@ def _exported(config: Config) -> list[tuple[bytes, dict[str, object]]]:
     found = []
     try:
         topics = consumer.list_topics(timeout=10).topics
-        for topic in [t for t in topics if t.startswith(f"{config.namespace}.export.")]:
-            for partition in topics[topic].partitions:
-                consumer.assign([TopicPartition(topic, partition, 0)])
-                while True:
-                    message = consumer.poll(10)
-                    assert message is not None
-                    if message.error() is not None:
-                        assert message.error().code() == KafkaError._PARTITION_EOF
-                        break
-                    found.append((message.key(), json.loads(message.value())))
+        assignment = [
+            TopicPartition(topic, partition, 0)
+            for topic in topics
+            if topic.startswith(f"{config.namespace}.export.")
+            for partition in topics[topic].partitions
+        ]
+        consumer.assign(assignment)
+        at_end = 0
+        while at_end < len(assignment):
+            message = consumer.poll(10)
+            assert message is not None, "no end of the export topics within 10 s"
+            if message.error() is not None:
+                assert message.error().code() == KafkaError._PARTITION_EOF
+                at_end += 1
+                continue
+            found.append((message.key(), json.loads(message.value())))
     finally:
         consumer.close()
     return found
