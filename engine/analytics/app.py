@@ -30,18 +30,23 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from engine.analytics import views
 from engine.analytics.appliers import Tables, apply, wanted
 from engine.analytics.dashboard import PAGE
+from engine.errors import PartitaError
 from engine.protocol.codec import RecordCodec
 from engine.protocol.errors import ProtocolError
 from engine.protocol.headers import INTENT, RECORD_TYPE, VALUE_TYPE
 
 log = logging.getLogger(__name__)
+
+
+class AnalyticsError(PartitaError):
+    """The analytics cannot start; the message says what to do."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,7 +211,9 @@ def run(settings: AnalyticsSettings, loglevel: str = "warning") -> int:
     import faust
 
     shutil.rmtree(settings.data_dir / settings.group / "tables", ignore_errors=True)
+    settings = replace(settings, partitions=log_partitions(settings))
     app = build_app(settings)
+    create_changelogs(settings, [table.changelog_topic_name for table in app.tables.values()])
     worker = faust.Worker(app, loglevel=loglevel, quiet=True, redirect_stdouts=False)
     worker.spinner = None  # no terminal control codes in the output
     code = 0
@@ -216,6 +223,67 @@ def run(settings: AnalyticsSettings, loglevel: str = "warning") -> int:
         code = int(stop.code or 0)
     _exit_if_threads_hang(code)
     return code
+
+
+def log_partitions(settings: AnalyticsSettings, timeout: float = 30.0) -> int:
+    """The partition count of the log topic, waiting for it to exist; AnalyticsError if not."""
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({"bootstrap.servers": settings.bootstrap})
+    deadline = time.monotonic() + timeout
+    while True:
+        metadata = admin.list_topics(settings.log_topic, timeout=10).topics[settings.log_topic]
+        if metadata.error is None and metadata.partitions:
+            return len(metadata.partitions)
+        if time.monotonic() > deadline:
+            raise AnalyticsError(
+                f"topic {settings.log_topic} does not exist at {settings.bootstrap}"
+                f" ({metadata.error}); create it with `partita topics apply`"
+            )
+        time.sleep(0.5)
+
+
+def create_changelogs(settings: AnalyticsSettings, names: list[str], timeout: float = 30.0) -> None:
+    """Create the tables' compacted changelog topics (as faust would) and wait for their leaders.
+
+    faust checks a changelog's partition count against the log's on the first write of each
+    table, from its consumer's metadata; a topic faust creates itself at start can still show
+    0 partitions there, and the check then crashes the agent. Topics that exist are kept.
+    """
+    from confluent_kafka import KafkaError, KafkaException
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": settings.bootstrap})
+    topics = [
+        NewTopic(
+            name,
+            num_partitions=settings.partitions,
+            replication_factor=settings.replication_factor,
+            config={"cleanup.policy": "compact"},
+        )
+        for name in names
+    ]
+    for name, future in admin.create_topics(topics).items():
+        try:
+            future.result(timeout)
+        except KafkaException as error:
+            if error.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
+                raise AnalyticsError(f"cannot create changelog topic {name}: {error}") from None
+    deadline = time.monotonic() + timeout
+    for name in names:
+        while True:
+            topic = admin.list_topics(name, timeout=10).topics[name]
+            leaders = [p.leader for p in topic.partitions.values()]
+            if topic.error is None and len(leaders) == settings.partitions and -1 not in leaders:
+                break
+            if len(leaders) not in (0, settings.partitions):
+                raise AnalyticsError(
+                    f"changelog topic {name} has {len(leaders)} partitions, the log"
+                    f" {settings.partitions}; delete it (and the group) to start over"
+                )
+            if time.monotonic() > deadline:
+                raise AnalyticsError(f"changelog topic {name} has no leaders after {timeout} s")
+            time.sleep(0.2)
 
 
 def _exit_if_threads_hang(code: int, grace: float = 2.0) -> None:
