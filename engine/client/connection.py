@@ -18,7 +18,7 @@ from engine.client.commands import Request
 from engine.config import Config
 from engine.errors import PartitaError
 from engine.log.clients import consume_available
-from engine.protocol.codec import RecordCodec
+from engine.protocol.codec import PRODUCER_MAX_BYTES, RecordCodec
 from engine.protocol.headers import CORRELATION_ID, ReplyTo, header, record_headers
 from engine.protocol.records import Record, command
 from engine.protocol.routing import partition_for_command
@@ -30,6 +30,7 @@ def producer_config(config: Config) -> dict[str, object]:
         "enable.idempotence": True,
         "partitioner": "murmur2_random",  # Kafka's Java default: routes like any producer
         "linger.ms": 0,
+        "message.max.bytes": PRODUCER_MAX_BYTES,  # the codec enforces the record limit
     }
 
 

@@ -271,7 +271,7 @@ logger.state.level = WARN
     def _wait_ready(self, pid: int, started: float) -> None:
         deadline = started + _READY_TIMEOUT_S
         while time.monotonic() < deadline:
-            if not _pid_alive(pid):
+            if not _not_exited(pid):
                 _reap(pid)
                 raise BrokerError(
                     f"the Kafka broker exited during start-up; last lines of {self.log_file}:\n"
@@ -323,6 +323,17 @@ def _signal_group(pid: int, sig: signal.Signals) -> None:
     except (ProcessLookupError, PermissionError):
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, sig)
+
+
+def _not_exited(pid: int) -> bool:
+    """The process exists and is not a zombie. Unlike `_pid_alive` it does not look for
+    kafka.Kafka in the command line: a broker spawned a moment ago may not have exec'd java yet,
+    and a young child must not be mistaken for a dead broker."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return _pid_alive(pid)  # no /proc (not Linux): the portable check
+    return stat.rsplit(")", 1)[-1].split()[0] != "Z"
 
 
 def _reap(pid: int) -> None:

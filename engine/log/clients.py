@@ -15,6 +15,8 @@ from typing import Any
 
 from confluent_kafka import Consumer, Message, Producer
 
+from engine.protocol.codec import PRODUCER_MAX_BYTES
+
 _LOG = logging.getLogger("partita.kafka")
 
 
@@ -68,6 +70,7 @@ def transactional_producer(bootstrap: str, namespace: str, partition: int) -> Pr
             "transaction.timeout.ms": 30000,
             "linger.ms": 1,
             "retry.backoff.ms": 10,  # back-to-back transactions (confluent-kafka-python #967)
+            "message.max.bytes": PRODUCER_MAX_BYTES,
             "logger": _LOG,
         }
     )

@@ -17,11 +17,29 @@ from engine.protocol.enums import ErrorType, RejectionType
 from engine.protocol.intents import IncidentIntent
 from engine.protocol.intents import ProcessInstanceIntent as Instance
 from engine.protocol.records import Record
-from engine.protocol.values import IncidentValue
+from engine.protocol.values import IncidentValue, JobValue
 from engine.state import ColumnFamilies, PartitionDb
 
 INCIDENTS = ColumnFamilies.INCIDENT
 BY_ELEMENT = ColumnFamilies.INCIDENT_BY_ELEMENT
+
+
+def job_incident(
+    ctx: ProcessingContext, job_key: int, job: JobValue, error_type: ErrorType, message: str
+) -> None:
+    """INCIDENT CREATED for a job that stopped (no retries left, an uncaught error, too large)."""
+    incident = IncidentValue(
+        error_type=error_type,
+        error_message=message,
+        bpmn_process_id=job.bpmn_process_id,
+        process_definition_key=job.process_definition_key,
+        process_instance_key=job.process_instance_key,
+        element_id=job.element_id,
+        element_instance_key=job.element_instance_key,
+        job_key=job_key,
+        variable_scope_key=job.element_instance_key,
+    )
+    ctx.append_event(IncidentIntent.CREATED, incident, ctx.keys.next_key())
 
 
 def apply_created(record: Record, db: PartitionDb) -> None:

@@ -14,7 +14,7 @@ from dataclasses import replace
 from engine.processing import job_state
 from engine.processing.context import ProcessingContext, RejectionError
 from engine.processing.engine import Engine
-from engine.processing.job_push import PUSH_WORKER, activated_job
+from engine.processing.job_push import MAX_JOB_VARIABLES_BYTES, PUSH_WORKER, activated_job
 from engine.processing.job_state import (
     ACTIVATABLE,
     DEADLINES,
@@ -29,7 +29,7 @@ from engine.protocol.records import Record, command
 from engine.protocol.values import JobBatchValue, JobValue
 from engine.state import PartitionDb
 
-_MAX_BATCH_BYTES = 3 * 1024 * 1024  # leave room in the 4 MiB record for the envelope
+_MAX_BATCH_BYTES = MAX_JOB_VARIABLES_BYTES  # one batch record carries them all
 
 
 def activate(record: Record, ctx: ProcessingContext) -> None:
@@ -57,10 +57,15 @@ def activate(record: Record, ctx: ProcessingContext) -> None:
         if activatable_count(ctx.state, value.type)
         else ()
     )
+    candidates: list[int] = []
     for (_, key), _unused in waiting:
-        if len(keys) >= value.max_jobs_to_activate:
+        if len(candidates) >= value.max_jobs_to_activate:
             break
+        candidates.append(key)
+    for key in candidates:  # collected first: a job too large fails, which changes the index
         job = activated_job(ctx, key, value.worker, deadline)
+        if job is None:
+            continue  # too large for any batch: failed with an incident instead
         if size + len(job.variables) > _MAX_BATCH_BYTES and keys:
             truncated = True
             break

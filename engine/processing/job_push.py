@@ -22,7 +22,8 @@ from engine.processing.job_state import (
     job_value,
     pushed_count,
 )
-from engine.protocol.intents import JobBatchIntent
+from engine.protocol.enums import ErrorType
+from engine.protocol.intents import JobBatchIntent, JobIntent
 from engine.protocol.records import Record
 from engine.protocol.values import JobBatchValue, JobValue
 
@@ -52,12 +53,38 @@ class JobPush:
     timeout_ms: int = DEFAULT_TIMEOUT_MS
 
 
-def activated_job(ctx: ProcessingContext, key: int, worker: str, deadline: int) -> JobValue:
-    """The job as a worker receives it: with the variables visible to its task."""
+MAX_JOB_VARIABLES_BYTES = 3 * 1024 * 1024
+"""The variables one activated job may carry: with the job's other fields and the record's
+envelope it must fit in one log record (engine.protocol.codec.DEFAULT_MAX_RECORD_BYTES)."""
+
+
+def activated_job(ctx: ProcessingContext, key: int, worker: str, deadline: int) -> JobValue | None:
+    """The job as a worker receives it: with the variables visible to its task. None when
+    those variables are too large to send: the job then fails with no retries and a
+    MESSAGE_SIZE_EXCEEDED incident (as in Zeebe) instead of blocking its type. Shrinking the
+    variables, updating the retries and resolving the incident activates it again."""
     stored = ctx.state.column(JOBS).get(key)
     assert stored is not None
     encoded = instances.visible_variables_json(ctx.state, int(stored["elementInstanceKey"]))
+    size = len(encoded) if len(encoded) * 4 <= MAX_JOB_VARIABLES_BYTES else len(encoded.encode())
+    if size > MAX_JOB_VARIABLES_BYTES:
+        _fail_too_large(ctx, key, job_value(stored), size)
+        return None
     return replace(job_value(stored), worker=worker, deadline=deadline, variables=encoded)
+
+
+def _fail_too_large(ctx: ProcessingContext, key: int, job: JobValue, size: int) -> None:
+    from engine.processing.incidents import job_incident  # incidents -> context -> here
+
+    message = (
+        f"job {key} cannot be activated: the variables visible to element {job.element_id!r}"
+        f" are {size} bytes, over the limit of {MAX_JOB_VARIABLES_BYTES} for one job. Make them"
+        " smaller (e.g. keep large payloads outside the process and pass references), then"
+        " update the job's retries and resolve this incident"
+    )
+    failed = replace(job, retries=0, error_message=message, variables="{}")
+    ctx.append_event(JobIntent.FAILED, failed, key)
+    job_incident(ctx, key, failed, ErrorType.MESSAGE_SIZE_EXCEEDED, message)
 
 
 def push(ctx: ProcessingContext, job_type: str) -> int:
@@ -77,8 +104,12 @@ def push(ctx: ProcessingContext, job_type: str) -> int:
             break
     topic, partitions = target
     deadline = ctx.now + settings.timeout_ms
+    pushed = 0
     for key in keys:
         job = activated_job(ctx, key, PUSH_WORKER, deadline)
+        if job is None:
+            continue
+        pushed += 1
         batch = JobBatchValue(
             type=job_type,
             worker=PUSH_WORKER,
@@ -89,7 +120,7 @@ def push(ctx: ProcessingContext, job_type: str) -> int:
         )
         event = ctx.append_event(JobBatchIntent.ACTIVATED, batch, ctx.keys.next_key())
         ctx.output.pushed.append((topic, ctx.partition % partitions, key, event))
-    return len(keys)
+    return pushed
 
 
 def after_command(_command: Record, ctx: ProcessingContext) -> None:

@@ -18,14 +18,15 @@ from dataclasses import replace
 from engine.processing import instances, job_state, scopes
 from engine.processing.context import ProcessingContext, RejectionError
 from engine.processing.engine import Engine
+from engine.processing.incidents import job_incident
 from engine.processing.job_state import JOBS, STATES, job_value, stored_job
 from engine.processing.mappings import propagate_variables
 from engine.protocol.enums import ErrorType, RejectionType
-from engine.protocol.intents import IncidentIntent, JobIntent
+from engine.protocol.intents import JobIntent
 from engine.protocol.intents import ProcessInstanceIntent as Instance
 from engine.protocol.records import Record
 from engine.protocol.records import command as record_command
-from engine.protocol.values import IncidentValue, JobValue
+from engine.protocol.values import JobValue
 from engine.state import PartitionDb
 
 
@@ -85,23 +86,6 @@ def _active_job(ctx: ProcessingContext, key: int, *, any_state: bool = False) ->
     return result
 
 
-def _job_incident(
-    ctx: ProcessingContext, job_key: int, job: JobValue, error_type: ErrorType, message: str
-) -> None:
-    incident = IncidentValue(
-        error_type=error_type,
-        error_message=message,
-        bpmn_process_id=job.bpmn_process_id,
-        process_definition_key=job.process_definition_key,
-        process_instance_key=job.process_instance_key,
-        element_id=job.element_id,
-        element_instance_key=job.element_instance_key,
-        job_key=job_key,
-        variable_scope_key=job.element_instance_key,
-    )
-    ctx.append_event(IncidentIntent.CREATED, incident, ctx.keys.next_key())
-
-
 def fail(command: Record, ctx: ProcessingContext) -> None:
     """JOB FAIL: remaining retries from the worker; at 0 an incident stops the task."""
     value = command.value
@@ -126,7 +110,7 @@ def fail(command: Record, ctx: ProcessingContext) -> None:
     ctx.append_event(JobIntent.FAILED, failed, command.key, respond=True)
     if retries <= 0:
         message = value.error_message or f"job {command.key} failed with no retries left"
-        _job_incident(ctx, command.key, failed, ErrorType.JOB_NO_RETRIES, message)
+        job_incident(ctx, command.key, failed, ErrorType.JOB_NO_RETRIES, message)
 
 
 def throw_error(command: Record, ctx: ProcessingContext) -> None:
@@ -150,7 +134,7 @@ def throw_error(command: Record, ctx: ProcessingContext) -> None:
         f"an error with code '{value.error_code}' was thrown by job {command.key} on element"
         f" '{thrown.element_id}' but no error catch event handles it{detail}"
     )
-    _job_incident(ctx, command.key, thrown, ErrorType.UNHANDLED_ERROR_EVENT, message)
+    job_incident(ctx, command.key, thrown, ErrorType.UNHANDLED_ERROR_EVENT, message)
 
 
 def recur_after_backoff(command: Record, ctx: ProcessingContext) -> None:

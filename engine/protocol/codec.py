@@ -50,8 +50,14 @@ _RECORD_TYPES = {member.name: member for member in RecordType}
 
 MAGIC = b"\xc3\x01"
 HEADER_SIZE = 10
-DEFAULT_MAX_RECORD_BYTES = 4 * 1024 * 1024
-"""Matches the log topic's `max.message.bytes`; larger records would be refused by Kafka."""
+LOG_TOPIC_MAX_BYTES = 4 * 1024 * 1024
+"""The log topic's `max.message.bytes` (topics/topics.toml): its largest record batch."""
+DEFAULT_MAX_RECORD_BYTES = LOG_TOPIC_MAX_BYTES - 64 * 1024
+"""The largest record value: the topic's limit less room for the record batch envelope, the key
+and the headers, so a record this size is never refused by Kafka."""
+PRODUCER_MAX_BYTES = 2 * LOG_TOPIC_MAX_BYTES
+"""librdkafka's `message.max.bytes` for producers of the log (its default is 1 MB); the codec
+refuses oversized records first, with a message that says which."""
 
 
 class RecordCodec:

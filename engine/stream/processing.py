@@ -50,6 +50,7 @@ from engine.protocol.records import Record
 from engine.protocol.routing import partition_for_command
 from engine.protocol.values import VALUE_CLASSES, ErrorValue, JobBatchValue
 from engine.state import KeyGenerator, PartitionDb
+from engine.stream.sizes import oversized_records
 
 _LOG = logging.getLogger("partita.processing")
 _TXN_TIMEOUT_S = 30.0
@@ -257,6 +258,12 @@ class ProcessingStateMachine:
                 self._write_error(context, command, instance, exc)
                 return
             else:
+                oversized = oversized_records(self.codec, context.output, mark)
+                if oversized is not None:
+                    self._undo(context, mark, command, address)
+                    context.reject(RejectionType.EXCEEDED_BATCH_RECORD_SIZE, oversized)
+                    self.metrics.rejections += 1
+                    return
                 self.db.overlay.release_savepoint()
                 return
 

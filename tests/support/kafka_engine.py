@@ -19,6 +19,7 @@ from engine.log.admin import admin_client
 from engine.log.topics import TopicSpec, apply_topics
 from engine.processing import Engine
 from engine.processing.job_push import JobPush
+from engine.protocol.codec import PRODUCER_MAX_BYTES
 from engine.protocol.headers import CORRELATION_ID, ReplyTo, header, record_headers
 from engine.protocol.records import Record
 from engine.state import KeyGenerator, PartitionDb
@@ -53,7 +54,13 @@ class KafkaEngine(Harness):
             ],
         )
         self.now = 1_764_000_000.0
-        self.sender = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True})
+        self.sender = Producer(
+            {
+                "bootstrap.servers": bootstrap,
+                "enable.idempotence": True,
+                "message.max.bytes": PRODUCER_MAX_BYTES,
+            }
+        )
         self.sent: dict[int, int] = {}
         """The highest offset the harness itself produced, per partition."""
         self.messages: dict[int, list[Message]] = {p: [] for p in range(partitions)}

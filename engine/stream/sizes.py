@@ -1,0 +1,81 @@
+"""Records too large for Kafka, caught while their command can still be rejected.
+
+The log topic takes records up to `max.message.bytes`; the codec refuses anything larger. A
+command whose events would not fit is rejected EXCEEDED_BATCH_RECORD_SIZE with nothing applied
+(as in Zeebe), and the worker goes on. Only records whose large fields could get near the limit
+are encoded to check, so the common case costs a few attribute reads.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from engine.processing import ProcessingOutput
+from engine.protocol.codec import RecordCodec
+from engine.protocol.enums import RecordType, RejectionType
+from engine.protocol.errors import RecordTooLargeError
+from engine.protocol.records import Record
+
+
+def oversized_records(
+    codec: RecordCodec, output: ProcessingOutput, mark: tuple[int, int, int, int]
+) -> str | None:
+    """Why a record written since `mark` cannot go to Kafka, or None. A reply too large for a
+    record (the variables of an awaited instance) is replaced by a rejection that says so: the
+    command that completed the instance stands."""
+    for _, record in output.records[mark[0] :]:
+        problem = _too_large(codec, record)
+        if problem is not None:
+            return (
+                f"{problem}; the command was not applied. Keep large payloads out of process"
+                " variables (store them elsewhere and pass a reference)"
+            )
+    for index in range(mark[1], len(output.replies)):
+        address, reply = output.replies[index]
+        problem = _too_large(codec, reply)
+        if problem is None:
+            continue
+        value: Any = reply.value
+        if hasattr(value, "variables"):
+            value = replace(value, variables="{}")
+        output.replies[index] = (
+            address,
+            replace(
+                reply,
+                record_type=RecordType.COMMAND_REJECTION,
+                value=value,
+                rejection_type=RejectionType.EXCEEDED_BATCH_RECORD_SIZE,
+                rejection_reason=(
+                    f"the result is too large to send: {problem}; fetch fewer variables"
+                ),
+            ),
+        )
+    return None
+
+
+def _too_large(codec: RecordCodec, record: Record) -> str | None:
+    if _payload_chars(record.value) * 4 <= codec.max_record_bytes:
+        return None  # even all 4-byte UTF-8 characters would fit
+    try:
+        codec.encode(record)
+    except RecordTooLargeError as exc:
+        return str(exc)
+    return None
+
+
+def _payload_chars(value: object) -> int:
+    """The size of a value's potentially large fields: variable documents, a variable's value,
+    BPMN resources, the jobs of a batch."""
+    size = len(getattr(value, "variables", "") or "")
+    single = getattr(value, "value", None)
+    if isinstance(single, str):
+        size += len(single)
+    resource = getattr(value, "resource", None)
+    if isinstance(resource, bytes):
+        size += len(resource)
+    for part in getattr(value, "resources", ()) or ():
+        size += len(part.resource)
+    for job in getattr(value, "jobs", ()) or ():
+        size += len(job.variables)
+    return size
