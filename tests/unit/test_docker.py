@@ -30,17 +30,24 @@ def test_compose_has_kafka_a_topics_job_and_workers() -> None:
     services = _compose()["services"]
     assert services["kafka"]["image"].startswith("apache/kafka:")
     assert services["kafka"]["environment"]["KAFKA_PROCESS_ROLES"] == "broker,controller"
-    assert set(_partita_services()) == {"topics", "worker"}
+    assert set(_partita_services()) == {"topics", "worker", "analytics", "exporter"}
     assert _partita_services()["worker"]["deploy"]["replicas"] >= 2
 
 
 def test_every_partita_command_in_compose_exists_in_the_cli() -> None:
     parser = build_parser()
     commands = {name: s["command"] for name, s in _partita_services().items()}
-    assert commands == {"topics": ["topics", "apply"], "worker": ["worker"]}
+    assert commands["topics"] == ["topics", "apply"] and commands["worker"] == ["worker"]
+    assert commands["analytics"][0] == "analytics" and commands["exporter"][0] == "export"
     for command in commands.values():
         args = parser.parse_args(command)  # argparse exits on an unknown subcommand
         assert callable(args.func)
+
+
+def test_truncation_waits_for_the_downstream_services() -> None:
+    worker = _partita_services()["worker"]["environment"]
+    groups = worker["PARTITA_DOWNSTREAM_GROUPS"].split(",")
+    assert groups == ["partita.analytics", "partita.export"]
 
 
 def test_engine_services_point_at_the_compose_kafka() -> None:
