@@ -78,6 +78,34 @@ def cmd_bench_loop(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_bench_e2e(args: argparse.Namespace) -> int:
+    import json
+
+    from engine.bench import e2e
+
+    config = _config(args)
+    workloads = ["one-task", "typical"] if args.workload == "both" else [args.workload]
+    partitions = args.partitions or 1  # the cluster flag; one partition unless asked
+    _progress(
+        f"End to end at {config.bootstrap}: {', '.join(workloads)} on {partitions}"
+        " partition(s); engine worker, job worker and load generator in their own processes"
+    )
+    result = e2e.run(
+        config,
+        workloads=workloads,
+        instances=args.instances,
+        rate=args.rate,
+        latency_instances=args.latency_instances,
+        partitions=partitions,
+        in_flight=args.in_flight,
+        job_concurrency=args.job_concurrency,
+        baseline_commands=args.baseline_commands,
+        progress=_progress,
+    )
+    print(json.dumps(result))
+    return 0
+
+
 def register(commands: Any, add: AddCommand) -> None:
     """Add `bench` and its benchmarks to the `partita` parser (`add` is the CLI's helper)."""
     bench = commands.add_parser("bench", help="benchmarks; each prints one JSON line")
@@ -136,4 +164,51 @@ def register(commands: Any, add: AddCommand) -> None:
     )
     correlation_bench.add_argument(
         "--rate", type=float, default=200.0, help="messages per second (default: 200)"
+    )
+    e2e_bench = add(
+        bench_commands,
+        "e2e",
+        cmd_bench_e2e,
+        "the engine end to end: saturation, latency at a rate, CPU/RSS, replay, raw baseline",
+        local=True,
+    )
+    e2e_bench.epilog = (
+        "examples:\n"
+        "  partita bench e2e                         both workloads, one partition\n"
+        "  partita bench e2e --workload one-task --instances 20000 --rate 100\n"
+        "  partita bench e2e --partitions 3          one engine worker owns all three (default 1)"
+    )
+    e2e_bench.formatter_class = argparse.RawDescriptionHelpFormatter
+    e2e_bench.add_argument(
+        "--workload",
+        choices=["one-task", "typical", "both"],
+        default="both",
+        help="one-task (start, task, end), typical (10 tasks, 2 timers), or both (default)",
+    )
+    e2e_bench.add_argument(
+        "--instances", type=int, default=5000, help="instances at saturation (default: 5000)"
+    )
+    e2e_bench.add_argument(
+        "--rate", type=float, default=200.0, help="fixed rate of the latency phase (200/s)"
+    )
+    e2e_bench.add_argument(
+        "--latency-instances",
+        type=int,
+        default=3000,
+        help="instances of the latency phase (default: 3000)",
+    )
+    e2e_bench.add_argument(
+        "--in-flight",
+        type=int,
+        default=500,
+        help="unanswered creations at saturation (default: 500)",
+    )
+    e2e_bench.add_argument(
+        "--job-concurrency", type=int, default=8, help="job worker tasks at once (default: 8)"
+    )
+    e2e_bench.add_argument(
+        "--baseline-commands",
+        type=int,
+        default=20_000,
+        help="commands through the raw transactional loop (default: 20000)",
     )

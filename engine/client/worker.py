@@ -37,6 +37,7 @@ returns.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import signal
 import socket
@@ -177,7 +178,9 @@ class JobWorker:
         from engine.log.admin import admin_client
         from engine.log.topics import apply_topics, job_topic_spec
 
-        specs = [job_topic_spec(self.config, t) for t in self.tasks]
+        # job topics have the log's partition count, whatever PARTITA_PARTITIONS says here
+        actual = dataclasses.replace(self.config, partitions=self.client.partition_count)
+        specs = [job_topic_spec(actual, t) for t in self.tasks]
         apply_topics(admin_client(self.config.bootstrap), specs)
         consumers = [self._consumer(job_type) for job_type in self.tasks]
         producers = [self._producer(t) for t in self.tasks] if self.exactly_once else []

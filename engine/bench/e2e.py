@@ -1,0 +1,274 @@
+"""`partita bench e2e`: the engine end to end, with every party in its own process.
+
+On a fresh namespace of the configured cluster (one log partition by default) it starts a
+`partita worker`, a push job worker process and a load-generator process, deploys a workload
+and measures, for each workload:
+
+- saturation: instances created as fast as the engine takes them (at most `in_flight`
+  unanswered): completed instances/s (and per partition), log records/s;
+- latency: instances created at a fixed rate (default 200/s), create-to-complete p50/p95/p99;
+- CPU (% of one core) and peak RSS of the engine worker, the job worker and the load generator;
+- replay: the partition's events applied to an empty store, events/s;
+
+then, on the same broker, the raw confluent-kafka transactional loop of `bench loop`, and the
+ratio of the engine's log records/s to it. Workloads: `one-task` (start, service task, end) and
+`typical` (Zeebe's benchmark shape: ten service tasks and two PT0.1S timers).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from confluent_kafka import Consumer, TopicPartition
+
+from engine.bench import loop
+from engine.bench.procstats import ProcessSample, sample, usage
+from engine.client import Client
+from engine.config import Config
+from engine.errors import PartitaError
+from engine.log import clients
+from engine.log.admin import admin_client
+from engine.log.topics import apply_topics, job_topic_spec, load_specs
+from engine.processing.builtin import build_engine
+from engine.protocol.codec import RecordCodec
+from engine.protocol.keys import partition_id_of_kafka
+from engine.state import KeyGenerator, PartitionDb
+from engine.stream.replay import ReplayStateMachine
+
+Progress = Callable[[str], None]
+_HERE = Path(__file__).resolve().parent
+JOB_TYPE = "bench.task"
+
+
+@dataclass(frozen=True, slots=True)
+class Workload:
+    name: str
+    process_id: str
+    bpmn: Path
+
+
+WORKLOADS = {
+    "one-task": Workload("one-task", "bench-one-task", _HERE / "one-task.bpmn"),
+    "typical": Workload("typical", "bench-typical", _HERE / "typical.bpmn"),
+}
+
+
+class _Child:
+    """A child process whose CPU and memory are sampled while it runs."""
+
+    def __init__(self, name: str, args: list[str], log: Path, env: dict[str, str]) -> None:
+        self.name = name
+        self.log = log
+        with log.open("ab") as out:
+            self.process = subprocess.Popen(
+                args, stdout=subprocess.PIPE, stderr=out, env={**os.environ, **env}, text=True
+            )
+
+    def wait_for_line(self, wanted: str, timeout: float) -> None:
+        assert self.process.stdout is not None
+        deadline = time.monotonic() + timeout
+        for line in self.process.stdout:
+            if line.strip() == wanted:
+                return
+            if time.monotonic() > deadline:
+                break
+        tail = self.log.read_text(errors="replace").splitlines()[-15:]
+        raise PartitaError(f"{self.name} did not start; the end of its log:\n" + "\n".join(tail))
+
+    def sample(self) -> ProcessSample:
+        return sample(self.process.pid)
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(30)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+
+
+def _log_end(config: Config) -> int:
+    """Records on the log so far (read_uncommitted: the true end), all partitions."""
+    consumer = Consumer({"bootstrap.servers": config.bootstrap, "group.id": "bench-e2e"})
+    try:
+        total = 0
+        for partition in range(config.partitions):
+            _, high = consumer.get_watermark_offsets(
+                TopicPartition(config.log_topic, partition), timeout=30, cached=False
+            )
+            total += int(high)
+        return total
+    finally:
+        consumer.close()
+
+
+def _load(config: Config, workload: Workload, instances: int, rate: float, in_flight: int) -> Any:
+    args = [
+        sys.executable,
+        "-m",
+        "engine.bench.e2e_load",
+        config.bootstrap,
+        config.namespace,
+        workload.process_id,
+        str(instances),
+        str(rate),
+        str(in_flight),
+    ]
+    result = subprocess.run(args, capture_output=True, text=True, timeout=1800, check=False)
+    if result.returncode != 0:
+        raise PartitaError(f"the load generator failed:\n{result.stderr[-2000:]}")
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def _replay(config: Config, partition: int) -> dict[str, float]:
+    with tempfile.TemporaryDirectory(prefix="partita-bench-replay-") as scratch:
+        db = PartitionDb(Path(scratch) / "state")
+        consumer = clients.restore_consumer(config.bootstrap, config.namespace, partition)
+        try:
+            keys = KeyGenerator(db, partition_id_of_kafka(partition))
+            result = ReplayStateMachine(
+                consumer, config.log_topic, partition, build_engine(), RecordCodec(), db, keys
+            ).run()
+        finally:
+            consumer.close()
+            db.close()
+    return {
+        "events": result.events,
+        "seconds": round(result.seconds, 2),
+        "events_per_s": round(result.events / max(result.seconds, 1e-9)),
+    }
+
+
+def run_workload(  # noqa: PLR0917 - the benchmark's knobs, spelled out
+    config: Config,
+    workload: Workload,
+    instances: int,
+    rate: float,
+    latency_instances: int,
+    in_flight: int,
+    job_concurrency: int,
+    progress: Progress,
+) -> dict[str, Any]:
+    home = config.home
+    apply_topics(
+        admin_client(config.bootstrap), [*load_specs(config), job_topic_spec(config, JOB_TYPE)]
+    )
+    cluster = ["--bootstrap-servers", config.bootstrap, "--namespace", config.namespace]
+    engine_worker = _Child(
+        "engine worker",
+        [sys.executable, "-m", "engine.cli", "worker", *cluster, "--home", str(home)],
+        home / "engine-worker.log",
+        {"PARTITA_TRUNCATE": "false"},  # the whole log stays, for the replay measurement
+    )
+    jobs = _Child(
+        "job worker",
+        [
+            sys.executable,
+            "-m",
+            "engine.bench.e2e_jobs",
+            config.bootstrap,
+            config.namespace,
+            JOB_TYPE,
+            str(job_concurrency),
+        ],
+        home / "job-worker.log",
+        {},
+    )
+    try:
+        jobs.wait_for_line("ready", 120)
+        with Client(config, timeout=120) as client:
+            client.deploy(workload.bpmn)
+        progress(f"[{workload.name}] warming up (200 instances)...")
+        _load(config, workload, 200, 0, in_flight)
+
+        progress(f"[{workload.name}] saturation: {instances} instances, {in_flight} in flight...")
+        log_before, engine_before, jobs_before = (
+            _log_end(config),
+            engine_worker.sample(),
+            jobs.sample(),
+        )
+        saturated = _load(config, workload, instances, 0, in_flight)
+        seconds = saturated["seconds"]
+        records = _log_end(config) - log_before
+        saturation = {
+            **saturated,
+            "instances_per_s_per_partition": round(
+                saturated["instances_per_s"] / config.partitions, 1
+            ),
+            "log_records_per_s": round(records / seconds),
+            "engine_worker": usage(engine_before, engine_worker.sample(), seconds),
+            "job_worker": usage(jobs_before, jobs.sample(), seconds),
+        }
+
+        progress(f"[{workload.name}] latency: {latency_instances} instances at {rate:g}/s...")
+        engine_before, jobs_before = engine_worker.sample(), jobs.sample()
+        latency = _load(config, workload, latency_instances, rate, in_flight)
+        latency["engine_worker"] = usage(engine_before, engine_worker.sample(), latency["seconds"])
+        latency["job_worker"] = usage(jobs_before, jobs.sample(), latency["seconds"])
+    finally:
+        jobs.stop()
+        engine_worker.stop()
+    progress(f"[{workload.name}] replaying partition 0 into an empty store...")
+    return {"saturation": saturation, "fixed_rate": latency, "replay": _replay(config, 0)}
+
+
+def run(
+    config: Config,
+    *,
+    workloads: list[str],
+    instances: int = 5000,
+    rate: float = 200.0,
+    latency_instances: int = 3000,
+    partitions: int = 1,
+    in_flight: int = 500,
+    job_concurrency: int = 8,
+    baseline_commands: int = 20_000,
+    progress: Progress = print,
+) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "bench": "e2e",
+        "partitions": partitions,
+        "rate": rate,
+        "cpus": os.cpu_count(),
+    }
+    with tempfile.TemporaryDirectory(prefix="partita-bench-e2e-") as scratch:
+        for name in workloads:
+            if name not in WORKLOADS:
+                raise PartitaError(f"unknown workload {name!r}; known: {', '.join(WORKLOADS)}")
+            home = Path(scratch) / name
+            home.mkdir()
+            bench_config = replace(
+                config, namespace=f"e2e{uuid.uuid4().hex[:8]}", partitions=partitions, home=home
+            )
+            out[name] = run_workload(
+                bench_config,
+                WORKLOADS[name],
+                instances,
+                rate,
+                latency_instances,
+                in_flight,
+                job_concurrency,
+                progress,
+            )
+        progress(f"Raw confluent-kafka transactional loop: {baseline_commands} commands...")
+        raw_config = replace(
+            config, namespace=f"raw{uuid.uuid4().hex[:8]}", partitions=1, home=Path(scratch)
+        )
+        apply_topics(admin_client(raw_config.bootstrap), load_specs(raw_config))
+        raw = loop.run_raw(raw_config, baseline_commands)
+    out["raw_loop_records_per_s"] = raw["records_per_s"]
+    for name in workloads:
+        engine_rate = out[name]["saturation"]["log_records_per_s"] / partitions
+        out[name]["log_records_per_s_vs_raw_loop"] = round(engine_rate / raw["records_per_s"], 3)
+    return out

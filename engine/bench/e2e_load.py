@@ -1,0 +1,91 @@
+"""The load generator of `partita bench e2e`, run in its own process:
+
+    python -m engine.bench.e2e_load BOOTSTRAP NAMESPACE PROCESS_ID INSTANCES RATE IN_FLIGHT
+
+Creates INSTANCES instances of PROCESS_ID with CREATE_WITH_AWAITING_RESULT, at RATE per second
+(0: as fast as the engine takes them, at most IN_FLIGHT unanswered), and prints one JSON line:
+completed, rejected, unanswered, seconds, instances/s, create-to-complete latency percentiles
+and this process's CPU and peak RSS.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+
+from engine.bench.procstats import sample, usage
+from engine.client import Client
+from engine.config import Config
+from engine.demo import percentile
+from engine.protocol.enums import RecordType
+from engine.protocol.intents import ProcessInstanceCreationIntent
+from engine.protocol.values import ProcessInstanceCreationValue
+
+
+def run(  # noqa: PLR0917 - the command line, spelled out
+    bootstrap: str, namespace: str, process_id: str, instances: int, rate: float, in_flight: int
+) -> dict[str, float | int]:
+    config = Config(bootstrap_servers=bootstrap, namespace=namespace)
+    with Client(config, timeout=120) as client:
+        sent: dict[bytes, float] = {}
+        latencies: list[float] = []
+        rejected = 0
+
+        def collect(timeout: float) -> None:
+            nonlocal rejected
+            for correlation, reply in client.results(timeout).items():
+                began = sent.pop(correlation, None)
+                if began is None:
+                    continue
+                if reply.record_type is RecordType.COMMAND_REJECTION:
+                    rejected += 1
+                else:
+                    latencies.append((time.monotonic() - began) * 1000)
+
+        cpu_before = sample()
+        started = time.monotonic()
+        for n in range(instances):
+            if rate > 0:
+                due = started + n / rate
+                while (wait := due - time.monotonic()) > 0:
+                    collect(min(wait, 0.005))
+            while len(sent) >= in_flight:
+                collect(0.005)
+            value = ProcessInstanceCreationValue(
+                bpmn_process_id=process_id, variables=json.dumps({"n": n})
+            )
+            correlation = client.submit(
+                ProcessInstanceCreationIntent.CREATE_WITH_AWAITING_RESULT, value
+            )
+            sent[correlation] = time.monotonic()
+            if n % 50 == 0:
+                collect(0)
+        client.flush()
+        deadline = time.monotonic() + 120
+        while sent and time.monotonic() < deadline:
+            collect(0.05)
+        seconds = time.monotonic() - started
+    latencies.sort()
+    return {
+        "completed": len(latencies),
+        "rejected": rejected,
+        "unanswered": len(sent),
+        "seconds": round(seconds, 2),
+        "instances_per_s": round(len(latencies) / seconds, 1),
+        "latency_ms_p50": round(percentile(latencies, 0.50), 1),
+        "latency_ms_p95": round(percentile(latencies, 0.95), 1),
+        "latency_ms_p99": round(percentile(latencies, 0.99), 1),
+        **usage(cpu_before, sample(), seconds),
+    }
+
+
+def main(argv: list[str]) -> int:
+    bootstrap, namespace, process_id, instances, rate, in_flight = argv
+    result = run(bootstrap, namespace, process_id, int(instances), float(rate), int(in_flight))
+    print(json.dumps(result), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
