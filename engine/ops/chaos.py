@@ -1,0 +1,409 @@
+"""`partita chaos`: sustained load while workers and the broker fail, then proof from the log.
+
+On a broker of its own (started from the cached Kafka jars on free ports, in a scratch folder)
+it runs engine workers (each with its own state folder, like separate machines), a job worker
+and a steady stream of process instances (a job, a 0.2 s timer, a job). Every `fault_every`
+seconds it injects one fault at random:
+
+- kill: `kill -9` an engine worker and restart it, with its state or with an empty folder;
+- freeze: SIGSTOP an engine worker for 3-9 s (past the 6 s session timeout: its partitions
+  move and its late transactions are fenced), then SIGCONT;
+- scale: add an engine worker, or stop one (SIGTERM), moving partitions;
+- broker: stop the broker and start it again;
+- job worker: `kill -9` the job worker and restart it.
+
+At the end it waits for the instances to finish, moves every partition to one worker, and
+checks from the log: every instance it created completed exactly once (lost, duplicated),
+no job completed twice, no command's events were committed twice, records of aborted
+transactions exist only outside the committed view, and `verify-replay` rebuilds every
+partition to the live digest. Workers snapshot every 2,000 records, so cold restarts restore
+snapshots; truncation is off so the whole log can be checked.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import random
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from confluent_kafka import KafkaError, Producer
+
+from engine.config import Config
+from engine.errors import PartitaError
+from engine.localkafka import KafkaDistribution, LocalBroker
+from engine.log.admin import admin_client
+from engine.log.topics import apply_topics, job_topic_spec, load_specs
+from engine.ops.chaos_log import LogTracker, uncommitted_offsets
+from engine.protocol.codec import PRODUCER_MAX_BYTES, RecordCodec
+from engine.protocol.headers import record_headers
+from engine.protocol.intents import ProcessInstanceCreationIntent
+from engine.protocol.records import command
+from engine.protocol.values import ProcessInstanceCreationValue
+
+Progress = Callable[[str], None]
+BPMN = Path(__file__).resolve().parent / "chaos.bpmn"
+JOB_TYPE = "chaos.task"
+FAULTS = ("kill", "freeze", "scale", "broker", "job-worker")
+QUIET = logging.getLogger("partita.chaos.kafka")
+QUIET.addHandler(logging.NullHandler())
+QUIET.propagate = False
+
+
+@dataclass(frozen=True, slots=True)
+class ChaosSettings:
+    duration: float = 60.0
+    rate: float = 20.0
+    fault_every: float = 5.0
+    partitions: int = 3
+    max_workers: int = 3
+    seed: int = 1
+    settle_timeout: float = 180.0
+
+
+class _Child:
+    """A child process, restartable, with its log appended to one file."""
+
+    def __init__(self, name: str, args: list[str], log: Path, env: dict[str, str]) -> None:
+        self.name = name
+        self.args = args
+        self.log = log
+        self.env = {**os.environ, **env}
+        self.process: subprocess.Popen[bytes] | None = None
+        self.frozen_until = 0.0
+
+    def start(self) -> _Child:
+        with self.log.open("ab") as out:
+            self.process = subprocess.Popen(
+                self.args, stdout=out, stderr=subprocess.STDOUT, env=self.env
+            )
+        return self
+
+    def alive(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def signal(self, sig: signal.Signals) -> None:
+        if self.alive():
+            assert self.process is not None
+            os.kill(self.process.pid, sig)
+
+    def kill(self) -> None:
+        self.signal(signal.SIGKILL)
+        if self.process is not None:
+            self.process.wait(10)
+
+    def stop(self, timeout: float = 60) -> None:
+        self.thaw()
+        self.signal(signal.SIGTERM)
+        if self.process is not None:
+            try:
+                self.process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+    def freeze(self, seconds: float) -> None:
+        self.signal(signal.SIGSTOP)
+        self.frozen_until = time.monotonic() + seconds
+
+    def thaw(self) -> None:
+        if self.frozen_until:
+            self.signal(signal.SIGCONT)
+            self.frozen_until = 0.0
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+class ChaosRun:
+    def __init__(self, settings: ChaosSettings, scratch: Path, progress: Progress) -> None:
+        self.settings = settings
+        self.scratch = scratch
+        self.progress = progress
+        self.rng = random.Random(settings.seed)
+        self.broker = LocalBroker(
+            scratch / "broker",
+            _free_port(),
+            _free_port(),
+            internal_partitions=1,
+            distribution=KafkaDistribution(Config.from_env().home),
+        )
+        self.config = Config(
+            bootstrap_servers=self.broker.bootstrap,
+            namespace="chaos",
+            partitions=settings.partitions,
+            home=scratch,
+        )
+        self.workers: list[_Child] = []
+        self.faults: Counter[str] = Counter()
+        self.faults_since_broker = 0
+        self.crashes = 0
+        self.delivered: set[int] = set()
+        self.undelivered = 0
+
+    # -- processes ------------------------------------------------------------------------------
+
+    def _engine_worker(self, index: int) -> _Child:
+        home = self.scratch / f"worker-{index}"
+        home.mkdir(exist_ok=True)
+        cluster = ["--bootstrap-servers", self.config.bootstrap, "--namespace", "chaos"]
+        return _Child(
+            f"worker-{index}",
+            [sys.executable, "-m", "engine.cli", "worker", *cluster, "--home", str(home)],
+            self.scratch / f"worker-{index}.log",
+            {"PARTITA_SNAPSHOT_RECORDS": "2000", "PARTITA_TRUNCATE": "false"},
+        )
+
+    def _job_worker(self) -> _Child:
+        args = [self.config.bootstrap, "chaos", JOB_TYPE, "8"]
+        return _Child(
+            "job-worker",
+            [sys.executable, "-m", "engine.bench.e2e_jobs", *args],
+            self.scratch / "job-worker.log",
+            {},
+        )
+
+    def _supervise(self) -> None:
+        """Restart what died on its own (counted as crashes) and thaw what is due."""
+        now = time.monotonic()
+        for child in [*self.workers, self.job_worker]:
+            if child.frozen_until and now >= child.frozen_until:
+                child.thaw()
+            if not child.alive():
+                self.crashes += 1
+                self.progress(f"  {child.name} exited on its own; restarting (see {child.log})")
+                child.start()
+
+    # -- faults ---------------------------------------------------------------------------------
+
+    def _inject(self) -> None:
+        kind = self.rng.choice(FAULTS)
+        if sum(self.faults.values()) == 4:
+            kind = "broker"  # every run restarts the broker at least once, as its fifth fault
+        elif kind == "broker" and self.faults_since_broker < 4:
+            kind = "kill"  # at least four other faults between broker restarts
+        self.faults_since_broker = 0 if kind == "broker" else self.faults_since_broker + 1
+        live = [w for w in self.workers if w.alive() and not w.frozen_until]
+        if kind in ("kill", "freeze") and not live:
+            kind = "scale"
+        self.faults[kind] += 1
+        if kind == "kill":
+            victim = self.rng.choice(live)
+            cold = self.rng.random() < 0.5
+            self.progress(f"  fault: kill -9 {victim.name}, restart {'cold' if cold else 'warm'}")
+            victim.kill()
+            if cold:
+                shutil.rmtree(self.scratch / victim.name, ignore_errors=True)
+                (self.scratch / victim.name).mkdir()
+            victim.start()
+        elif kind == "freeze":
+            victim = self.rng.choice(live)
+            seconds = self.rng.uniform(3, 9)
+            self.progress(f"  fault: freeze {victim.name} for {seconds:.1f} s")
+            victim.freeze(seconds)
+        elif kind == "scale":
+            if len(self.workers) < self.settings.max_workers:
+                worker = self._engine_worker(len(self.workers)).start()
+                self.workers.append(worker)
+                self.progress(f"  fault: add {worker.name} ({len(self.workers)} workers)")
+            else:
+                leaving = self.workers.pop()
+                self.progress(f"  fault: stop {leaving.name} ({len(self.workers)} workers)")
+                leaving.stop()
+        elif kind == "broker":
+            self.progress("  fault: restart the broker")
+            self.broker.down()
+            time.sleep(self.rng.uniform(1, 3))
+            self.broker.up()
+        else:
+            self.progress("  fault: kill -9 the job worker, restart it")
+            self.job_worker.kill()
+            self.job_worker.start()
+
+    # -- the run --------------------------------------------------------------------------------
+
+    def run(self) -> dict[str, Any]:
+        settings = self.settings
+        self.progress(f"Starting a broker for the chaos run at {self.broker.bootstrap}...")
+        self.broker.up(self.progress)
+        specs = [*load_specs(self.config), job_topic_spec(self.config, JOB_TYPE)]
+        admin = admin_client(self.config.bootstrap, logger=QUIET)
+        apply_topics(admin, specs)
+        del admin  # an idle client would log every reconnection while the broker restarts
+        self.workers = [self._engine_worker(i).start() for i in range(2)]
+        self.job_worker = self._job_worker().start()
+        from engine.client import Client
+
+        with Client(self.config, timeout=120) as client:
+            client.deploy(BPMN)
+        tracker = LogTracker(self.config.bootstrap, self.config.log_topic, settings.partitions)
+        try:
+            self._load_with_faults(tracker)
+            lost = self._settle(tracker)
+            replay = self._consolidate_and_verify(tracker)
+            committed = tracker.findings.offsets
+            uncommitted = uncommitted_offsets(
+                self.config.bootstrap, self.config.log_topic, settings.partitions
+            )
+        finally:
+            tracker.close()
+            for child in [*self.workers, self.job_worker]:
+                child.thaw()
+                child.kill()
+            self.broker.down()
+        visible_aborted = sum(len(committed[p] - uncommitted[p]) for p in committed)
+        aborted = sum(len(uncommitted[p] - committed[p]) for p in uncommitted)
+        duplicated = tracker.findings.duplicated()
+        return {
+            "instances": len(self.delivered),
+            "undelivered": self.undelivered,
+            "faults": sum(self.faults.values()),
+            "faults_by_kind": dict(self.faults),
+            "worker_crashes": self.crashes,
+            "lost": len(lost),
+            "duplicated": sum(duplicated.values()),
+            "duplicates": duplicated,
+            "aborted_records": aborted,
+            "aborted_records_visible": visible_aborted,
+            "replay": replay,
+        }
+
+    def _load_with_faults(self, tracker: LogTracker) -> None:
+        settings = self.settings
+        codec = RecordCodec()
+        producer = Producer(
+            {
+                "bootstrap.servers": self.config.bootstrap,
+                "enable.idempotence": True,
+                "message.timeout.ms": 600_000,  # outlast broker restarts
+                "message.max.bytes": PRODUCER_MAX_BYTES,
+                "linger.ms": 5,
+                "logger": QUIET,  # the broker restarts on purpose: no connection noise
+            }
+        )
+
+        def delivered(n: int) -> Callable[[KafkaError | None, Any], None]:
+            def report(error: KafkaError | None, _message: Any) -> None:
+                if error is None:
+                    self.delivered.add(n)
+                else:
+                    self.undelivered += 1
+
+            return report
+
+        self.progress(
+            f"Load: {settings.rate:g} instances/s for {settings.duration:g} s, a fault every"
+            f" {settings.fault_every:g} s..."
+        )
+        started = time.monotonic()
+        next_fault = started + settings.fault_every
+        n = 0
+        while (now := time.monotonic()) < started + settings.duration:
+            while n < (now - started) * settings.rate:
+                value = ProcessInstanceCreationValue(
+                    bpmn_process_id="chaos", variables=json.dumps({"n": n})
+                )
+                record = command(ProcessInstanceCreationIntent.CREATE, value)
+                producer.produce(
+                    self.config.log_topic,
+                    codec.encode(record),
+                    partition=n % settings.partitions,
+                    headers=record_headers(record),
+                    on_delivery=delivered(n),
+                )
+                n += 1
+            producer.poll(0)
+            if now >= next_fault:
+                self._inject()
+                next_fault = time.monotonic() + settings.fault_every
+            self._supervise()
+            tracker.poll(0.05)
+        self.progress(f"Load done: {n} instances sent; waiting for Kafka to take them all...")
+        remaining = producer.flush(300)
+        if remaining:
+            raise PartitaError(f"{remaining} creation commands were never delivered to Kafka")
+
+    def _settle(self, tracker: LogTracker) -> list[int]:
+        """Wait until every delivered instance completed (or the settle timeout)."""
+        for worker in self.workers:
+            worker.thaw()
+        deadline = time.monotonic() + self.settings.settle_timeout
+        lost = tracker.findings.lost(self.delivered)
+        while lost and time.monotonic() < deadline:
+            self._supervise()
+            tracker.poll(0.5)
+            lost = tracker.findings.lost(self.delivered)
+        self.progress(
+            f"Settled: {len(self.delivered) - len(lost)}/{len(self.delivered)} completed."
+        )
+        return lost
+
+    def _consolidate_and_verify(self, tracker: LogTracker) -> str:
+        """Move every partition to the first worker, stop it, and verify its replay."""
+        from engine.processing.builtin import build_engine
+        from engine.stream.verify import verify_replay
+
+        first, *others = self.workers
+        for worker in others:
+            worker.stop()
+        if not first.alive():
+            first.start()
+        self.workers = [first]
+        self._wait_for_owner(first, tracker)
+        first.stop()
+        self.job_worker.stop()
+        config = Config(
+            bootstrap_servers=self.config.bootstrap,
+            namespace="chaos",
+            partitions=self.settings.partitions,
+            home=self.scratch / first.name,
+        )
+        verdicts = []
+        for partition in range(self.settings.partitions):
+            result = verify_replay(config, build_engine(), partition)
+            verdicts.append(result.equal)
+            self.progress(
+                f"  verify-replay partition {partition}: {result.events} events,"
+                f" {'equal' if result.equal else 'DIFFERENT'}"
+            )
+        return "equal" if all(verdicts) else "DIFFERENT"
+
+    def _wait_for_owner(self, worker: _Child, tracker: LogTracker) -> None:
+        wanted = f"assigned partitions {list(range(self.settings.partitions))}"
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            lines = worker.log.read_text(errors="replace").splitlines()
+            if lines and wanted in next((x for x in reversed(lines) if "partitions" in x), ""):
+                tracker.poll(3.0)  # let it finish what it took over
+                return
+            tracker.poll(0.5)
+        raise PartitaError(f"{worker.name} did not take every partition; see {worker.log}")
+
+
+def run(settings: ChaosSettings, progress: Progress = print, keep: bool = False) -> dict[str, Any]:
+    scratch = Path(tempfile.mkdtemp(prefix="partita-chaos-"))
+    try:
+        result = ChaosRun(settings, scratch, progress).run()
+    except BaseException:
+        progress(f"(logs kept in {scratch})")
+        raise
+    if keep or result["lost"] or result["duplicated"] or result["replay"] != "equal":
+        progress(f"(logs kept in {scratch})")
+    else:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return result

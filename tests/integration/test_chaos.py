@@ -1,0 +1,51 @@
+"""The short chaos run (the long one is documented in the README): load while engine workers are
+killed, frozen, added and removed, the job worker is killed and the broker restarts; then, from
+the log, nothing lost, nothing duplicated, and replay equal on every partition."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from tests.integration.workers import ROOT
+
+pytestmark = pytest.mark.kafka
+
+
+@pytest.mark.timeout(900)
+def test_short_chaos_run_loses_and_duplicates_nothing() -> None:
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "engine.cli",
+            "chaos",
+            "--duration",
+            "45",
+            "--rate",
+            "10",
+            "--fault-every",
+            "4",
+            "--seed",
+            "3",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=850,
+        check=False,
+    )
+    lines = [line for line in run.stdout.splitlines() if line.startswith("{")]
+    assert lines, run.stdout + run.stderr[-3000:]
+    summary = json.loads(lines[-1])
+    assert summary["lost"] == 0, summary
+    assert summary["duplicated"] == 0, summary
+    assert summary["replay"] == "equal", summary
+    assert summary["aborted_records_visible"] == 0, summary
+    assert summary["instances"] >= 400, summary
+    assert summary["faults"] >= 8, summary
+    assert {"kill", "broker"} <= set(summary["faults_by_kind"]), summary
+    assert run.returncode == 0, run.stderr[-3000:]
