@@ -247,10 +247,7 @@ class ChaosRun:
         del admin  # an idle client would log every reconnection while the broker restarts
         self.workers = [self._engine_worker(i).start() for i in range(2)]
         self.job_worker = self._job_worker().start()
-        from engine.client import Client
-
-        with Client(self.config, timeout=120) as client:
-            client.deploy(BPMN)
+        self._deploy()
         tracker = LogTracker(self.config.bootstrap, self.config.log_topic, settings.partitions)
         try:
             self._load_with_faults(tracker)
@@ -282,6 +279,13 @@ class ChaosRun:
             "aborted_records_visible": visible_aborted,
             "replay": replay,
         }
+
+    def _deploy(self) -> None:
+        """In its own frame: the client's idle producer is gone before the broker restarts."""
+        from engine.client import Client
+
+        with Client(self.config, timeout=120) as client:
+            client.deploy(BPMN)
 
     def _load_with_faults(self, tracker: LogTracker) -> None:
         settings = self.settings
