@@ -153,10 +153,14 @@ def _worker_process(config: Config, name: str, job_type: str) -> subprocess.Pope
     )
     assert process.stdout is not None
     seen = []
-    for line in process.stdout:  # librdkafka may log a warning first
-        if line.strip() == "ready":
-            return process
-        seen.append(line)
+    try:
+        for line in process.stdout:  # librdkafka may log a warning first
+            if line.strip() == "ready":
+                return process
+            seen.append(line)
+    except BaseException:  # a test timeout while waiting: leave no process behind
+        process.kill()
+        raise
     raise AssertionError(f"the job worker exited before it was ready:\n{''.join(seen)}")
 
 
