@@ -4,6 +4,7 @@ real processes: see ../shared/REFERENCES.md).
 Zeebe's convention: text with a leading `=` is an expression, anything else a static value.
 `compile_expression` parses once; `Expression.evaluate(variables)` is cheap and safe to call
 many times. Results are JSON values. Errors say what and where (`FeelError.position`).
+Compiling and evaluating raise nothing but FeelError, whatever the text and the variables.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any
 from engine.feel.errors import FeelError, FeelEvaluationError, FeelSyntaxError
 from engine.feel.evaluator import Evaluator, Scope
 from engine.feel.parser import Node, parse
-from engine.feel.values import from_json, to_json, type_name
+from engine.feel.values import ResultTooLargeError, from_json, to_json, type_name
 
 __all__ = [
     "Expression",
@@ -43,8 +44,13 @@ class Expression:
         """The JSON result for these variables (a static expression returns its text)."""
         if self.ast is None:
             return self.text
-        scope = Scope(from_json(dict(variables or {})))
-        return to_json(Evaluator(self.text).eval(self.ast, scope))
+        try:
+            scope = Scope(from_json(dict(variables or {})))
+            return to_json(Evaluator(self.text).eval(self.ast, scope))
+        except RecursionError:  # a long chain like 1+1+...+1 parses flat but evaluates deep
+            raise FeelEvaluationError("the expression is nested too deeply", self.text) from None
+        except ResultTooLargeError as error:
+            raise FeelEvaluationError(str(error), self.text) from None
 
     def evaluate_as(self, expected: str, variables: Mapping[str, Any] | None = None) -> Any:
         """Evaluate and require a result of type `expected` ("boolean", "string", "number",

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from engine.feel.values import is_number, to_json
+from engine.feel.values import is_number, number_to_json, to_json
 
 
 def _string(value: Any) -> str | None:
@@ -17,7 +17,8 @@ def _string(value: Any) -> str | None:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, Decimal):
-        return str(to_json(value))
+        number = number_to_json(value)
+        return None if number is None else str(number)
     if isinstance(value, str):
         return value
     import json
@@ -30,9 +31,10 @@ def _number(value: Any) -> Decimal | None:
         return value  # type: ignore[no-any-return]
     if isinstance(value, str):
         try:
-            return Decimal(value.strip())
+            number = Decimal(value.strip())
         except InvalidOperation:
             return None
+        return number if number.is_finite() else None  # "NaN", "Infinity" are no numbers
     return None
 
 
@@ -93,13 +95,14 @@ def _length(text: Any) -> Decimal | None:
 def _substring(text: Any, start: Any, length: Any = None) -> str | None:
     if not isinstance(text, str) or not is_number(start):
         return None
-    index = int(start)
+    if length is not None and not is_number(length):
+        return None
+    limit = len(text) + 1  # clamp before int(): 1E+999999 has a million digits
+    index = int(max(min(start, limit), -limit))
     begin = index - 1 if index > 0 else len(text) + index
     if length is None:
         return text[max(begin, 0) :]
-    if not is_number(length):
-        return None
-    return text[max(begin, 0) : max(begin, 0) + int(length)]
+    return text[max(begin, 0) : max(begin, 0) + int(max(min(length, limit), -limit))]
 
 
 def _matches(text: Any, pattern: Any) -> bool | None:
@@ -134,17 +137,11 @@ def _abs(value: Any) -> Decimal | None:
 
 
 def _floor(value: Any) -> Decimal | None:
-    return (
-        Decimal(int(value.to_integral_value(rounding="ROUND_FLOOR"))) if is_number(value) else None
-    )
+    return value.to_integral_value(rounding="ROUND_FLOOR") if is_number(value) else None
 
 
 def _ceiling(value: Any) -> Decimal | None:
-    return (
-        Decimal(int(value.to_integral_value(rounding="ROUND_CEILING")))
-        if is_number(value)
-        else None
-    )
+    return value.to_integral_value(rounding="ROUND_CEILING") if is_number(value) else None
 
 
 FUNCTIONS: dict[str, tuple[Callable[..., Any], int, int]] = {

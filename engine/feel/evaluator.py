@@ -1,16 +1,26 @@
 """Evaluation of the FEEL AST with FEEL's null semantics: a missing name or path is null; an
-operator on incompatible types gives null; `and`/`or` use three-valued logic."""
+operator on incompatible types gives null; `and`/`or` use three-valued logic. Arithmetic that
+has no finite result (overflow, 0 ** -1) is null as well.
+
+Evaluation is bounded so that no expression can stall a partition: at most MAX_STEPS node
+evaluations (loops and ranges included), ranges of at most MAX_RANGE numbers and strings of
+at most MAX_STRING_LENGTH characters; beyond that a FeelEvaluationError names the limit.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from decimal import Decimal, DivisionByZero, InvalidOperation
+from decimal import Decimal
 from typing import Any
 
 from engine.feel.builtins import FUNCTIONS
 from engine.feel.errors import FeelEvaluationError
 from engine.feel.parser import Node
-from engine.feel.values import is_number
+from engine.feel.values import ResultTooLargeError, is_number
+
+MAX_STEPS = 1_000_000
+MAX_RANGE = 100_000
+MAX_STRING_LENGTH = 1_000_000
 
 _VARARG_LISTS = {"sum", "min", "max"}
 
@@ -36,11 +46,21 @@ class Scope:
 class Evaluator:
     def __init__(self, text: str) -> None:
         self.text = text
+        self.steps = 0
+
+    def charge(self, steps: int, node: Node) -> None:
+        """Count `steps` of work; FeelEvaluationError once MAX_STEPS are spent."""
+        self.steps += steps
+        if self.steps > MAX_STEPS:
+            raise self.error(f"the evaluation takes more than {MAX_STEPS} steps", node)
 
     def error(self, message: str, node: Node) -> FeelEvaluationError:
         return FeelEvaluationError(message, self.text, node[1])
 
     def eval(self, node: Node, scope: Scope) -> Any:
+        self.steps += 1
+        if self.steps > MAX_STEPS:
+            raise self.error(f"the evaluation takes more than {MAX_STEPS} steps", node)
         kind = node[0]
         method = getattr(self, "_" + kind.replace("-", "_"))
         return method(node, scope)
@@ -63,8 +83,10 @@ class Evaluator:
         selector = node[3]
         index = self.eval(selector, scope)
         if is_number(index) and selector[0] not in ("compare", "and", "or", "between", "in"):
+            if abs(index) >= len(items) + 1:  # before int(): 1E+999999 has a million digits
+                return None
             position = int(index)
-            if position == 0 or abs(position) > len(items):
+            if position == 0:
                 return None
             return items[position - 1] if position > 0 else items[position]
         kept = []
@@ -91,7 +113,12 @@ class Evaluator:
             raise self.error(f"{name}() takes {expected} arguments, got {len(values)}", node)
         if name in _VARARG_LISTS and len(values) > 1:
             values = [values]
-        return function(*values)
+        try:
+            return function(*values)
+        except ArithmeticError:  # e.g. sum() overflowing: no number, so null
+            return None
+        except ResultTooLargeError as error:
+            raise self.error(str(error), node) from None
 
     def _defined(self, node: Node, scope: Scope) -> bool:
         if node[0] == "name":
@@ -118,21 +145,25 @@ class Evaluator:
         op = node[2]
         left, right = self.eval(node[3], scope), self.eval(node[4], scope)
         if op == "+" and isinstance(left, str) and isinstance(right, str):
+            if len(left) + len(right) > MAX_STRING_LENGTH:
+                raise self.error(f"a string longer than {MAX_STRING_LENGTH} characters", node)
             return left + right
         if not (is_number(left) and is_number(right)):
             return None
         try:
             if op == "+":
-                return left + right
-            if op == "-":
-                return left - right
-            if op == "*":
-                return left * right
-            if op == "/":
-                return None if right == 0 else left / right
-            return left**right
-        except (InvalidOperation, DivisionByZero, OverflowError):
+                result = left + right
+            elif op == "-":
+                result = left - right
+            elif op == "*":
+                result = left * right
+            elif op == "/":
+                result = None if right == 0 else left / right
+            else:
+                result = left**right
+        except ArithmeticError:  # decimal's Overflow, InvalidOperation, DivisionByZero, ...
             return None
+        return result if result is None or result.is_finite() else None
 
     def _compare(self, node: Node, scope: Scope) -> Any:
         op = node[2]
@@ -194,17 +225,28 @@ class Evaluator:
         start, end = self.eval(node[2], scope), self.eval(node[3], scope)
         if not (is_number(start) and is_number(end)):
             return None
+        try:
+            span = abs(end - start)
+        except ArithmeticError:  # e.g. -1E+999999..1E+999999 overflows
+            span = None
+        if span is None or span >= MAX_RANGE:
+            raise self.error(f"a range of more than {MAX_RANGE} numbers", node)
         step = 1 if end >= start else -1
+        self.charge(int(span), node)
         return [Decimal(i) for i in range(int(start), int(end) + step, step)]
 
     def _for(self, node: Node, scope: Scope) -> Any:
         iterators, body = node[2], node[3]
         results: list[Any] = []
         partial: list[Any] = []
+        uses_partial = _mentions(body, "partial")  # copying it every round is quadratic
 
         def loop(index: int, current: Scope) -> None:
             if index == len(iterators):
-                value = self.eval(body, Scope({"partial": list(partial)}, current))
+                if uses_partial:
+                    self.charge(len(partial), node)
+                    current = Scope({"partial": list(partial)}, current)
+                value = self.eval(body, current)
                 results.append(value)
                 partial.append(value)
                 return
@@ -230,6 +272,15 @@ class Evaluator:
         if not isinstance(items, list):
             return None
         return combine(self.eval(condition, Scope({name: item}, scope)) is True for item in items)
+
+
+def _mentions(node: Any, name: str) -> bool:
+    """Whether the AST `node` refers to the variable `name`."""
+    if isinstance(node, tuple):
+        if len(node) == 3 and node[0] == "name" and node[2] == name:
+            return True
+        return any(_mentions(child, name) for child in node)
+    return False
 
 
 def _member(base: Any, name: str) -> Any:

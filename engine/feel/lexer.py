@@ -60,6 +60,9 @@ _SYMBOLS = (
     ".",
     ":",
 )
+_LONGEST_MULTI_WORD = max(len(m) for m in MULTI_WORD)
+_DIGITS = frozenset("0123456789")
+"""Only ASCII digits make numbers: `str.isdigit` also accepts e.g. `²`, which is no number."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,7 +79,7 @@ def tokenize(text: str) -> list[Token]:
         ch = text[i]
         if ch.isspace():
             i += 1
-        elif ch.isdigit() or (ch == "." and i + 1 < n and text[i + 1].isdigit()):
+        elif ch in _DIGITS or (ch == "." and i + 1 < n and text[i + 1] in _DIGITS):
             i = _number(text, i, tokens)
         elif ch == '"':
             i = _string(text, i, tokens)
@@ -100,8 +103,8 @@ def tokenize(text: str) -> list[Token]:
 
 def _number(text: str, start: int, tokens: list[Token]) -> int:
     i, n = start, len(text)
-    while i < n and (text[i].isdigit() or text[i] == "."):
-        if text[i] == "." and (i + 1 >= n or not text[i + 1].isdigit()):
+    while i < n and (text[i] in _DIGITS or text[i] == "."):
+        if text[i] == "." and (i + 1 >= n or text[i + 1] not in _DIGITS):
             break  # `1..3` is a range, not a number
         i += 1
     tokens.append(Token("number", text[start:i], start))
@@ -125,7 +128,7 @@ def _string(text: str, start: int, tokens: list[Token]) -> int:
 
 
 def _word(text: str, start: int, tokens: list[Token]) -> int:
-    lower = text[start:].lower()
+    lower = text[start : start + _LONGEST_MULTI_WORD].lower()  # not the whole rest: quadratic
     multi = next(
         (m for m in MULTI_WORD if lower.startswith(m) and not _name_char(text, start + len(m))),
         None,

@@ -1,18 +1,35 @@
 """FEEL values <-> JSON values. Numbers are Decimals inside FEEL (0.1 + 0.2 = 0.3, as in
-Zeebe); results become int when integral, float otherwise."""
+Zeebe); results become int when integral, float otherwise.
+
+Only values strict JSON can hold cross the boundary: a NaN or infinite number (which Python's
+`json` reads from `NaN`/`Infinity`) becomes null going in, and a number no JSON reader could
+take (not finite, or an integer of more than MAX_INTEGER_DIGITS digits) becomes null coming out.
+"""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
+
+MAX_INTEGER_DIGITS = 4000
+"""Below Python's limit for int <-> str conversion (4300 digits), so a result can be written."""
+MAX_RESULT_NODES = 1_000_000
+"""Values in a result, nested ones included: lists sharing items can describe far bigger
+documents than they take in memory (`{a: [1, 1], b: [a, a], c: [b, b], ...}`)."""
+
+
+class ResultTooLargeError(ValueError):
+    """A result would expand into more than MAX_RESULT_NODES JSON values."""
 
 
 def from_json(value: Any) -> Any:
     if isinstance(value, bool) or value is None or isinstance(value, str):
         return value
     if isinstance(value, int | float):
-        return Decimal(str(value))
+        number = Decimal(str(value))
+        return number if number.is_finite() else None
     if isinstance(value, Mapping):
         return {str(k): from_json(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
@@ -21,15 +38,32 @@ def from_json(value: Any) -> Any:
 
 
 def to_json(value: Any) -> Any:
+    """The JSON value of a FEEL value; ResultTooLargeError past MAX_RESULT_NODES values."""
+    budget = [MAX_RESULT_NODES]
+    return _to_json(value, budget)
+
+
+def _to_json(value: Any, budget: list[int]) -> Any:
+    budget[0] -= 1
+    if budget[0] < 0:
+        raise ResultTooLargeError(f"the result has more than {MAX_RESULT_NODES} values")
     if isinstance(value, Decimal):
-        if value == value.to_integral_value():
-            return int(value)
-        return float(value)
+        return number_to_json(value)
     if isinstance(value, dict):
-        return {k: to_json(v) for k, v in value.items()}
+        return {k: _to_json(v, budget) for k, v in value.items()}
     if isinstance(value, list):
-        return [to_json(v) for v in value]
+        return [_to_json(v, budget) for v in value]
     return value
+
+
+def number_to_json(value: Decimal) -> int | float | None:
+    """int when integral, float otherwise; None when JSON cannot hold it."""
+    if not value.is_finite():
+        return None
+    if value == value.to_integral_value():
+        return int(value) if value.adjusted() < MAX_INTEGER_DIGITS else None
+    result = float(value)
+    return result if math.isfinite(result) else None
 
 
 def is_number(value: Any) -> bool:
