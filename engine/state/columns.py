@@ -30,10 +30,15 @@ class ColumnFamilyDef(Generic[K, V]):
     name: str
     key: KeyCodec[K]
     value: ValueCodec[V]
+    queue: bool = False
+    """Entries are taken from the front and deleted (activatable jobs, due dates): scans
+    start past the front's deletions (see `Overlay`), which RocksDB would otherwise walk."""
 
 
-def cf(name: str, key: KeyCodec[K], value_type: Any, version: int = 1) -> ColumnFamilyDef[K, Any]:
-    return ColumnFamilyDef(name, key, ValueCodec(value_type, version))
+def cf(
+    name: str, key: KeyCodec[K], value_type: Any, version: int = 1, *, queue: bool = False
+) -> ColumnFamilyDef[K, Any]:
+    return ColumnFamilyDef(name, key, ValueCodec(value_type, version), queue)
 
 
 _LONG = LongKey()
@@ -62,14 +67,14 @@ class ColumnFamilies:
     )
     JOB = cf("job", _LONG, Any)
     JOB_STATE = cf("job_state", _LONG, str)
-    JOB_ACTIVATABLE = cf("job_activatable", CompositeKey(_STR, _LONG), _NIL_VALUE)
-    JOB_DEADLINE = cf("job_deadline", CompositeKey(_LONG, _LONG), _NIL_VALUE)
-    JOB_BACKOFF = cf("job_backoff", CompositeKey(_LONG, _LONG), _NIL_VALUE)
+    JOB_ACTIVATABLE = cf("job_activatable", CompositeKey(_STR, _LONG), _NIL_VALUE, queue=True)
+    JOB_DEADLINE = cf("job_deadline", CompositeKey(_LONG, _LONG), _NIL_VALUE, queue=True)
+    JOB_BACKOFF = cf("job_backoff", CompositeKey(_LONG, _LONG), _NIL_VALUE, queue=True)
     JOB_PUSHED = cf("job_pushed", _STR, int)  # job type -> pushed jobs not yet finished
     JOB_ACTIVATABLE_COUNT = cf("job_activatable_count", _STR, int)  # job type -> activatable
     MESSAGE = cf("message", _LONG, Any)
     MESSAGE_CORRELATION = cf("message_correlation", CompositeKey(_STR, _STR, _LONG), _NIL_VALUE)
-    MESSAGE_DEADLINE = cf("message_deadline", CompositeKey(_LONG, _LONG), _NIL_VALUE)
+    MESSAGE_DEADLINE = cf("message_deadline", CompositeKey(_LONG, _LONG), _NIL_VALUE, queue=True)
     MESSAGE_ID = cf("message_id", CompositeKey(_STR, _STR, _STR), int)
     MESSAGE_SUBSCRIPTION = cf("message_subscription", CompositeKey(_STR, _STR, _LONG), Any)
     PROCESS_MESSAGE_SUBSCRIPTION = cf(
@@ -89,7 +94,9 @@ class ColumnFamilies:
         "event_trigger", CompositeKey(_LONG, _LONG), Any
     )
     TIMER = cf("timer", CompositeKey(_INSTANCE, _LONG), Any)
-    TIMER_DUE_DATE = cf("timer_due_date", CompositeKey(_LONG, _INSTANCE, _LONG), _NIL_VALUE)
+    TIMER_DUE_DATE = cf(
+        "timer_due_date", CompositeKey(_LONG, _INSTANCE, _LONG), _NIL_VALUE, queue=True
+    )
     VARIABLE = cf("variable", CompositeKey(_LONG, _STR), str)
     INCIDENT = cf("incident", _LONG, Any)
     INCIDENT_BY_ELEMENT = cf("incident_by_element", _INSTANCE, int)

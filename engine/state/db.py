@@ -76,7 +76,8 @@ class PartitionDb:
         self._cfs = {d.name: self._db.get_column_family(d.name) for d in self.definitions}
         self._write_options = WriteOptions()
         self._write_options.sync = False  # WAL on; fsync per batch is the OS's job after a crash
-        self.overlay = Overlay(self._db_get, self._db_scan)
+        queues = frozenset(d.name for d in self.definitions if d.queue)
+        self.overlay = Overlay(self._db_get, self._db_scan, queues)
         self._columns: dict[str, ColumnFamily[Any, Any]] = {}
         self.meta: ColumnFamily[str, Any] = self.column(META)
         format_key = META.key.encode(STATE_FORMAT_KEY)
@@ -116,12 +117,15 @@ class PartitionDb:
         value: bytes | None = self._cfs[cf].get(key)
         return value
 
-    def _db_scan(self, cf: str, prefix: bytes) -> Iterator[tuple[bytes, bytes]]:
+    def _db_scan(
+        self, cf: str, prefix: bytes, start: bytes | None = None
+    ) -> Iterator[tuple[bytes, bytes]]:
         # Seek and stop at the first key outside the prefix. (rocksdict's ReadOptions bounds
         # are not raw-mode aware, so they are not used.)
         iterator = self._cfs[cf].iter()
-        if prefix:
-            iterator.seek(prefix)
+        start = prefix if start is None else start
+        if start:
+            iterator.seek(start)
         else:
             iterator.seek_to_first()
         while iterator.valid():

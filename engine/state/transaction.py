@@ -44,19 +44,28 @@ class _KeyIndex:
         return sorted(set(found))
 
 
-Scan = Callable[[str, bytes], Iterator[tuple[bytes, bytes]]]
+Scan = Callable[[str, bytes, bytes], Iterator[tuple[bytes, bytes]]]
+"""(column family, prefix, start): committed entries with the prefix, from `start` on."""
 Get = Callable[[str, bytes], bytes | None]
 
 
 class Overlay:
     """Uncommitted writes of one batch, with savepoints. Single-threaded by design."""
 
-    def __init__(self, get: Get, scan: Scan) -> None:
+    def __init__(self, get: Get, scan: Scan, queues: frozenset[str] = frozenset()) -> None:
         self._db_get = get
         self._db_scan = scan
         self.writes: dict[str, dict[bytes, bytes | None]] = {}
         self._index: dict[str, _KeyIndex] = {}
         self._undo: list[list[tuple[str, bytes, object]]] = []
+        self._floors: dict[str, dict[bytes, bytes | None]] = {cf: {} for cf in queues}
+        """Queue column family -> scanned prefix -> a key no committed live entry of the
+        prefix is below (None: the prefix has no committed live entry). Invariant: every
+        write of a live entry lowers it first (a rolled-back write leaves it lower than
+        needed, which is harmless); deletions never raise it; a scan raises it to the first
+        committed entry it meets. Scans seek there, past the deleted front of the queue,
+        which RocksDB would otherwise step over tombstone by tombstone. Not persisted: a
+        reopened store starts without floors."""
 
     def __len__(self) -> int:
         return sum(len(w) for w in self.writes.values())
@@ -79,6 +88,12 @@ class Overlay:
         if self._undo:
             self._undo[-1].append((cf, key, previous))
         writes[key] = value
+        if value is not None:
+            floors = self._floors.get(cf)
+            if floors:
+                for prefix, floor in floors.items():
+                    if (floor is None or key < floor) and key.startswith(prefix):
+                        floors[prefix] = key
 
     def scan(self, cf: str, prefix: bytes) -> Iterator[tuple[bytes, bytes]]:
         """Live entries whose key starts with `prefix`, in key order, overlay merged in.
@@ -88,11 +103,13 @@ class Overlay:
         """
         writes = self.writes.get(cf)
         if not writes:
-            yield from self._db_scan(cf, prefix)
+            yield from self._committed(cf, prefix, None)
             return
         pending = [(k, writes[k]) for k in self._index[cf].with_prefix(prefix) if k in writes]
+        lowest_pending = next((k for k, v in pending if v is not None), None)
+        committed = self._committed(cf, prefix, lowest_pending)
         index = 0
-        for key, value in self._db_scan(cf, prefix):
+        for key, value in committed:
             while index < len(pending) and pending[index][0] < key:
                 own_key, own_value = pending[index]
                 index += 1
@@ -108,6 +125,37 @@ class Overlay:
         for own_key, own_value in pending[index:]:
             if own_value is not None:
                 yield own_key, own_value
+
+    def _committed(
+        self, cf: str, prefix: bytes, lowest_pending: bytes | None
+    ) -> Iterator[tuple[bytes, bytes]]:
+        """Committed entries of the prefix; for a queue, from its floor on, raising the floor
+        to the first one met (but not past a live entry this batch is about to commit)."""
+        floors = self._floors.get(cf)
+        if floors is None:
+            return self._db_scan(cf, prefix, prefix)
+        start = floors.get(prefix, prefix)
+        if start is None:
+            floors[prefix] = lowest_pending
+            return iter(())
+        entries = self._db_scan(cf, prefix, start)
+        return self._raising_floor(floors, prefix, entries, lowest_pending)
+
+    @staticmethod
+    def _raising_floor(
+        floors: dict[bytes, bytes | None],
+        prefix: bytes,
+        entries: Iterator[tuple[bytes, bytes]],
+        lowest_pending: bytes | None,
+    ) -> Iterator[tuple[bytes, bytes]]:
+        for key, value in entries:
+            floors[prefix] = key if lowest_pending is None else min(key, lowest_pending)
+            yield key, value
+            break
+        else:
+            floors[prefix] = lowest_pending  # nothing committed in the prefix from the floor
+            return
+        yield from entries
 
     # -- savepoints ---------------------------------------------------------------------------
 
