@@ -95,6 +95,7 @@ def cmd_bench_e2e(args: argparse.Namespace) -> int:
         workloads=workloads,
         instances=args.instances,
         rate=args.rate,
+        typical_rate=args.typical_rate,
         latency_instances=args.latency_instances,
         partitions=partitions,
         in_flight=args.in_flight,
@@ -190,6 +191,12 @@ def register(commands: Any, add: AddCommand) -> None:
     )
     e2e_bench.add_argument(
         "--rate", type=float, default=200.0, help="fixed rate of the latency phase (200/s)"
+    )
+    e2e_bench.add_argument(
+        "--typical-rate",
+        type=float,
+        default=20.0,
+        help="fixed rate of the typical workload's latency phase (20/s)",
     )
     e2e_bench.add_argument(
         "--latency-instances",

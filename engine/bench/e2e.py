@@ -6,7 +6,8 @@ and measures, for each workload:
 
 - saturation: instances created as fast as the engine takes them (at most `in_flight`
   unanswered): completed instances/s (and per partition), log records/s;
-- latency: instances created at a fixed rate (default 200/s), create-to-complete p50/p95/p99;
+- latency: instances created at a fixed rate (default 200/s; 20/s for `typical`, whose
+  instances are ten times the work), create-to-complete p50/p95/p99;
 - CPU (% of one core) and peak RSS of the engine worker, the job worker and the load generator;
 - replay: the partition's events applied to an empty store, events/s;
 
@@ -229,6 +230,7 @@ def run(
     workloads: list[str],
     instances: int = 5000,
     rate: float = 200.0,
+    typical_rate: float = 20.0,
     latency_instances: int = 3000,
     partitions: int = 1,
     in_flight: int = 500,
@@ -240,6 +242,7 @@ def run(
         "bench": "e2e",
         "partitions": partitions,
         "rate": rate,
+        "typical_rate": typical_rate,
         "cpus": os.cpu_count(),
     }
     with tempfile.TemporaryDirectory(prefix="partita-bench-e2e-") as scratch:
@@ -255,7 +258,7 @@ def run(
                 bench_config,
                 WORKLOADS[name],
                 instances,
-                rate,
+                typical_rate if name == "typical" else rate,
                 latency_instances,
                 in_flight,
                 job_concurrency,
