@@ -16,6 +16,9 @@ from engine.protocol.values import VALUE_TYPES, JobValue, RecordValue
 from engine.state import KeyGenerator, PartitionDb
 
 DEFAULT_MESSAGE_TTL_MS = 300_000
+MAX_DEADLINE = 2**63 - 1
+"""Deadlines and due dates are stored as 64-bit signed integers: a command whose time to live,
+timeout or backoff would put one past this is rejected."""
 
 
 class RejectionError(Exception):

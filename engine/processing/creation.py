@@ -7,13 +7,12 @@ CREATED events on the instance scope, and ACTIVATE_ELEMENT of the process follow
 
 from __future__ import annotations
 
-import json
 from dataclasses import replace
 
 from engine.processing import processes
 from engine.processing.context import ProcessingContext, RejectionError
 from engine.processing.engine import Engine
-from engine.processing.mappings import set_variable
+from engine.processing.mappings import set_variable, variables_document
 from engine.protocol.enums import BpmnElementType, RejectionType
 from engine.protocol.intents import ProcessInstanceCreationIntent as Creation
 from engine.protocol.intents import ProcessInstanceIntent as Instance
@@ -31,17 +30,7 @@ def create(command: Record, ctx: ProcessingContext) -> None:
             f"process '{deployed.bpmn_process_id}' has no none start event: it starts by a"
             " message or a timer, not by creating an instance",
         )
-    try:
-        variables = json.loads(value.variables or "{}")
-    except json.JSONDecodeError as error:
-        raise RejectionError(
-            RejectionType.INVALID_ARGUMENT, f"variables are not valid JSON: {error}"
-        ) from None
-    if not isinstance(variables, dict):
-        raise RejectionError(
-            RejectionType.INVALID_ARGUMENT,
-            f"variables must be a JSON object, not {type(variables).__name__}",
-        )
+    variables = variables_document(value.variables)
     key = ctx.keys.next_key()
     created = replace(
         value,

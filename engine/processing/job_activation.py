@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from dataclasses import replace
 
 from engine.processing import job_state
-from engine.processing.context import ProcessingContext, RejectionError
+from engine.processing.context import MAX_DEADLINE, ProcessingContext, RejectionError
 from engine.processing.engine import Engine
 from engine.processing.job_push import MAX_JOB_VARIABLES_BYTES, PUSH_WORKER, activated_job
 from engine.processing.job_state import (
@@ -42,6 +42,8 @@ def activate(record: Record, ctx: ProcessingContext) -> None:
         problems.append(f"maxJobsToActivate must be at least 1, got {value.max_jobs_to_activate}")
     if value.timeout < 1:
         problems.append(f"timeout must be at least 1 ms, got {value.timeout}")
+    elif ctx.now + value.timeout > MAX_DEADLINE:
+        problems.append(f"a timeout of {value.timeout} ms puts the deadline past {MAX_DEADLINE}")
     if value.worker == PUSH_WORKER:
         problems.append(f"the worker name {PUSH_WORKER!r} is reserved for pushed activations")
     if problems:

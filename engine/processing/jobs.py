@@ -11,16 +11,15 @@ waiting (an incident, a back-off) is rejected INVALID_STATE.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from dataclasses import replace
 
 from engine.processing import instances, job_state, scopes
-from engine.processing.context import ProcessingContext, RejectionError
+from engine.processing.context import MAX_DEADLINE, ProcessingContext, RejectionError
 from engine.processing.engine import Engine
 from engine.processing.incidents import job_incident
 from engine.processing.job_state import JOBS, STATES, job_value, stored_job
-from engine.processing.mappings import propagate_variables
+from engine.processing.mappings import propagate_variables, variables_document
 from engine.protocol.enums import ErrorType, RejectionType
 from engine.protocol.intents import JobIntent
 from engine.protocol.intents import ProcessInstanceIntent as Instance
@@ -49,14 +48,7 @@ def complete(command: Record, ctx: ProcessingContext) -> None:
     value = command.value
     assert isinstance(value, JobValue)
     stored = _active_job(ctx, command.key)
-    try:
-        variables = json.loads(value.variables or "{}")
-    except json.JSONDecodeError as error:
-        raise RejectionError(
-            RejectionType.INVALID_ARGUMENT, f"variables are not valid JSON: {error}"
-        ) from None
-    if not isinstance(variables, dict):
-        raise RejectionError(RejectionType.INVALID_ARGUMENT, "variables must be a JSON object")
+    variables = variables_document(value.variables)
     job = replace(job_value(stored), variables=value.variables or "{}")
     ctx.append_event(JobIntent.COMPLETED, job, command.key, respond=True)
     element = instances.instance(ctx.state, job.element_instance_key)
@@ -95,6 +87,11 @@ def fail(command: Record, ctx: ProcessingContext) -> None:
         raise RejectionError(
             RejectionType.INVALID_ARGUMENT,
             f"retryBackOff must not be negative, got {value.retry_backoff}",
+        )
+    if ctx.now + value.retry_backoff > MAX_DEADLINE:
+        raise RejectionError(
+            RejectionType.INVALID_ARGUMENT,
+            f"a retryBackOff of {value.retry_backoff} ms puts the retry past {MAX_DEADLINE}",
         )
     retries = max(value.retries, 0)
     failed = replace(

@@ -9,10 +9,35 @@ from typing import Any
 
 from engine.feel import FeelError, compile_expression
 from engine.processing import instances
-from engine.processing.context import ProcessingContext
-from engine.protocol.enums import ErrorType
+from engine.processing.context import ProcessingContext, RejectionError
+from engine.protocol.enums import ErrorType, RejectionType
 from engine.protocol.intents import IncidentIntent, VariableIntent
 from engine.protocol.values import IncidentValue, ProcessInstanceValue, VariableValue
+
+
+def variables_document(text: str) -> dict[str, Any]:
+    """The variables of a command's JSON object document ("" is `{}`); a RejectionError
+    (INVALID_ARGUMENT) for anything else: not JSON, JSON Python reads but others do not
+    (`NaN`, `Infinity`, lone surrogates), integers too long to write back, nesting too deep,
+    or JSON that is not an object. Never raises anything else."""
+    try:
+        variables = json.loads(text or "{}", parse_constant=_no_constant)
+        json.dumps(variables, ensure_ascii=False, allow_nan=False).encode()  # 1e999, "\\ud800"
+    except (ValueError, RecursionError) as error:  # JSONDecodeError is a ValueError
+        reason = "nested too deeply" if isinstance(error, RecursionError) else str(error)
+        raise RejectionError(
+            RejectionType.INVALID_ARGUMENT, f"variables are not valid JSON: {reason}"
+        ) from None
+    if not isinstance(variables, dict):
+        raise RejectionError(
+            RejectionType.INVALID_ARGUMENT,
+            f"variables must be a JSON object, not {type(variables).__name__}",
+        )
+    return variables
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
 
 
 def map_io(

@@ -18,14 +18,14 @@ element no longer waits: the message is free again). DELETE removes the subscrip
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from dataclasses import replace
 from typing import Any
 
 from engine.processing import start_events
-from engine.processing.context import ProcessingContext, RejectionError
+from engine.processing.context import MAX_DEADLINE, ProcessingContext, RejectionError
 from engine.processing.engine import Engine
+from engine.processing.mappings import variables_document
 from engine.protocol.enums import RejectionType
 from engine.protocol.intents import (
     MessageIntent,
@@ -54,14 +54,7 @@ def publish(record: Record, ctx: ProcessingContext) -> None:
     assert isinstance(value, MessageValue)
     if not value.name:
         raise RejectionError(RejectionType.INVALID_ARGUMENT, "the message name is empty")
-    try:
-        variables = json.loads(value.variables or "{}")
-    except json.JSONDecodeError as error:
-        raise RejectionError(
-            RejectionType.INVALID_ARGUMENT, f"variables are not valid JSON: {error}"
-        ) from None
-    if not isinstance(variables, dict):
-        raise RejectionError(RejectionType.INVALID_ARGUMENT, "variables must be a JSON object")
+    variables_document(value.variables)  # validated here, kept as the text
     if value.message_id:
         existing = ctx.state.column(IDS).get((value.name, value.correlation_key, value.message_id))
         if existing is not None:
@@ -72,6 +65,11 @@ def publish(record: Record, ctx: ProcessingContext) -> None:
                 f" published (key {existing}) and has not expired",
             )
     ttl = value.time_to_live if value.time_to_live >= 0 else ctx.message_ttl_ms
+    if ctx.now + ttl > MAX_DEADLINE:
+        raise RejectionError(
+            RejectionType.INVALID_ARGUMENT,
+            f"a time to live of {ttl} ms puts the deadline past {MAX_DEADLINE}",
+        )
     key = ctx.keys.next_key()
     message = replace(
         value, time_to_live=ttl, deadline=ctx.now + ttl, variables=value.variables or "{}"

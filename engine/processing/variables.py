@@ -6,12 +6,10 @@ it is already defined, nearest scope first, or creates it on the process instanc
 
 from __future__ import annotations
 
-import json
-
 from engine.processing import instances
 from engine.processing.context import ProcessingContext, RejectionError
 from engine.processing.engine import Engine
-from engine.processing.mappings import propagate_variables, set_variable
+from engine.processing.mappings import propagate_variables, set_variable, variables_document
 from engine.protocol.enums import RejectionType, VariableDocumentUpdateSemantic
 from engine.protocol.intents import VariableDocumentIntent
 from engine.protocol.records import Record
@@ -26,14 +24,7 @@ def update(command: Record, ctx: ProcessingContext) -> None:
         raise RejectionError(
             RejectionType.NOT_FOUND, f"no active element instance with key {value.scope_key}"
         )
-    try:
-        variables = json.loads(value.variables or "{}")
-    except json.JSONDecodeError as error:
-        raise RejectionError(
-            RejectionType.INVALID_ARGUMENT, f"variables are not valid JSON: {error}"
-        ) from None
-    if not isinstance(variables, dict):
-        raise RejectionError(RejectionType.INVALID_ARGUMENT, "variables must be a JSON object")
+    variables = variables_document(value.variables)
     element = instances.value_of(scope)
     if value.update_semantics is VariableDocumentUpdateSemantic.LOCAL:
         for name, result in variables.items():
