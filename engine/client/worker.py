@@ -118,6 +118,9 @@ class JobWorker:
         self._pool = ThreadPoolExecutor(concurrency, thread_name_prefix=f"task-{self.name}")
         self._running: dict[Future[Outcome], int] = {}
         """Tasks running in the pool -> their job key."""
+        self._offsets = _ConsumedOffsets()
+        self._positions: dict[int, _Position] = {}
+        """Pushed job key -> where its record is on the job topic (at least once)."""
 
     def task(
         self,
@@ -195,7 +198,8 @@ class JobWorker:
                     else:
                         free = self.concurrency - len(self._running)
                         if free > 0:
-                            jobs = self._jobs_of(consume_available(consumer, free, 0))
+                            messages = consume_available(consumer, free, 0)
+                            jobs = self._jobs_of(messages, consumer)
                             received += len(jobs)
                             self._start(jobs)
                 self._finish(0.0 if received or not self._running else 0.005)
@@ -217,6 +221,9 @@ class JobWorker:
                 "isolation.level": "read_committed",
                 "auto.offset.reset": "earliest",
                 "enable.auto.commit": not self.exactly_once,
+                # at least once: an offset is stored for the auto-commit only once every job
+                # up to it is answered (_ConsumedOffsets)
+                "enable.auto.offset.store": False,
                 "fetch.wait.max.ms": 10,
                 "partition.assignment.strategy": "cooperative-sticky",
                 "session.timeout.ms": SESSION_TIMEOUT_MS,
@@ -239,7 +246,11 @@ class JobWorker:
         producer.init_transactions(30)
         return producer
 
-    def _jobs_of(self, messages: list[Any]) -> list[tuple[int, JobValue]]:
+    def _jobs_of(
+        self, messages: list[Any], consumer: Consumer | None = None
+    ) -> list[tuple[int, JobValue]]:
+        """The jobs of pushed records; with `consumer`, each record's offset is tracked until
+        its jobs are answered."""
         jobs: list[tuple[int, JobValue]] = []
         now_ms = int(time.time() * 1000)
         for message in messages:
@@ -248,16 +259,22 @@ class JobWorker:
                 if error.code() != KafkaError._PARTITION_EOF:
                     _LOG.warning("job topic: %s", error.str())
                 continue
+            position = self._offsets.taken(consumer, message) if consumer else None
             record = self.client.codec.decode(message.value() or b"")
             value = record.value
-            if record.intent is not JobBatchIntent.ACTIVATED:
-                continue
-            assert isinstance(value, JobBatchValue)
-            for key, job in zip(value.job_keys, value.jobs, strict=True):
-                if 0 <= job.deadline < now_ms:
-                    self.stats.skipped_expired += 1  # timed out: the engine pushes it again
-                else:
-                    jobs.append((key, job))
+            taken = 0
+            if record.intent is JobBatchIntent.ACTIVATED:
+                assert isinstance(value, JobBatchValue)
+                for key, job in zip(value.job_keys, value.jobs, strict=True):
+                    if 0 <= job.deadline < now_ms:
+                        self.stats.skipped_expired += 1  # timed out: the engine pushes it again
+                    else:
+                        jobs.append((key, job))
+                        taken += 1
+                        if position is not None:
+                            self._positions[key] = position
+            if position is not None and not taken:
+                self._offsets.done(position)
         return jobs
 
     def _run_poll(self, done: Callable[[], bool]) -> None:
@@ -299,6 +316,9 @@ class JobWorker:
             while len(self._in_flight) >= self.max_in_flight:
                 self._collect(0.01)
             self._in_flight[self.client.connection.produce(request)] = key
+            position = self._positions.pop(key, None)
+            if position is not None:
+                self._offsets.done(position)
         self.client.producer.poll(0)
 
     def _count(self, kind: str) -> None:
@@ -390,3 +410,36 @@ class JobWorker:
                 len(self._in_flight),
                 self.client.timeout,
             )
+
+
+_Position = tuple[Consumer, str, int, int]
+"""(consumer, topic, partition, offset) of a consumed job record."""
+
+
+class _ConsumedOffsets:
+    """At least once for pushed jobs: a job topic partition's offset is stored for the
+    consumer's auto-commit only up to the first record whose jobs are not answered yet, so a
+    worker killed mid-job leaves its jobs to the partition's next owner instead of to the
+    job's deadline. Jobs finish in any order (concurrency); offsets advance in order."""
+
+    def __init__(self) -> None:
+        self._open: dict[tuple[int, str, int], set[int]] = {}
+        self._next: dict[tuple[int, str, int], int] = {}
+
+    def taken(self, consumer: Consumer, message: Any) -> _Position:
+        topic, partition, offset = message.topic(), message.partition(), message.offset()
+        key = (id(consumer), topic, partition)
+        self._open.setdefault(key, set()).add(offset)
+        self._next[key] = max(self._next.get(key, 0), offset + 1)
+        return consumer, topic, partition, offset
+
+    def done(self, position: _Position) -> None:
+        consumer, topic, partition, offset = position
+        key = (id(consumer), topic, partition)
+        waiting = self._open.get(key)
+        if waiting is None or offset not in waiting:
+            return
+        waiting.discard(offset)
+        store = min(waiting) if waiting else self._next[key]
+        with contextlib.suppress(KafkaException):  # revoked meanwhile: its new owner decides
+            consumer.store_offsets(offsets=[TopicPartition(topic, partition, store)])

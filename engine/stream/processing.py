@@ -430,12 +430,16 @@ class ProcessingStateMachine:
             self.next_offset = last_offset + 1
 
     def _commit_transaction(self) -> None:
+        """Commit, retrying retriable errors for a while. A commit that stays retriable (the
+        broker restarted under it) is given up: the caller then treats the task as fenced,
+        and the worker joins again with a new producer, whose initialisation aborts it."""
+        deadline = time.monotonic() + 2 * _TXN_TIMEOUT_S
         while True:
             try:
                 self.producer.commit_transaction(_TXN_TIMEOUT_S)
                 return
             except KafkaException as exc:
-                if exc.args[0].retriable():
+                if exc.args[0].retriable() and time.monotonic() < deadline:
                     continue
                 raise
 
