@@ -406,7 +406,8 @@ def run(settings: ChaosSettings, progress: Progress = print, keep: bool = False)
     except BaseException:
         progress(f"(logs kept in {scratch})")
         raise
-    if keep or result["lost"] or result["duplicated"] or result["replay"] != "equal":
+    failed = result["lost"] or result["duplicated"] or result["replay"] != "equal"
+    if keep or failed or result["worker_crashes"]:
         progress(f"(logs kept in {scratch})")
     else:
         shutil.rmtree(scratch, ignore_errors=True)
