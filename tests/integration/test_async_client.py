@@ -32,9 +32,8 @@ from engine.protocol.intents import (
 )
 from engine.protocol.values import IncidentValue, JobValue
 from tests.integration.workers import (
-    BUILTIN_ENGINE,
-    WorkerProcess,
     create_topics,
+    engine_namespace,
     read_log,
     wait_until,
 )
@@ -46,16 +45,8 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "bpmn"
 
 @pytest.fixture(scope="module")
 def config(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Config]:
-    home = tmp_path_factory.mktemp("asyncclient")
-    config = Config(
-        bootstrap_servers=kafka_bootstrap, namespace=f"a{uuid.uuid4().hex[:8]}", home=home
-    )
-    create_topics(config)
-    worker = WorkerProcess(config, home, engine=BUILTIN_ENGINE).start()
-    yield config
-    assert worker.stop() == 0, worker.tail()
-    verify = worker.verify_replay()
-    assert verify.returncode == 0, verify.stdout + verify.stderr
+    with engine_namespace(kafka_bootstrap, tmp_path_factory.mktemp("asyncclient"), "a") as config:
+        yield config
 
 
 async def _work(client: AsyncClient, job_type: str, count: int) -> int:

@@ -9,7 +9,6 @@ import subprocess
 import sys
 import threading
 import time
-import uuid
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,10 +24,8 @@ from engine.protocol.intents import JobIntent, ProcessInstanceCreationIntent
 from engine.protocol.records import Record
 from engine.protocol.values import ProcessInstanceCreationValue
 from tests.integration.workers import (
-    BUILTIN_ENGINE,
     ROOT,
-    WorkerProcess,
-    create_topics,
+    engine_namespace,
     read_log,
     wait_until,
 )
@@ -41,17 +38,10 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "bpmn"
 @pytest.fixture(scope="module")
 def config(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Config]:
     home = tmp_path_factory.mktemp("workermodes")
-    config = Config(
-        bootstrap_servers=kafka_bootstrap, namespace=f"m{uuid.uuid4().hex[:8]}", home=home
-    )
-    create_topics(config)
-    worker = WorkerProcess(config, home, engine=BUILTIN_ENGINE).start()
-    with Client(config, timeout=60) as client:
-        client.deploy(FIXTURES / "typed-task.bpmn")
-    yield config
-    assert worker.stop() == 0, worker.tail()
-    verify = worker.verify_replay()
-    assert verify.returncode == 0, verify.stdout + verify.stderr
+    with engine_namespace(kafka_bootstrap, home, "m") as config:
+        with Client(config, timeout=60) as client:
+            client.deploy(FIXTURES / "typed-task.bpmn")
+        yield config
 
 
 def _create(client: Client, job_type: str, count: int) -> list[bytes]:

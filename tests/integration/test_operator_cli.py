@@ -28,10 +28,9 @@ from engine.protocol.intents import JobIntent, ProcessInstanceIntent
 from engine.protocol.records import Record
 from engine.protocol.values import ProcessInstanceValue
 from tests.integration.workers import (
-    BUILTIN_ENGINE,
     ROOT,
-    WorkerProcess,
     create_topics,
+    engine_namespace,
     read_log,
     wait_until,
 )
@@ -48,23 +47,12 @@ def _flags(config: Config) -> list[str]:
 @pytest.fixture(scope="module")
 def config(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Config]:
     home = tmp_path_factory.mktemp("operator")
-    config = Config(
-        bootstrap_servers=kafka_bootstrap, namespace=f"o{uuid.uuid4().hex[:8]}", home=home
-    )
-    create_topics(config)
-    worker = WorkerProcess(
-        config,
-        home,
-        engine=BUILTIN_ENGINE,
-        env={"PARTITA_SNAPSHOT_RECORDS": "30", "PARTITA_TRUNCATE": "false"},
-    ).start()
-    with Client(config, timeout=60) as client:
-        client.deploy(FIXTURES / "one-task.bpmn")
-        _run_instances(client, 6)
-    yield config
-    assert worker.stop() == 0, worker.tail()
-    verify = worker.verify_replay()
-    assert verify.returncode == 0, verify.stdout + verify.stderr
+    env = {"PARTITA_SNAPSHOT_RECORDS": "30", "PARTITA_TRUNCATE": "false"}
+    with engine_namespace(kafka_bootstrap, home, "o", env) as config:
+        with Client(config, timeout=60) as client:
+            client.deploy(FIXTURES / "one-task.bpmn")
+            _run_instances(client, 6)
+        yield config
 
 
 def _run_instances(client: Client, count: int) -> None:

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import subprocess
 import sys
 import time
+import uuid
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -289,3 +291,22 @@ def assert_exactly_once(log: Log, partitions: int) -> int:
         orphans = set(results) - {c.position for c in log.commands(partition)}
         assert not orphans, f"partition {partition}: results for unknown positions {orphans}"
     return checked
+
+
+@contextlib.contextmanager
+def engine_namespace(
+    bootstrap: str, home: Path, prefix: str, env: dict[str, str] | None = None
+) -> Iterator[Config]:
+    """A fresh namespace with its topics and one built-in engine worker for the block; at the
+    end the worker must stop cleanly and replay must rebuild its state exactly."""
+    config = Config(
+        bootstrap_servers=bootstrap, namespace=f"{prefix}{uuid.uuid4().hex[:8]}", home=home
+    )
+    create_topics(config)
+    worker = WorkerProcess(config, home, engine=BUILTIN_ENGINE, env=env).start()
+    try:
+        yield config
+    finally:
+        assert worker.stop() == 0, worker.tail()
+    verify = worker.verify_replay()
+    assert verify.returncode == 0, verify.stdout + verify.stderr
