@@ -111,6 +111,10 @@ def cmd_export(args: argparse.Namespace) -> int:
 def cmd_chaos(args: argparse.Namespace) -> int:
     from engine.ops.chaos import ChaosSettings, run
 
+    def terminate(*_: object) -> None:
+        raise SystemExit(143)  # unwinds the run, which stops its processes and broker
+
+    signal.signal(signal.SIGTERM, terminate)
     settings = ChaosSettings(
         duration=args.duration,
         rate=args.rate,
