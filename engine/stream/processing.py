@@ -50,6 +50,7 @@ from engine.protocol.records import Record
 from engine.protocol.routing import partition_for_command
 from engine.protocol.values import VALUE_CLASSES, ErrorValue, JobBatchValue
 from engine.state import KeyGenerator, PartitionDb
+from engine.stream.errors import AbortedBatchError, TaskFencedError
 from engine.stream.sizes import oversized_records
 
 _LOG = logging.getLogger("partita.processing")
@@ -60,14 +61,6 @@ def _offset(message: Message) -> int:
     offset = message.offset()
     assert offset is not None, "consumed and delivered messages have offsets"
     return offset
-
-
-class TaskFencedError(Exception):
-    """The partition has a newer owner (or the producer hit a fatal error): drop the task."""
-
-
-class AbortedBatchError(Exception):
-    """The transaction was aborted; state changes were dropped and the consumer rewound."""
 
 
 @dataclass(slots=True)

@@ -28,7 +28,7 @@ from engine.processing import Engine
 from engine.processing.job_push import JobPush, job_topic
 from engine.protocol.codec import RecordCodec
 from engine.snapshots import SnapshotSettings
-from engine.stream.processing import AbortedBatchError, TaskFencedError
+from engine.stream.errors import AbortedBatchError, TaskFencedError
 from engine.stream.standby import Standby
 from engine.stream.task import PartitionTask, state_dir
 
