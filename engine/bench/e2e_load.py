@@ -17,10 +17,7 @@ import time
 from engine.bench.procstats import sample, usage
 from engine.client import Client
 from engine.config import Config
-from engine.demo import percentile
-from engine.protocol.enums import RecordType
-from engine.protocol.intents import ProcessInstanceCreationIntent
-from engine.protocol.values import ProcessInstanceCreationValue
+from engine.demo import AwaitedCreations, percentile
 
 
 def run(  # noqa: PLR0917 - the command line, spelled out
@@ -28,49 +25,25 @@ def run(  # noqa: PLR0917 - the command line, spelled out
 ) -> dict[str, float | int]:
     config = Config(bootstrap_servers=bootstrap, namespace=namespace)
     with Client(config, timeout=120) as client:
-        sent: dict[bytes, float] = {}
-        latencies: list[float] = []
-        rejected = 0
-
-        def collect(timeout: float) -> None:
-            nonlocal rejected
-            for correlation, reply in client.results(timeout).items():
-                began = sent.pop(correlation, None)
-                if began is None:
-                    continue
-                if reply.record_type is RecordType.COMMAND_REJECTION:
-                    rejected += 1
-                else:
-                    latencies.append((time.monotonic() - began) * 1000)
-
+        awaited = AwaitedCreations(client)
         cpu_before = sample()
         started = time.monotonic()
         for n in range(instances):
             if rate > 0:
                 due = started + n / rate
                 while (wait := due - time.monotonic()) > 0:
-                    collect(min(wait, 0.005))
-            while len(sent) >= in_flight:
-                collect(0.005)
-            value = ProcessInstanceCreationValue(
-                bpmn_process_id=process_id, variables=json.dumps({"n": n})
-            )
-            correlation = client.submit(
-                ProcessInstanceCreationIntent.CREATE_WITH_AWAITING_RESULT, value
-            )
-            sent[correlation] = time.monotonic()
+                    awaited.collect(min(wait, 0.005))
+            while len(awaited.sent) >= in_flight:
+                awaited.collect(0.005)
+            awaited.create(process_id, {"n": n})
             if n % 50 == 0:
-                collect(0)
-        client.flush()
-        deadline = time.monotonic() + 120
-        while sent and time.monotonic() < deadline:
-            collect(0.05)
+                awaited.collect(0)
+        latencies = awaited.finish(120)
         seconds = time.monotonic() - started
-    latencies.sort()
     return {
         "completed": len(latencies),
-        "rejected": rejected,
-        "unanswered": len(sent),
+        "rejected": awaited.rejected,
+        "unanswered": len(awaited.sent),
         "seconds": round(seconds, 2),
         "instances_per_s": round(len(latencies) / seconds, 1),
         "latency_ms_p50": round(percentile(latencies, 0.50), 1),

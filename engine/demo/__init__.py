@@ -55,6 +55,45 @@ def percentile(sorted_values: list[float], fraction: float) -> float:
     return sorted_values[min(rank, len(sorted_values)) - 1]
 
 
+class AwaitedCreations:
+    """Instances created with CREATE_WITH_AWAITING_RESULT, each timed from its creation to
+    its result reply (rejections counted apart). Used by the demo and `bench e2e`."""
+
+    def __init__(self, client: Client) -> None:
+        self.client = client
+        self.sent: dict[bytes, float] = {}
+        self.latencies_ms: list[float] = []
+        self.rejected = 0
+
+    def create(self, process_id: str, variables: dict[str, object]) -> None:
+        value = ProcessInstanceCreationValue(
+            bpmn_process_id=process_id, variables=json.dumps(variables)
+        )
+        correlation = self.client.submit(
+            ProcessInstanceCreationIntent.CREATE_WITH_AWAITING_RESULT, value
+        )
+        self.sent[correlation] = time.monotonic()
+
+    def collect(self, timeout: float) -> None:
+        """Take the replies that arrive within `timeout`."""
+        for correlation, reply in self.client.results(timeout).items():
+            began = self.sent.pop(correlation, None)
+            if began is None:
+                continue
+            if reply.record_type is RecordType.COMMAND_REJECTION:
+                self.rejected += 1
+            else:
+                self.latencies_ms.append((time.monotonic() - began) * 1000)
+
+    def finish(self, timeout: float) -> list[float]:
+        """Wait up to `timeout` for the outstanding results; the latencies, sorted."""
+        self.client.flush()
+        deadline = time.monotonic() + timeout
+        while self.sent and time.monotonic() < deadline:
+            self.collect(0.05)
+        return sorted(self.latencies_ms)
+
+
 def _job_worker(config: Config) -> JobWorker:
     worker = JobWorker(config, name="demo", client=Client(config, timeout=60))
 
@@ -141,49 +180,25 @@ def _drive(
     if instances < 1 or rate <= 0:
         raise PartitaError("the demo needs at least one instance and a positive rate")
     rng = random.Random(7)
-    sent: dict[bytes, float] = {}
-    latencies: list[float] = []
-    rejected = 0
+    awaited = AwaitedCreations(client)
     started = time.monotonic()
     next_report = started + 2.0
-
-    def collect(timeout: float) -> None:
-        nonlocal rejected
-        for correlation, reply in client.results(timeout).items():
-            began = sent.pop(correlation, None)
-            if began is None:
-                continue
-            if reply.record_type is RecordType.COMMAND_REJECTION:
-                rejected += 1
-            else:
-                latencies.append((time.monotonic() - began) * 1000)
-
     for n in range(instances):
         due = started + n / rate
         while (wait := due - time.monotonic()) > 0:
-            collect(min(wait, 0.01))
+            awaited.collect(min(wait, 0.01))
         order = {"id": n, "items": rng.randint(1, 5), "total": rng.randint(10, 200)}
-        value = ProcessInstanceCreationValue(
-            bpmn_process_id=PROCESS_ID, variables=json.dumps({"order": order})
-        )
-        correlation = client.submit(
-            ProcessInstanceCreationIntent.CREATE_WITH_AWAITING_RESULT, value
-        )
-        sent[correlation] = time.monotonic()
+        awaited.create(PROCESS_ID, {"order": order})
         if time.monotonic() >= next_report:
             next_report += 2.0
-            progress(f"  created {n + 1}/{instances}, completed {len(latencies)}")
-    client.flush()
-    deadline = time.monotonic() + 60
-    while sent and time.monotonic() < deadline:
-        collect(0.05)
+            progress(f"  created {n + 1}/{instances}, completed {len(awaited.latencies_ms)}")
+    latencies = awaited.finish(60)
     elapsed = time.monotonic() - started
-    latencies.sort()
     return DemoResult(
         instances=instances,
         completed=len(latencies),
-        rejected=rejected,
-        unanswered=len(sent),
+        rejected=awaited.rejected,
+        unanswered=len(awaited.sent),
         jobs_completed=0,
         seconds=round(elapsed, 2),
         instances_per_second=round(len(latencies) / elapsed, 1),
