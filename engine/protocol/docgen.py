@@ -100,6 +100,8 @@ def render() -> str:
     for name, enum in named_types(raw, "enum").items():
         if name != "Intent":  # listed per value type above
             out += [f"- `{name}`: " + ", ".join(f"`{s}`" for s in enum["symbols"])]
+            if "default" in enum:  # what readers make of a symbol their schema lacks
+                out[-1] += f" (unknown symbols read as `{enum['default']}`). {enum.get('doc', '')}"
     out.append("")
     return "\n".join(out)
 

@@ -53,6 +53,9 @@ class RejectionType(Enum):
     INVALID_STATE = "INVALID_STATE"
     PROCESSING_ERROR = "PROCESSING_ERROR"
     EXCEEDED_BATCH_RECORD_SIZE = "EXCEEDED_BATCH_RECORD_SIZE"
+    RESOURCE_EXHAUSTED = "RESOURCE_EXHAUSTED"
+    """Backpressure: the partition is over a limit and did not process the command; safe to
+    send again later (the clients do, with back-off)."""
 
 
 class BpmnElementType(Enum):

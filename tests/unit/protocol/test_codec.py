@@ -16,10 +16,16 @@ from hypothesis import strategies as st
 from engine.protocol import errors
 from engine.protocol.codec import MAGIC, RecordCodec
 from engine.protocol.enums import RecordType, RejectionType, ValueType
-from engine.protocol.intents import JobIntent, MessageIntent
+from engine.protocol.intents import JobIntent, MessageIntent, ProcessInstanceCreationIntent
 from engine.protocol.records import Record, command
-from engine.protocol.schemas import crc64_avro, current_schema, known_schemas, load_schema
-from engine.protocol.values import JobValue, MessageValue
+from engine.protocol.schemas import (
+    crc64_avro,
+    current_schema,
+    known_schemas,
+    load_schema,
+    named_types,
+)
+from engine.protocol.values import JobValue, MessageValue, ProcessInstanceCreationValue
 from engine.resources import contract_dir
 from tests.unit.protocol.samples import sample_record
 
@@ -121,7 +127,65 @@ def test_without_the_old_version_in_history_its_records_are_an_unknown_schema() 
 
 def test_known_schemas_are_the_current_one_then_history() -> None:
     assert known_schemas()[0] == current_schema()
-    assert {s.path.name for s in known_schemas()[1:]} == {"record.v1.avsc", "record.v2.avsc"}
+    assert {s.path.name for s in known_schemas()[1:]} == {
+        "record.v1.avsc",
+        "record.v2.avsc",
+        "record.v3.avsc",
+    }
+
+
+@pytest.mark.parametrize("old", known_schemas()[1:], ids=lambda s: s.path.name)
+def test_a_rejection_written_with_any_earlier_version_still_decodes(old: Any) -> None:
+    rejected = Record(
+        RecordType.COMMAND_REJECTION,
+        ValueType.JOB,
+        JobIntent.COMPLETE,
+        JobValue(),
+        key=11,
+        rejection_type=RejectionType.NOT_FOUND,
+        rejection_reason="job 11 not found",
+    )
+    decoded = CODEC.decode(RecordCodec(schemas=(old,)).encode(rejected))
+    assert (decoded.rejection_type, decoded.rejection_reason, decoded.key) == (
+        RejectionType.NOT_FOUND,
+        "job 11 not found",
+        11,
+    )
+
+
+def test_v4_added_the_rejection_type_resource_exhausted() -> None:
+    v3 = load_schema(contract_dir("avro") / "history" / "record.v3.avsc")
+    assert "RESOURCE_EXHAUSTED" not in v3.canonical
+    rejected = Record(
+        RecordType.COMMAND_REJECTION,
+        ValueType.PROCESS_INSTANCE_CREATION,
+        ProcessInstanceCreationIntent.CREATE,
+        ProcessInstanceCreationValue(bpmn_process_id="order"),
+        rejection_type=RejectionType.RESOURCE_EXHAUSTED,
+        rejection_reason="partition 0 has 10,001 commands waiting",
+    )
+    assert CODEC.decode(CODEC.encode(rejected)) == rejected
+
+
+def test_a_rejection_type_newer_than_the_readers_schema_reads_as_its_enum_default() -> None:
+    # What the enum default buys: a consumer on this schema can read a later version's symbol.
+    raw = json.loads(current_schema().path.read_text())
+    rejection_enum = named_types(raw, "enum")["RejectionType"]
+    rejection_enum["symbols"].append("SOME_LATER_TYPE")
+    newer = fastavro.parse_schema(raw, named_schemas={})
+    datum = {
+        "recordType": "COMMAND_REJECTION",
+        "valueType": "JOB",
+        "intent": "COMPLETE",
+        "timestamp": 0,
+        "rejectionType": "SOME_LATER_TYPE",
+        "value": ("io.partita.protocol.JobValue", {}),
+    }
+    out = io.BytesIO()
+    fastavro.schemaless_writer(out, newer, datum)
+    out.seek(0)
+    read: Any = fastavro.schemaless_reader(out, newer, current_schema().schema)
+    assert rejection_enum["default"] == "PROCESSING_ERROR" == read["rejectionType"]
 
 
 # -- bad input --------------------------------------------------------------------------------
