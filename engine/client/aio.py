@@ -7,7 +7,8 @@
 Commands are produced from the event loop (producing only queues them); one background thread
 reads the reply partition and resolves the future of each reply on the loop. Many requests can
 be in flight at once (`asyncio.gather`). Rejections raise the `CommandRejectedError` subclass
-of their type, and a missing reply `ReplyTimeoutError`, as with `Client`.
+of their type, and a missing reply `ReplyTimeoutError`, as with `Client`; RESOURCE_EXHAUSTED
+(backpressure) is retried with back-off for up to `retry_for` seconds first, as with `Client`.
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ from typing import Any
 from engine.client import commands
 from engine.client.commands import Request
 from engine.client.connection import Connection
-from engine.client.errors import rejection_error, timeout_error
+from engine.client.errors import ResourceExhaustedError, rejection_error, timeout_error
+from engine.client.retry import RetryPolicy, is_backpressure
 from engine.config import Config
 from engine.protocol.enums import RecordType
 from engine.protocol.records import Record
@@ -29,11 +31,13 @@ from engine.protocol.values import JobBatchValue, JobValue
 
 
 class AsyncClient:
-    def __init__(self, connection: Connection, timeout: float) -> None:
+    def __init__(self, connection: Connection, timeout: float, retry_for: float = 30.0) -> None:
         """Use `await AsyncClient.connect(config)`."""
         self.connection = connection
         self.config = connection.config
         self.timeout = timeout
+        self.retry = RetryPolicy(retry_for=retry_for)
+        """Back-off for RESOURCE_EXHAUSTED rejections; replace it to tune more than `retry_for`."""
         self._loop = asyncio.get_running_loop()
         self._waiting: dict[bytes, asyncio.Future[Record]] = {}
         self._closing = threading.Event()
@@ -43,9 +47,11 @@ class AsyncClient:
         self._reader.start()
 
     @classmethod
-    async def connect(cls, config: Config, *, timeout: float = 30.0) -> AsyncClient:
+    async def connect(
+        cls, config: Config, *, timeout: float = 30.0, retry_for: float = 30.0
+    ) -> AsyncClient:
         connection = await asyncio.to_thread(Connection, config, timeout)
-        return cls(connection, timeout)
+        return cls(connection, timeout, retry_for)
 
     async def close(self) -> None:
         self._closing.set()
@@ -75,7 +81,24 @@ class AsyncClient:
                 future.set_result(record)
 
     async def request(self, request: Request, timeout: float | None = None) -> Record:
-        """Send a command and await its result; raises on a rejection."""
+        """Send a command and await its result; raises on a rejection. A RESOURCE_EXHAUSTED
+        rejection is not raised until the command was sent again for `retry.retry_for`
+        seconds; `timeout` bounds each wait for a reply, not the retries."""
+        backoff = self.retry.start()
+        while True:
+            result = await self._send(request, timeout)
+            if is_backpressure(result):
+                delay = backoff.next_delay()
+                if delay is None:
+                    raise ResourceExhaustedError(result, backoff.attempts, backoff.waited)
+                await asyncio.sleep(delay)
+                continue
+            if result.record_type is RecordType.COMMAND_REJECTION:
+                raise rejection_error(result)
+            return result
+
+    async def _send(self, request: Request, timeout: float | None) -> Record:
+        """Send the command once and await its reply, whatever it is."""
         correlation = self.connection.produce(request)
         future: asyncio.Future[Record] = self._loop.create_future()
         self._waiting[correlation] = future  # before any await: the reply cannot pass us by
@@ -85,8 +108,6 @@ class AsyncClient:
         except TimeoutError:
             self._waiting.pop(correlation, None)
             raise timeout_error(timeout, self.config.namespace, self.config.bootstrap) from None
-        if result.record_type is RecordType.COMMAND_REJECTION:
-            raise rejection_error(result)
         return result
 
     # -- commands (see Client for what each reply holds) -------------------------------------

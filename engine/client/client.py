@@ -2,8 +2,10 @@
 
 Every command method sends one command and waits for its reply (the resulting event), raising
 the `CommandRejectedError` subclass of the rejection type (`NotFoundError`, `InvalidStateError`,
-...) or `ReplyTimeoutError`. `submit`/`result`/`results` pipeline many commands without waiting
-for each. Not thread-safe: use one client per thread, or `AsyncClient` (engine.client.aio).
+...) or `ReplyTimeoutError`. A command rejected RESOURCE_EXHAUSTED (backpressure) is sent again
+with back-off for up to `retry_for` seconds before `ResourceExhaustedError` is raised.
+`submit`/`result`/`results` pipeline many commands without waiting for each, and without
+retries. Not thread-safe: use one client per thread, or `AsyncClient` (engine.client.aio).
 """
 
 from __future__ import annotations
@@ -16,7 +18,8 @@ from typing import Any
 from engine.client import commands
 from engine.client.commands import Request
 from engine.client.connection import Connection
-from engine.client.errors import rejection_error, timeout_error
+from engine.client.errors import ResourceExhaustedError, rejection_error, timeout_error
+from engine.client.retry import RetryPolicy, is_backpressure
 from engine.config import Config
 from engine.protocol.enums import RecordType
 from engine.protocol.intents import Intent
@@ -25,9 +28,11 @@ from engine.protocol.values import JobBatchValue, JobValue, RecordValue
 
 
 class Client:
-    def __init__(self, config: Config, *, timeout: float = 30.0) -> None:
+    def __init__(self, config: Config, *, timeout: float = 30.0, retry_for: float = 30.0) -> None:
         self.config = config
         self.timeout = timeout
+        self.retry = RetryPolicy(retry_for=retry_for)
+        """Back-off for RESOURCE_EXHAUSTED rejections; replace it to tune more than `retry_for`."""
         self.connection = Connection(config, timeout)
         self.codec = self.connection.codec
         self.producer = self.connection.producer
@@ -46,12 +51,21 @@ class Client:
     # -- the request/response core ------------------------------------------------------------
 
     def request(self, request: Request, timeout: float | None = None) -> Record:
-        """Send a command and wait for its result; raises on a rejection."""
-        correlation = self.connection.produce(request)
-        result = self.result(correlation, timeout)
-        if result.record_type is RecordType.COMMAND_REJECTION:
-            raise rejection_error(result)
-        return result
+        """Send a command and wait for its result; raises on a rejection. A RESOURCE_EXHAUSTED
+        rejection is not raised until the command was sent again for `retry.retry_for`
+        seconds; `timeout` bounds each wait for a reply, not the retries."""
+        backoff = self.retry.start()
+        while True:
+            result = self.result(self.connection.produce(request), timeout)
+            if is_backpressure(result):
+                delay = backoff.next_delay()
+                if delay is None:
+                    raise ResourceExhaustedError(result, backoff.attempts, backoff.waited)
+                time.sleep(delay)
+                continue
+            if result.record_type is RecordType.COMMAND_REJECTION:
+                raise rejection_error(result)
+            return result
 
     def send(
         self,

@@ -48,6 +48,19 @@ class BatchTooLargeError(CommandRejectedError):
     """The command's result did not fit in one Kafka transaction's record-size budget."""
 
 
+class ResourceExhaustedError(CommandRejectedError):
+    """Backpressure: the partition is over its limit (docs/limits.md) and did not process the
+    command. The clients raise it only after sending the command again with back-off for
+    `retry_for` seconds; `attempts` says how often it was sent, `waited` for how long."""
+
+    def __init__(self, rejection: Record, attempts: int = 1, waited: float = 0.0) -> None:
+        super().__init__(rejection)
+        self.attempts = attempts
+        self.waited = waited
+        if attempts > 1:
+            self.args = (f"{self.args[0]} (sent {attempts} times over {waited:.1f} s)",)
+
+
 class ReplyTimeoutError(PartitaError):
     """No reply within the timeout: is a worker running for the namespace?"""
 
@@ -59,6 +72,7 @@ _BY_TYPE: dict[RejectionType | None, type[CommandRejectedError]] = {
     RejectionType.INVALID_STATE: InvalidStateError,
     RejectionType.PROCESSING_ERROR: ProcessingError,
     RejectionType.EXCEEDED_BATCH_RECORD_SIZE: BatchTooLargeError,
+    RejectionType.RESOURCE_EXHAUSTED: ResourceExhaustedError,
 }
 
 
