@@ -24,6 +24,11 @@ Every setting has a default that works on a laptop; CLI flags override the envir
 - `PARTITA_TRUNCATE` (`true`): delete log records no one needs after each snapshot.
 - `PARTITA_STANDBY` (`false`): keep warm copies of the partitions a worker does not own, so
   taking one over replays only the last few records.
+- `PARTITA_BACKPRESSURE_LAG` (`10000`, 0 disables): client commands waiting on a partition of
+  `<ns>.commands` above which new instances and messages are rejected `RESOURCE_EXHAUSTED`.
+- `PARTITA_REPLY_TOPICS` (`<ns>.replies`): comma-separated topics the engine may answer to
+  (`kafka_replyTopic`); a request naming any other topic gets no reply (the drop is counted).
+  The log, ingress, snapshot and job topics of any namespace are never allowed.
 """
 
 from __future__ import annotations
@@ -58,6 +63,15 @@ def duration_ms(text: str, what: str) -> int:
         raise ConfigError(f"{what}: {error}") from None
 
 
+_ENGINE_TOPIC_RE = re.compile(r"\.(log|commands|snapshots)$|\.jobs\.")
+
+
+def is_engine_topic(topic: str) -> bool:
+    """True for a topic name shaped like a log, ingress, snapshot or job topic of any
+    namespace: such topics never take replies, whatever the configuration says."""
+    return _ENGINE_TOPIC_RE.search(topic) is not None
+
+
 def default_home() -> Path:
     """`.partita` in the source checkout when running from one, else a per-user folder."""
     checkout = Path(__file__).resolve().parents[1]
@@ -85,6 +99,9 @@ class Config:
     downstream_groups: tuple[str, ...] = ()
     truncate: bool = True
     standby: bool = False
+    backpressure_lag: int = 10_000
+    reply_topics: tuple[str, ...] = ()
+    """Extra topics replies may go to, besides `<ns>.replies` (see `allowed_reply_topics`)."""
 
     def __post_init__(self) -> None:
         if not _NAMESPACE_RE.match(self.namespace):
@@ -107,6 +124,16 @@ class Config:
             raise ConfigError(
                 "PARTITA_JOB_PUSH_LIMIT and PARTITA_JOB_PUSH_TIMEOUT_MS must be at least 1"
             )
+        if self.backpressure_lag < 0:
+            raise ConfigError(
+                f"PARTITA_BACKPRESSURE_LAG must be 0 (off) or positive, got {self.backpressure_lag}"
+            )
+        for topic in self.reply_topics:
+            if is_engine_topic(topic):
+                raise ConfigError(
+                    f"PARTITA_REPLY_TOPICS names {topic!r}, a log, ingress, snapshot or job"
+                    " topic: replies may never go there; use a topic of the application's own"
+                )
         if self.kafka_port == self.controller_port:
             raise ConfigError(f"kafka_port and controller_port are both {self.kafka_port}")
 
@@ -127,8 +154,18 @@ class Config:
         return f"{self.namespace}.log"
 
     @property
+    def commands_topic(self) -> str:
+        """The ingress topic: clients write commands here, and nowhere else."""
+        return f"{self.namespace}.commands"
+
+    @property
     def replies_topic(self) -> str:
         return f"{self.namespace}.replies"
+
+    @property
+    def allowed_reply_topics(self) -> frozenset[str]:
+        """Where the engine may write replies: `<ns>.replies` and `PARTITA_REPLY_TOPICS`."""
+        return frozenset((self.replies_topic, *self.reply_topics))
 
     @property
     def snapshots_topic(self) -> str:
@@ -154,6 +191,7 @@ class Config:
             controller_port=_int(env, "PARTITA_CONTROLLER_PORT", DEFAULT_CONTROLLER_PORT),
             job_push_limit=_int(env, "PARTITA_JOB_PUSH_LIMIT", 256),
             job_push_timeout_ms=_int(env, "PARTITA_JOB_PUSH_TIMEOUT_MS", 300_000),
+            backpressure_lag=_int(env, "PARTITA_BACKPRESSURE_LAG", 10_000),
             message_ttl_ms=duration_ms(
                 env.get("PARTITA_MESSAGE_TTL") or "PT5M", "PARTITA_MESSAGE_TTL"
             ),
@@ -165,6 +203,9 @@ class Config:
                 g.strip()
                 for g in (env.get("PARTITA_DOWNSTREAM_GROUPS") or "").split(",")
                 if g.strip()
+            ),
+            reply_topics=tuple(
+                t.strip() for t in (env.get("PARTITA_REPLY_TOPICS") or "").split(",") if t.strip()
             ),
             standby=(env.get("PARTITA_STANDBY") or "false").strip().lower() in ("true", "1", "yes"),
             truncate=(env.get("PARTITA_TRUNCATE") or "true").strip().lower()

@@ -1,6 +1,7 @@
 """The Kafka side of a client: a producer for commands and a consumer of one reply partition.
 
-Each request is a command with Spring Kafka's reply headers pointing at one partition of
+Commands go to the ingress topic `<ns>.commands` (clients never write the log). Each request is
+a command with Spring Kafka's reply headers pointing at one partition of
 `<ns>.replies`; the engine answers in the transaction that processes the command. The reply
 partition is read from its end as it was before the first command, so only new replies are
 seen. Shared by the synchronous `Client` and the asyncio `AsyncClient`.
@@ -49,12 +50,12 @@ class Connection:
             }
         )
         topics = self.consumer.list_topics(timeout=timeout).topics
-        if config.log_topic not in topics or config.replies_topic not in topics:
+        if config.commands_topic not in topics or config.replies_topic not in topics:
             raise PartitaError(
-                f"topics {config.log_topic} and {config.replies_topic} are missing: run"
+                f"topics {config.commands_topic} and {config.replies_topic} are missing: run"
                 " `partita topics apply` (or `partita up`) first"
             )
-        self.partition_count = len(topics[config.log_topic].partitions)
+        self.partition_count = len(topics[config.commands_topic].partitions)
         reply_partitions = len(topics[config.replies_topic].partitions)
         self.reply_partition = uuid.uuid4().int % reply_partitions
         tp = TopicPartition(config.replies_topic, self.reply_partition)
@@ -101,7 +102,9 @@ class Connection:
         value = self.codec.encode(record)
         while True:
             try:
-                producer.produce(self.config.log_topic, value, partition=partition, headers=headers)
+                producer.produce(
+                    self.config.commands_topic, value, partition=partition, headers=headers
+                )
                 break
             except BufferError:  # the local queue is full: let it drain
                 producer.poll(0.05)

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from engine import __version__
+from engine.processing.awaiting import AwaitedResults
 from engine.processing.engine import Engine
 from engine.processing.job_push import JobPush
 from engine.protocol.enums import RecordType, RejectionType
@@ -77,10 +78,9 @@ class ProcessingContext:
         self.output = output
         self._route = route
         self.follow_ups: list[Record] = []
-        self.awaiting: dict[int, tuple[ReplyTo, tuple[str, ...]]] = {}
-        """Instances created with CREATE_WITH_AWAITING_RESULT: where to answer when they end.
-        Kept in memory by the partition (as Zeebe keeps request metadata): after a failover
-        the waiting client times out and asks again."""
+        self.awaiting = AwaitedResults()
+        """Instances created with CREATE_WITH_AWAITING_RESULT: where to answer when they end
+        (the partition's own map, journaled so failed attempts and aborted batches undo)."""
         self.job_push: JobPush | None = None
         self.message_ttl_ms = DEFAULT_MESSAGE_TTL_MS
         """The time to live of a published message that names none."""

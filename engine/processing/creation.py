@@ -52,7 +52,7 @@ def create(command: Record, ctx: ProcessingContext) -> None:
     for name, result in variables.items():
         set_variable(ctx, key, name, result, process)
     if command.intent is Creation.CREATE_WITH_AWAITING_RESULT and ctx.reply_to is not None:
-        ctx.awaiting[key] = (ctx.reply_to, tuple(value.fetch_variables))
+        ctx.awaiting.add(key, ctx.reply_to, tuple(value.fetch_variables), ctx.now)
         ctx.responded = True  # the answer comes when the instance ends
     ctx.append_command(Instance.ACTIVATE_ELEMENT, process, key)
 

@@ -29,10 +29,10 @@ def answer_awaiting(
     ctx: ProcessingContext, key: int, value: ProcessInstanceValue, variables: dict[str, Any]
 ) -> None:
     """Reply PROCESS_INSTANCE_RESULT COMPLETED to a CREATE_WITH_AWAITING_RESULT request."""
-    waiting = ctx.awaiting.pop(key, None)
+    waiting = ctx.awaiting.pop(key)
     if waiting is None:
         return
-    reply_to, fetch = waiting
+    reply_to, fetch = waiting.reply_to, waiting.fetch_variables
     if fetch:
         variables = {name: variables[name] for name in fetch if name in variables}
     result = ProcessInstanceResultValue(
@@ -102,7 +102,7 @@ def _terminate(
     if called is not None:  # a call activity: its child instance goes with it
         _terminate(ctx, called_key, called)
     ctx.append_event(Instance.ELEMENT_TERMINATED, value, key)
-    waiting = ctx.awaiting.pop(key, None)
+    waiting = ctx.awaiting.pop(key)
     if waiting is not None:  # the awaited instance ended without a result
         request = ProcessInstanceCreationValue(
             bpmn_process_id=value.bpmn_process_id,
@@ -122,4 +122,4 @@ def _terminate(
             rejection_reason=f"process instance {key} was terminated before it completed",
             engine_version=__version__,
         )
-        ctx.output.replies.append((waiting[0], rejection))
+        ctx.output.replies.append((waiting.reply_to, rejection))

@@ -16,6 +16,11 @@ RECORD_TYPE = "recordType"
 VALUE_TYPE = "valueType"
 INTENT = "intent"
 
+INGRESS_OFFSET = "partitaIngressOffset"
+"""On a client command the engine copied from `<ns>.commands` into the log: the ingress offset
+it came from. Such a command was processed in the transaction that wrote it, so the engine's
+log consumer skips it; only the engine writes the log, so the header can be trusted there."""
+
 REPLY_TOPIC = "kafka_replyTopic"
 REPLY_PARTITION = "kafka_replyPartition"
 CORRELATION_ID = "kafka_correlationId"
@@ -62,6 +67,20 @@ def is_command(headers: Headers | dict[str, str | bytes | None] | None) -> bool:
     """
     value = header(headers, RECORD_TYPE)
     return value is None or value == COMMAND
+
+
+def is_pending_command(headers: Headers | dict[str, str | bytes | None] | None) -> bool:
+    """True for a log record the engine still has to process: a command (see `is_command`)
+    that is not an already processed copy of a client command (`INGRESS_OFFSET`)."""
+    if not headers:
+        return True
+    items = headers.items() if isinstance(headers, dict) else headers
+    for key, value in items:
+        if key == INGRESS_OFFSET:
+            return False
+        if key == RECORD_TYPE and value not in (COMMAND, "COMMAND"):
+            return False
+    return True
 
 
 @dataclass(frozen=True, slots=True)

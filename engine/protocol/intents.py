@@ -193,3 +193,39 @@ ALL_INTENT_NAMES: tuple[str, ...] = tuple(sorted({name for _, name in _BY_NAME})
 def intent_for(value_type: ValueType, name: str) -> Intent | None:
     """The intent `name` of `value_type`, or None when that value type has no such intent."""
     return _BY_NAME.get((value_type, name))
+
+
+CLIENT_COMMANDS: frozenset[tuple[ValueType, Intent]] = frozenset(
+    {
+        (ValueType.DEPLOYMENT, DeploymentIntent.CREATE),
+        (ValueType.PROCESS_INSTANCE_CREATION, ProcessInstanceCreationIntent.CREATE),
+        (
+            ValueType.PROCESS_INSTANCE_CREATION,
+            ProcessInstanceCreationIntent.CREATE_WITH_AWAITING_RESULT,
+        ),
+        (ValueType.PROCESS_INSTANCE, ProcessInstanceIntent.CANCEL),
+        (ValueType.JOB_BATCH, JobBatchIntent.ACTIVATE),
+        (ValueType.JOB, JobIntent.COMPLETE),
+        (ValueType.JOB, JobIntent.FAIL),
+        (ValueType.JOB, JobIntent.THROW_ERROR),
+        (ValueType.JOB, JobIntent.UPDATE_RETRIES),
+        (ValueType.JOB, JobIntent.UPDATE_TIMEOUT),
+        (ValueType.MESSAGE, MessageIntent.PUBLISH),
+        (ValueType.VARIABLE_DOCUMENT, VariableDocumentIntent.UPDATE),
+        (ValueType.INCIDENT, IncidentIntent.RESOLVE),
+    }
+)
+"""The commands a client may send (Zeebe's gateway API). Every other command intent is the
+engine's own (element lifecycle, distribution, subscriptions, due-date triggers) and is
+rejected INVALID_ARGUMENT when it arrives on the ingress topic. Allow-listed, so an intent added
+later is internal until it is deliberately listed here."""
+
+
+def internal_commands() -> list[tuple[ValueType, Intent]]:
+    """Every command intent only the engine may write, in value type order (for the docs)."""
+    return [
+        (value_type, member)
+        for value_type, enum in INTENTS_BY_VALUE_TYPE.items()
+        for member in enum
+        if not member.is_event and (value_type, member) not in CLIENT_COMMANDS
+    ]

@@ -29,6 +29,8 @@ V = TypeVar("V")
 META = ColumnFamilies.META
 LAST_PROCESSED_POSITION = "last_processed_position"
 LAST_APPLIED_POSITION = "last_applied_position"
+LAST_INGRESS_POSITION = "last_ingress_position"
+"""The offset on `<ns>.commands` of the last client command processed (copied into the log)."""
 STATE_FORMAT_KEY = "state_format"
 STATE_FORMAT = 2
 """The layout of the column families this build reads and writes. A store written with
@@ -151,12 +153,15 @@ class PartitionDb:
         *,
         last_processed_position: int | None = None,
         last_applied_position: int | None = None,
+        last_ingress_position: int | None = None,
     ) -> int:
         """Write the overlay (plus the given positions) in one WriteBatch; returns its size."""
         if last_processed_position is not None:
             self.meta.upsert(LAST_PROCESSED_POSITION, last_processed_position)
         if last_applied_position is not None:
             self.meta.upsert(LAST_APPLIED_POSITION, last_applied_position)
+        if last_ingress_position is not None:
+            self.meta.upsert(LAST_INGRESS_POSITION, last_ingress_position)
         batch = WriteBatch(raw_mode=True)
         size = 0
         for cf, writes in self.overlay.writes.items():
@@ -193,13 +198,18 @@ class PartitionDb:
 
     def digest(self) -> str:
         """SHA-256 of the committed state: every column family in declaration order, every
-        entry in key order. Equal state gives an equal digest on any machine. The two
+        entry in key order. Equal state gives an equal digest on any machine. The
         positions are bookkeeping, not state, and are left out: a store rebuilt by replay
         must digest equal to the one that processed the commands."""
         sha = hashlib.sha256()
         skip = {
             META.key.encode(name)
-            for name in (LAST_PROCESSED_POSITION, LAST_APPLIED_POSITION, STATE_FORMAT_KEY)
+            for name in (
+                LAST_PROCESSED_POSITION,
+                LAST_APPLIED_POSITION,
+                LAST_INGRESS_POSITION,
+                STATE_FORMAT_KEY,
+            )
         }
         for definition in self.definitions:
             name = definition.name.encode()

@@ -1,15 +1,24 @@
 """The processing state machine of one partition.
 
-For each batch of consumed records (one partition, offset order):
+For each batch of consumed records of one partition: engine-written commands from the log,
+client commands from the ingress topic `<ns>.commands` (each in offset order):
 
-1. SKIP events and rejections by header, without decoding; skip offsets already processed.
-2. DECODE commands; an undecodable record is answered by a rejection naming its offset.
-3. FORWARD a command that belongs to another partition, unchanged, to that partition.
-4. PROCESS the command through its processor inside a savepoint, then its follow-up commands
+1. ADMIT client commands (`engine.stream.ingress`): a record that is not a valid command a
+   client may send is rejected, naming its ingress offset, and never reaches the log. An
+   admitted command for another partition is written to that partition of the log (it is
+   processed there); one for this partition is APPENDED to the log at once, in the batch's
+   transaction, so the command is on the log before its events and its log offset is the
+   events' `sourceRecordPosition` (command sourcing, as in Zeebe).
+2. SKIP log events, rejections and already processed copies of client commands by header,
+   without decoding; skip offsets already processed. DECODE the log's commands; an
+   undecodable one is answered by a rejection naming its offset.
+3. FORWARD a log command that belongs to another partition, unchanged, to that partition.
+4. PROCESS each command through its processor inside a savepoint, then its follow-up commands
    depth-first, up to `max_commands_in_batch` per batch; follow-ups beyond it are written to
    the log as commands. A rejection or an exception rolls back only that command.
-5. COMMIT one Kafka transaction with every output and the consumer offset, then write the
-   state overlay and positions to RocksDB in one batch.
+5. COMMIT one Kafka transaction with every output and the log and ingress offsets, then write
+   the state overlay and positions to RocksDB in one batch. Replies go only to allow-listed
+   topics (`engine.stream.replies`); one that cannot be written is dropped and counted.
 
 A processor exception is retried once alone; if it fails again an ERROR event is written and
 the process instance is banned. Kafka errors: retriable -> retry; abortable -> abort, drop the
@@ -22,12 +31,13 @@ import logging
 import time
 import traceback
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Message, Producer, TopicPartition
 
 from engine.processing import Engine, ProcessingContext, ProcessingOutput, RejectionError, job_push
+from engine.processing.awaiting import AwaitedResults
 from engine.processing.banning import is_banned
 from engine.processing.context import DEFAULT_MESSAGE_TTL_MS
 from engine.processing.job_push import JobPush
@@ -36,12 +46,13 @@ from engine.protocol.enums import RecordType, RejectionType, ValueType
 from engine.protocol.errors import DecodeError, ProtocolError, RecordTooLargeError
 from engine.protocol.headers import (
     CORRELATION_ID,
+    INGRESS_OFFSET,
     INTENT,
     VALUE_TYPE,
     Headers,
     ReplyTo,
     header,
-    is_command,
+    is_pending_command,
     record_headers,
     reply_to,
 )
@@ -51,6 +62,8 @@ from engine.protocol.routing import partition_for_command
 from engine.protocol.values import VALUE_CLASSES, ErrorValue, JobBatchValue
 from engine.state import KeyGenerator, PartitionDb
 from engine.stream.errors import AbortedBatchError, TaskFencedError
+from engine.stream.ingress import Admitted, admit
+from engine.stream.replies import ReplyRoutes
 from engine.stream.sizes import oversized_records
 
 _LOG = logging.getLogger("partita.processing")
@@ -70,6 +83,10 @@ class ProcessingMetrics:
     rejections: int = 0
     errors: int = 0
     forwarded: int = 0
+    ingress: int = 0
+    """Client commands read from the ingress topic (admitted or refused)."""
+    refused: int = 0
+    """Ingress records refused before reaching the log (not commands, internal intents, ...)."""
     undecodable: int = 0
     batches: int = 0
     aborted: int = 0
@@ -91,8 +108,11 @@ class ProcessingStateMachine:
         keys: KeyGenerator,
         producer: Producer,
         group_metadata: Callable[[], Any],
-        rewind: Callable[[int], None],
+        rewind: Callable[[int, int], None],
         next_offset: int,
+        ingress_topic: str = "",
+        next_ingress_offset: int = 0,
+        replies: ReplyRoutes | None = None,
         max_commands_in_batch: int = 100,
         clock: Callable[[], float] = time.time,
         job_push: JobPush | None = None,
@@ -109,14 +129,19 @@ class ProcessingStateMachine:
         self.group_metadata = group_metadata
         self.rewind = rewind
         self.next_offset = next_offset
-        """The first offset not yet processed: equals the group's committed offset."""
+        """The first log offset not yet processed: the group's committed offset."""
+        self.ingress_topic = ingress_topic
+        self.next_ingress_offset = next_ingress_offset
+        """The first ingress offset not yet processed."""
+        self.replies = replies if replies is not None else ReplyRoutes(frozenset())
         self.max_commands_in_batch = max_commands_in_batch
         self.clock = clock
         self.job_push = job_push
         self.message_ttl_ms = message_ttl_ms
         self.metrics = ProcessingMetrics()
         self._last_event_offset = -1
-        self.awaiting: dict[int, Any] = {}
+        self.awaiting = AwaitedResults()
+        self._in_transaction = False
 
     def _route(self, record: Record) -> int:
         return partition_for_command(record, self.partition_count, self.partition)
@@ -127,12 +152,13 @@ class ProcessingStateMachine:
         self,
         messages: Sequence[Message],
         *,
+        ingress: Sequence[Message] = (),
         due: Sequence[Record] = (),
         push_types: Sequence[str] = (),
     ) -> int:
-        """Process one batch (consumed records of this partition and due-date commands), and
-        push waiting jobs of `push_types` (job types whose topic just appeared).
-        Returns the number of commands processed."""
+        """Process one batch (log records and ingress records of this partition, and due-date
+        commands), and push waiting jobs of `push_types` (job types whose topic just
+        appeared). Returns the number of commands processed."""
         if not self.metrics.first_batch_started:
             self.metrics.first_batch_started = time.monotonic()
         output = ProcessingOutput()
@@ -148,15 +174,24 @@ class ProcessingStateMachine:
         context.awaiting = self.awaiting
         context.job_push = self.job_push
         context.message_ttl_ms = self.message_ttl_ms
+        self._batch_awaiting = self.awaiting.mark()
         last_offset = -1
+        last_ingress = -1
         processed = 0
+        admitted: list[Admitted] = []
+        for message in ingress:
+            offset = _offset(message)
+            if offset >= self.next_ingress_offset:
+                last_ingress = offset
+                self._admit(context, message, offset, admitted)
+        copies = self._append_copies(admitted) if admitted else []
         for message in messages:
             offset = _offset(message)
             if offset < self.next_offset:
                 continue
             last_offset = offset
             headers = message.headers()
-            if not is_command(headers):
+            if not is_pending_command(headers):
                 continue
             try:
                 record = self.codec.decode(
@@ -179,14 +214,93 @@ class ProcessingStateMachine:
                 self.metrics.forwarded += 1
                 continue
             processed += self._process_command(context, record, reply_to(headers))
+        for record, reply in copies:
+            processed += self._process_command(context, record, reply)
         for record in due:
             processed += self._process_command(context, record, None)
         if push_types and self.job_push is not None:
             self._push_waiting_jobs(context, push_types)
-        if last_offset < 0 and not len(output):
+        if last_offset < 0 and last_ingress < 0 and not len(output):
             return processed
-        self._commit(output, last_offset)
+        self._commit(output, last_offset, last_ingress)
         return processed
+
+    def _admit(
+        self,
+        context: ProcessingContext,
+        message: Message,
+        offset: int,
+        admitted: list[Admitted],
+    ) -> None:
+        """Admit one ingress record: into `admitted` when it is for this partition, to its
+        partition of the log when it is for another, or refused with a rejection."""
+        self.metrics.ingress += 1
+        verdict = admit(
+            self.codec,
+            message,
+            offset,
+            topic=self.ingress_topic,
+            partition=self.partition,
+            partition_count=self.partition_count,
+        )
+        if not isinstance(verdict, Admitted):
+            self.metrics.refused += 1
+            self.metrics.rejections += 1
+            context.begin(verdict.placeholder, verdict.reply, int(self.clock() * 1000))
+            context.reject(verdict.rejection_type, verdict.reason)
+            _LOG.warning("partition %d: refused: %s", self.partition, verdict.reason)
+            return
+        target = self._route(verdict.record)
+        if target == self.partition:
+            admitted.append(verdict)
+            return
+        forward = replace(
+            verdict.record, partition_id=target + 1, timestamp=int(self.clock() * 1000)
+        )
+        headers: Headers = list(record_headers(forward))
+        if verdict.reply is not None:
+            headers.extend(verdict.reply.headers())
+        context.output.forwarded.append((target, self.codec.encode(forward), headers))
+        self.metrics.forwarded += 1
+
+    def _append_copies(self, admitted: list[Admitted]) -> list[tuple[Record, ReplyTo | None]]:
+        """Open the batch's transaction and append the admitted client commands to this
+        partition of the log; returns them with their log positions, once Kafka assigned
+        them. The copies carry `INGRESS_OFFSET`, so the log consumer skips them later."""
+        positions: list[int] = []
+
+        def on_delivery(error: KafkaError | None, message: Message) -> None:
+            if error is None:
+                positions.append(_offset(message))
+
+        now = int(self.clock() * 1000)
+        records = [
+            replace(item.record, partition_id=self.partition + 1, timestamp=now)
+            for item in admitted
+        ]
+        try:
+            self._begin()
+            for item, record in zip(admitted, records, strict=True):
+                self.producer.produce(
+                    self.topic,
+                    self.codec.encode(record),
+                    partition=self.partition,
+                    headers=[*record_headers(record), (INGRESS_OFFSET, str(item.offset))],
+                    on_delivery=on_delivery,
+                )
+            self.producer.flush(_TXN_TIMEOUT_S)
+        except KafkaException as exc:
+            self._on_kafka_error(exc)
+            raise AbortedBatchError(str(exc)) from None
+        if len(positions) != len(admitted):
+            self._rollback()
+            self._abort("client commands could not be appended to the log")
+            raise AbortedBatchError("client commands could not be appended to the log")
+        positions.sort()  # one partition, one producer: offsets follow the produce order
+        return [
+            (record.with_position(position), item.reply)
+            for item, record, position in zip(admitted, records, positions, strict=True)
+        ]
 
     def _process_command(
         self,
@@ -233,7 +347,7 @@ class ProcessingStateMachine:
             self.metrics.rejections += 1
             return
         for attempt in (1, 2):
-            mark = context.output.mark()
+            mark = (*context.output.mark(), self.awaiting.mark())
             self.db.overlay.savepoint()
             try:
                 processor(command, context)
@@ -251,7 +365,7 @@ class ProcessingStateMachine:
                 self._write_error(context, command, instance, exc)
                 return
             else:
-                oversized = oversized_records(self.codec, context.output, mark)
+                oversized = oversized_records(self.codec, context.output, mark[:4])
                 if oversized is not None:
                     self._undo(context, mark, command, address)
                     context.reject(RejectionType.EXCEEDED_BATCH_RECORD_SIZE, oversized)
@@ -274,13 +388,15 @@ class ProcessingStateMachine:
     def _undo(
         self,
         context: ProcessingContext,
-        mark: tuple[int, int, int, int],
+        mark: tuple[int, int, int, int, int],
         command: Record,
         address: ReplyTo | None,
     ) -> None:
-        """Forget everything the failed attempt did: state, outputs, follow-ups, reply."""
+        """Forget everything the failed attempt did: state, outputs, follow-ups, reply,
+        awaited results."""
         self.db.overlay.rollback_to_savepoint()
-        context.output.truncate(mark)
+        context.output.truncate(mark[:4])
+        self.awaiting.rollback(mark[4])
         context.follow_ups = []
         context.begin(command, address, context.now)
 
@@ -350,7 +466,12 @@ class ProcessingStateMachine:
 
     # -- the transaction ----------------------------------------------------------------------
 
-    def _commit(self, output: ProcessingOutput, last_offset: int) -> None:
+    def _begin(self) -> None:
+        if not self._in_transaction:
+            self.producer.begin_transaction()
+            self._in_transaction = True
+
+    def _commit(self, output: ProcessingOutput, last_offset: int, last_ingress: int) -> None:
         producer = self.producer
         events: list[int] = []
 
@@ -367,7 +488,7 @@ class ProcessingStateMachine:
                 last_event = index
         encode = self.codec.encode
         try:
-            producer.begin_transaction()
+            self._begin()
             for index, (partition, record) in enumerate(output.records):
                 producer.produce(
                     self.topic,
@@ -386,30 +507,20 @@ class ProcessingStateMachine:
                     partition=partition,
                     headers=record_headers(record),
                 )
-            for address, record in output.replies:
-                reply_headers = [*record_headers(record), (CORRELATION_ID, address.correlation_id)]
-                if address.partition is None:
-                    producer.produce(
-                        address.topic, self.codec.encode(record), headers=reply_headers
-                    )
-                else:
-                    producer.produce(
-                        address.topic,
-                        self.codec.encode(record),
-                        partition=address.partition,
-                        headers=reply_headers,
-                    )
+            self._produce_replies(output.replies)
+            offsets = []
             if last_offset >= 0:
-                producer.send_offsets_to_transaction(
-                    [TopicPartition(self.topic, self.partition, last_offset + 1)],
-                    self.group_metadata(),
-                    _TXN_TIMEOUT_S,
-                )
+                offsets.append(TopicPartition(self.topic, self.partition, last_offset + 1))
+            if last_ingress >= 0:
+                offsets.append(TopicPartition(self.ingress_topic, self.partition, last_ingress + 1))
+            if offsets:
+                producer.send_offsets_to_transaction(offsets, self.group_metadata(), _TXN_TIMEOUT_S)
             self._commit_transaction()
             producer.poll(0)  # serve delivery reports: our events' offsets
         except KafkaException as exc:
-            self._on_kafka_error(exc, last_offset)
+            self._on_kafka_error(exc)
             raise AbortedBatchError(str(exc)) from None
+        self.awaiting.commit()
         self.metrics.batches += 1
         self.metrics.last_batch_committed = time.monotonic()
         if events:
@@ -418,9 +529,33 @@ class ProcessingStateMachine:
         self.db.commit(
             last_processed_position=last_offset if last_offset >= 0 else None,
             last_applied_position=applied,
+            last_ingress_position=last_ingress if last_ingress >= 0 else None,
         )
         if last_offset >= 0:
             self.next_offset = last_offset + 1
+        if last_ingress >= 0:
+            self.next_ingress_offset = last_ingress + 1
+
+    def _produce_replies(self, replies: list[tuple[ReplyTo, Record]]) -> None:
+        """Write the batch's replies that may be written; drop and count the others, so a
+        hostile or mistaken reply address never aborts or stalls the batch."""
+        for address, record in replies:
+            refusal = self.replies.refusal(address)
+            if refusal is not None:
+                self.replies.drop(self.partition, address, refusal)
+                continue
+            reply_headers = [*record_headers(record), (CORRELATION_ID, address.correlation_id)]
+            if address.partition is None:
+                self.producer.produce(
+                    address.topic, self.codec.encode(record), headers=reply_headers
+                )
+            else:
+                self.producer.produce(
+                    address.topic,
+                    self.codec.encode(record),
+                    partition=address.partition,
+                    headers=reply_headers,
+                )
 
     def _commit_transaction(self) -> None:
         """Commit, retrying retriable errors for a while. A commit that stays retriable (the
@@ -430,15 +565,21 @@ class ProcessingStateMachine:
         while True:
             try:
                 self.producer.commit_transaction(_TXN_TIMEOUT_S)
+                self._in_transaction = False
                 return
             except KafkaException as exc:
                 if exc.args[0].retriable() and time.monotonic() < deadline:
                     continue
                 raise
 
-    def _on_kafka_error(self, exc: KafkaException, last_offset: int) -> None:
-        error: KafkaError = exc.args[0]
+    def _rollback(self) -> None:
+        """Forget the batch's changes to state and to the map of awaited results."""
         self.db.rollback()
+        self.awaiting.rollback(self._batch_awaiting)
+
+    def _on_kafka_error(self, exc: KafkaException) -> None:
+        error: KafkaError = exc.args[0]
+        self._rollback()
         if error.fatal() or error.code() in (
             KafkaError._FENCED,
             KafkaError.PRODUCER_FENCED,
@@ -446,14 +587,19 @@ class ProcessingStateMachine:
         ):
             raise TaskFencedError(f"partition {self.partition}: {error.str()}") from None
         if error.txn_requires_abort():
-            self.metrics.aborted += 1
-            _LOG.warning("partition %d: aborting batch: %s", self.partition, error.str())
-            try:
-                self.producer.abort_transaction(_TXN_TIMEOUT_S)
-            except KafkaException as abort_error:
-                raise TaskFencedError(
-                    f"partition {self.partition}: abort failed: {abort_error.args[0].str()}"
-                ) from None
-            self.rewind(self.next_offset)
+            self._abort(error.str())
             return
         raise TaskFencedError(f"partition {self.partition}: {error.str()}") from None
+
+    def _abort(self, reason: str) -> None:
+        """Abort the open transaction and rewind both inputs to what is committed."""
+        self.metrics.aborted += 1
+        _LOG.warning("partition %d: aborting batch: %s", self.partition, reason)
+        try:
+            self.producer.abort_transaction(_TXN_TIMEOUT_S)
+        except KafkaException as abort_error:
+            raise TaskFencedError(
+                f"partition {self.partition}: abort failed: {abort_error.args[0].str()}"
+            ) from None
+        self._in_transaction = False
+        self.rewind(self.next_offset, self.next_ingress_offset)

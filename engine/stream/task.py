@@ -30,9 +30,10 @@ from engine.protocol.records import Record
 from engine.snapshots import Manifest, SnapshotError, SnapshotSettings, Snapshotter
 from engine.snapshots import restore as restore_snapshot
 from engine.state import KeyGenerator, PartitionDb
-from engine.state.db import LAST_APPLIED_POSITION, LAST_PROCESSED_POSITION
+from engine.state.db import LAST_APPLIED_POSITION, LAST_INGRESS_POSITION, LAST_PROCESSED_POSITION
 from engine.stream.processing import ProcessingStateMachine
 from engine.stream.replay import ReplayResult, ReplayStateMachine
+from engine.stream.replies import ReplyRoutes
 
 _LOG = logging.getLogger("partita.task")
 
@@ -67,6 +68,8 @@ class PartitionTask:
         job_push: JobPush | None = None,
         message_ttl_ms: int = DEFAULT_MESSAGE_TTL_MS,
         snapshots: SnapshotSettings | None = None,
+        ingress_topic: str = "",
+        replies: ReplyRoutes | None = None,
     ) -> None:
         self.bootstrap = bootstrap
         self.namespace = namespace
@@ -82,6 +85,8 @@ class PartitionTask:
         self.job_push = job_push
         self.message_ttl_ms = message_ttl_ms
         self.snapshot_settings = snapshots
+        self.ingress_topic = ingress_topic or f"{namespace}.commands"
+        self.replies = replies
         self.snapshotter: Snapshotter | None = None
         self.restored: Manifest | None = None
         self.state = TaskState.CREATED
@@ -123,10 +128,7 @@ class PartitionTask:
             ).run()
         finally:
             restore.close()
-        committed = self.consumer.committed(
-            [TopicPartition(self.topic, self.partition)], timeout=30
-        )
-        next_offset = max(committed[0].offset, 0)
+        next_offset, next_ingress = self._resume_offsets()
         self.processing = ProcessingStateMachine(
             topic=self.topic,
             partition=self.partition,
@@ -139,6 +141,9 @@ class PartitionTask:
             group_metadata=self.consumer.consumer_group_metadata,
             rewind=self._rewind,
             next_offset=next_offset,
+            ingress_topic=self.ingress_topic,
+            next_ingress_offset=next_ingress,
+            replies=self.replies,
             max_commands_in_batch=self.max_commands_in_batch,
             clock=self.clock,
             job_push=self.job_push,
@@ -155,12 +160,48 @@ class PartitionTask:
             )
         self.state = TaskState.PROCESSING
         _LOG.info(
-            "partition %d: processing from offset %d (replayed %d events, opened in %.2f s)",
+            "partition %d: processing from log offset %d and ingress offset %d (replayed %d"
+            " events, opened in %.2f s)",
             self.partition,
             next_offset,
+            next_ingress,
             self.replay.events,
             time.monotonic() - self._started,
         )
+
+    def _resume_offsets(self) -> tuple[int, int]:
+        """Where processing resumes on the log and on ingress: past both the group's committed
+        offset and the store's last processed position. They differ when the group's offsets
+        expired (`offsets.retention.minutes`) or an operator reset the group; the store, whose
+        positions are written only after their transaction committed, never runs ahead of
+        what was really processed, so the larger of the two is always safe."""
+        assert self.db is not None
+        committed = self.consumer.committed(
+            [
+                TopicPartition(self.topic, self.partition),
+                TopicPartition(self.ingress_topic, self.partition),
+            ],
+            timeout=30,
+        )
+        resumed = []
+        for tp, position in zip(
+            committed, (LAST_PROCESSED_POSITION, LAST_INGRESS_POSITION), strict=True
+        ):
+            group = tp.offset if tp.offset >= 0 else -1
+            store = self.db.position(position) + 1 if self.db.position(position) >= 0 else -1
+            if group < store:  # ahead of the group is normal (a restored snapshot is older)
+                _LOG.warning(
+                    "partition %d: the engine group's committed offset on %s is %s but the"
+                    " state store processed up to %d; resuming at %d (group offsets expire after"
+                    " offsets.retention.minutes, or the group was reset)",
+                    self.partition,
+                    tp.topic,
+                    "missing" if group < 0 else group,
+                    store - 1,
+                    max(group, store),
+                )
+            resumed.append(max(group, store, 0))
+        return resumed[0], resumed[1]
 
     def _restore_if_needed(self, consumer: Consumer) -> None:
         """A store that is empty, that ends before the log now starts (truncated since), or
@@ -220,8 +261,9 @@ class PartitionTask:
         if self.snapshotter.due(self.db.position(LAST_PROCESSED_POSITION)):
             self.snapshotter.take(self.db)
 
-    def _rewind(self, offset: int) -> None:
+    def _rewind(self, offset: int, ingress_offset: int) -> None:
         self.consumer.seek(TopicPartition(self.topic, self.partition, offset))
+        self.consumer.seek(TopicPartition(self.ingress_topic, self.partition, ingress_offset))
 
     @property
     def next_offset(self) -> int:
@@ -229,9 +271,15 @@ class PartitionTask:
         assert self.processing is not None
         return self.processing.next_offset
 
-    def process(self, messages: Sequence[Message]) -> int:
+    @property
+    def next_ingress_offset(self) -> int:
+        """Where the group consumer must start reading this partition of ingress."""
         assert self.processing is not None
-        return self.processing.process(messages)
+        return self.processing.next_ingress_offset
+
+    def process(self, messages: Sequence[Message], ingress: Sequence[Message] = ()) -> int:
+        assert self.processing is not None
+        return self.processing.process(messages, ingress=ingress)
 
     def check_due_dates(self, now: float) -> int:
         """Run the due-date checkers at most every 100 ms; process what is due."""

@@ -1,10 +1,14 @@
 """`partita worker`: one member of the engine's consumer group on `<ns>.log`.
 
 Every partition the group assigns becomes a `PartitionTask`, opened (fenced, replayed) inside
-the assignment callback and then fed batches from the one group consumer. Revoked or lost
-partitions close their task. A fenced task means this process is a zombie for that partition:
-the worker then leaves the group and joins again with fresh tasks, so it never commits on a
-partition it no longer owns. SIGTERM/SIGINT finish the batch in hand, then close cleanly.
+the assignment callback and then fed batches from the one group consumer. Ownership is the
+group's assignment of the log alone: the owner of log partition p also assigns itself ingress
+partition p (`<ns>.commands`, same partition count) in the same callback and gives it up with
+the log partition, so client commands are read by exactly the member that may process them.
+Revoked or lost partitions close their task. A fenced task means this process is a zombie for
+that partition: the worker then leaves the group and joins again with fresh tasks, so it never
+commits on a partition it no longer owns. SIGTERM/SIGINT finish the batch in hand, then close
+cleanly.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from engine.processing.job_push import JobPush, job_topic
 from engine.protocol.codec import RecordCodec
 from engine.snapshots import SnapshotSettings
 from engine.stream.errors import AbortedBatchError, TaskFencedError
+from engine.stream.replies import ReplyRoutes
 from engine.stream.standby import Standby
 from engine.stream.task import PartitionTask, state_dir
 
@@ -72,6 +77,7 @@ class Worker:
         self.job_topic_refresh_s = job_topic_refresh_s
         self._next_job_topic_refresh = 0.0
         self.standbys: dict[int, Standby] = {}
+        self.replies = ReplyRoutes(config.allowed_reply_topics)
 
     # -- rebalance callbacks (run inside consume()) ----------------------------------------------
 
@@ -94,6 +100,8 @@ class Worker:
                 max_commands_in_batch=self.max_commands_in_batch,
                 job_push=self.job_push,
                 message_ttl_ms=self.config.message_ttl_ms,
+                ingress_topic=self.config.commands_topic,
+                replies=self.replies,
                 snapshots=SnapshotSettings(
                     every_records=self.config.snapshot_every_records,
                     interval_s=self.config.snapshot_interval_ms / 1000,
@@ -111,6 +119,9 @@ class Worker:
             task.open()
             self.tasks[task.partition] = task
             assigned.append(TopicPartition(task.topic, task.partition, task.next_offset))
+            assigned.append(
+                TopicPartition(self.config.commands_topic, task.partition, task.next_ingress_offset)
+            )
         consumer.incremental_assign(assigned)
         _LOG.info("assigned partitions %s", sorted(self.tasks))
 
@@ -119,7 +130,10 @@ class Worker:
             task = self.tasks.pop(tp.partition, None)
             if task is not None:
                 task.close()  # with standbys on, the next loop keeps it warm from here
-        consumer.incremental_unassign(partitions)
+        ingress = self.config.commands_topic
+        consumer.incremental_unassign(
+            [*partitions, *(TopicPartition(ingress, tp.partition) for tp in partitions)]
+        )
         _LOG.info("revoked partitions %s", sorted(tp.partition for tp in partitions))
 
     # -- main loop ------------------------------------------------------------------------------
@@ -153,8 +167,8 @@ class Worker:
             self.config.bootstrap, self.config.namespace, **self.consumer_overrides
         )
         self.consumer = consumer
-        metadata = consumer.list_topics(self.config.log_topic, timeout=30)
-        self.partition_count = len(metadata.topics[self.config.log_topic].partitions)
+        self.partition_count = self._partition_count(consumer)
+        self._refresh_topics(consumer)
         consumer.subscribe(
             [self.config.log_topic],
             on_assign=self._on_assign,
@@ -176,7 +190,9 @@ class Worker:
 
     def _poll_once(self, consumer: Consumer) -> None:
         messages = clients.consume_available(consumer, self.consume_batch, 0.05)
-        by_partition: dict[int, list[Message]] = defaultdict(list)
+        log: dict[int, list[Message]] = defaultdict(list)
+        ingress: dict[int, list[Message]] = defaultdict(list)
+        log_topic = self.config.log_topic
         for message in messages:
             error = message.error()
             if error is not None:
@@ -185,13 +201,13 @@ class Worker:
                 continue
             partition = message.partition()
             if partition is not None:
-                by_partition[partition].append(message)
-        for partition, batch in by_partition.items():
+                (log if message.topic() == log_topic else ingress)[partition].append(message)
+        for partition in log.keys() | ingress.keys():
             task = self.tasks.get(partition)
             if task is None:
                 continue  # fetched before a revocation
             try:
-                task.process(batch)
+                task.process(log.get(partition, ()), ingress.get(partition, ()))
             except AbortedBatchError:
                 continue
         now = time.time()
@@ -202,7 +218,7 @@ class Worker:
                 continue
             task.maybe_snapshot()
         if time.monotonic() >= self._next_job_topic_refresh:
-            self._refresh_job_topics(consumer)
+            self._refresh_topics(consumer)
         if self.config.standby:
             self._keep_standbys()
 
@@ -223,16 +239,42 @@ class Worker:
         for standby in self.standbys.values():
             standby.catch_up()
 
-    def _refresh_job_topics(self, consumer: Consumer) -> None:
-        """Job types are pushed while their topic `<ns>.jobs.<type>` exists; jobs that were
-        waiting when a topic appears are pushed at once."""
+    def _partition_count(self, consumer: Consumer) -> int:
+        """The log's partition count; the ingress topic must exist with the same count."""
+        metadata = consumer.list_topics(timeout=30).topics
+        log, ingress = self.config.log_topic, self.config.commands_topic
+        if log not in metadata or ingress not in metadata or metadata[ingress].error is not None:
+            raise PartitaError(
+                f"topics {log} and {ingress} must both exist at {self.config.bootstrap}: run"
+                " `partita topics apply` first"
+            )
+        count = len(metadata[log].partitions)
+        if len(metadata[ingress].partitions) != count:
+            raise PartitaError(
+                f"{ingress} has {len(metadata[ingress].partitions)} partitions but {log} has"
+                f" {count}: the ingress topic must have the log's partition count"
+            )
+        return count
+
+    def _refresh_topics(self, consumer: Consumer) -> None:
+        """From the cluster's metadata, every few seconds: the partition counts of the allowed
+        reply topics, and the job topics. Job types are pushed while their topic
+        `<ns>.jobs.<type>` exists; jobs that were waiting when a topic appears are pushed at
+        once."""
         self._next_job_topic_refresh = time.monotonic() + self.job_topic_refresh_s
         prefix = job_topic(self.config.namespace, "")
         try:
             metadata = consumer.list_topics(timeout=5)
         except KafkaException as exc:
-            _LOG.warning("cannot list job topics: %s", exc.args[0].str())
+            _LOG.warning("cannot list topics: %s", exc.args[0].str())
             return
+        self.replies.update(
+            {
+                name: len(topic.partitions)
+                for name, topic in metadata.topics.items()
+                if topic.error is None and topic.partitions
+            }
+        )
         found = {
             name[len(prefix) :]: (name, len(topic.partitions))
             for name, topic in metadata.topics.items()

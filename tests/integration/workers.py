@@ -128,10 +128,10 @@ def produce(
         if reply:
             headers = headers + ReplyTo(config.replies_topic, 0, f"corr-{i}".encode()).headers()
         producer.produce(
-            config.log_topic, CODEC.encode(record), partition=partition, headers=headers
+            config.commands_topic, CODEC.encode(record), partition=partition, headers=headers
         )
     for partition, value in raw or []:
-        producer.produce(config.log_topic, value, partition=partition)
+        producer.produce(config.commands_topic, value, partition=partition)
     assert producer.flush(30) == 0
 
 
@@ -260,7 +260,7 @@ class Load:
             for _ in range(self.per_tick):
                 record = creation(self.sent)
                 producer.produce(
-                    self.config.log_topic,
+                    self.config.commands_topic,
                     CODEC.encode(record),
                     partition=self.sent % self.config.partitions,
                     headers=record_headers(record),

@@ -127,8 +127,8 @@ class KafkaEngine(Harness):
             time.sleep(0.1)
         raise AssertionError(f"{self.TOPIC}/{partition} has no leader after 30 s")
 
-    def _rewinder(self, consumer: Consumer, partition: int) -> Callable[[int], None]:
-        def rewind(offset: int) -> None:
+    def _rewinder(self, consumer: Consumer, partition: int) -> Callable[[int, int], None]:
+        def rewind(offset: int, _ingress: int = 0) -> None:
             consumer.seek(TopicPartition(self.TOPIC, partition, offset))
 
         return rewind

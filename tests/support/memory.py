@@ -194,7 +194,7 @@ class MemoryEngine(Harness):
                     keys=KeyGenerator(db, partition + 1),
                     producer=MemoryProducer(self.kafka),
                     group_metadata=lambda: None,
-                    rewind=lambda offset: None,
+                    rewind=lambda offset, ingress: None,
                     next_offset=0,
                     clock=clock or (lambda: self.now),
                     job_push=job_push,

@@ -8,7 +8,7 @@ from engine.log.topics import TopicSpecError, load_specs
 
 def test_specs_resolve_namespace_and_log_partitions() -> None:
     specs = {s.key: s for s in load_specs(Config(namespace="shop", partitions=7))}
-    assert set(specs) == {"log", "snapshots", "replies"}
+    assert set(specs) == {"log", "commands", "snapshots", "replies"}
     assert specs["log"].name == "shop.log"
     assert specs["log"].partitions == 7
     assert specs["snapshots"].partitions == 7  # one snapshot partition per log partition

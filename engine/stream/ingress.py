@@ -1,0 +1,154 @@
+"""Admission of client commands from the ingress topic `<ns>.commands`.
+
+Clients write commands to ingress; only the engine writes the log. Before a client record is
+copied into the log it must be a decodable COMMAND whose intent a client may send
+(`engine.protocol.intents.CLIENT_COMMANDS`) and whose keys belong to this log. Anything else is
+refused: the refusal becomes a COMMAND_REJECTION (and a reply) that names the ingress offset,
+and nothing of the record reaches the log. An admitted command is normalised (partition id,
+timestamp, no source position, no rejection fields) so the log holds only what the engine
+chose to write.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from confluent_kafka import Message
+
+from engine.protocol.codec import RecordCodec
+from engine.protocol.enums import RecordType, RejectionType, ValueType
+from engine.protocol.errors import InvalidKeyError, ProtocolError
+from engine.protocol.headers import INTENT, RECORD_TYPE, VALUE_TYPE, ReplyTo, header, reply_to
+from engine.protocol.intents import CLIENT_COMMANDS, ErrorIntent, intent_for
+from engine.protocol.keys import kafka_partition_of_key
+from engine.protocol.records import NO_KEY, Record
+from engine.protocol.values import VALUE_CLASSES, ErrorValue
+
+
+@dataclass(frozen=True, slots=True)
+class Admitted:
+    record: Record
+    """The normalised command to append to the log (position -1 until written)."""
+    reply: ReplyTo | None
+    offset: int
+    """Its offset on the ingress topic."""
+
+
+@dataclass(frozen=True, slots=True)
+class Refused:
+    placeholder: Record
+    """What the rejection repeats: the command when it decoded, else an empty value of the
+    value type and intent its headers name (or an ERROR value)."""
+    reply: ReplyTo | None
+    rejection_type: RejectionType
+    reason: str
+
+
+def admit(
+    codec: RecordCodec,
+    message: Message,
+    offset: int,
+    *,
+    topic: str,
+    partition: int,
+    partition_count: int,
+) -> Admitted | Refused:
+    """Admit or refuse the ingress record `message` at `offset` of `topic`/`partition`."""
+    headers = message.headers()
+    reply = reply_to(headers)
+    where = f"record at offset {offset} of {topic}/{partition}"
+    declared = header(headers, RECORD_TYPE)
+    if declared is not None and declared != b"COMMAND":
+        kind = declared.decode("ascii", "replace")[:40]
+        return _refused(
+            headers,
+            offset,
+            reply,
+            f"{where} is a {kind}: clients may write only COMMAND records to {topic}",
+        )
+    try:
+        record = codec.decode(
+            message.value(),  # type: ignore[arg-type]  # None is a typed DecodeError
+            topic=topic,
+            partition=partition,
+            offset=offset,
+        )
+    except ProtocolError as exc:
+        return _refused(headers, offset, reply, f"{where} is not a valid command: {exc.reason}")
+    record = replace(record, position=-1)
+    if record.record_type is not RecordType.COMMAND:
+        return Refused(
+            _placeholder(record.value_type, record.intent.name, offset, ""),
+            reply,
+            RejectionType.INVALID_ARGUMENT,
+            f"{where} is a {record.record_type.name}: clients may write only COMMAND records"
+            f" to {topic}",
+        )
+    if (record.value_type, record.intent) not in CLIENT_COMMANDS:
+        return Refused(
+            record,
+            reply,
+            RejectionType.INVALID_ARGUMENT,
+            f"{record.value_type.name} {record.intent.name} is an intent only the engine may"
+            f" write; {where} came from a client and is refused (see docs/records.md)",
+        )
+    key_problem = _foreign_key(record, partition_count)
+    if key_problem is not None:
+        return Refused(record, reply, RejectionType.INVALID_ARGUMENT, f"{where}: {key_problem}")
+    normalised = replace(
+        record,
+        partition_id=-1,
+        source_record_position=-1,
+        rejection_type=None,
+        rejection_reason="",
+    )
+    return Admitted(normalised, reply, offset)
+
+
+def _foreign_key(record: Record, partition_count: int) -> str | None:
+    """Why a key of `record` is outside every partition's key space of this log, or None."""
+    keys = [("key", record.key)]
+    scope_key = getattr(record.value, "scope_key", None)
+    if record.value_type is ValueType.VARIABLE_DOCUMENT and isinstance(scope_key, int):
+        keys.append(("scopeKey", scope_key))
+    for name, key in keys:
+        if key == NO_KEY:
+            continue
+        try:
+            owner = kafka_partition_of_key(key)
+        except InvalidKeyError:
+            return f"{name} {key} is not an entity key (-1 for none)"
+        if owner >= partition_count:
+            return (
+                f"{name} {key} belongs to partition {owner}, but the log has {partition_count}"
+                " partitions"
+            )
+    return None
+
+
+def _refused(headers: object, offset: int, reply: ReplyTo | None, reason: str) -> Refused:
+    value_type_name = (header(headers, VALUE_TYPE) or b"").decode("ascii", "replace")  # type: ignore[arg-type]
+    intent_name = (header(headers, INTENT) or b"").decode("ascii", "replace")  # type: ignore[arg-type]
+    value_type = ValueType.__members__.get(value_type_name)
+    return Refused(
+        _placeholder(value_type, intent_name, offset, reason),
+        reply,
+        RejectionType.INVALID_ARGUMENT,
+        reason,
+    )
+
+
+def _placeholder(
+    value_type: ValueType | None, intent_name: str, offset: int, reason: str
+) -> Record:
+    """An empty command of the value type and intent a refused record claimed (so a reply
+    listener can match the rejection), or an ERROR value when they are not valid."""
+    intent = intent_for(value_type, intent_name) if value_type is not None else None
+    if value_type is not None and intent is not None:
+        return Record(RecordType.COMMAND, value_type, intent, VALUE_CLASSES[value_type]())
+    return Record(
+        RecordType.COMMAND,
+        ValueType.ERROR,
+        ErrorIntent.CREATED,
+        ErrorValue(exception_message=reason, error_event_position=-1),
+    )
