@@ -1,13 +1,14 @@
 """The built-in functions of tiers 1 and 2. Wrong argument types give null, as FEEL does;
-a wrong number of arguments is an evaluation error."""
+a wrong number of arguments is an evaluation error. The regular-expression functions live in
+`regex` (linear time, bounded work)."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
+from engine.feel import regex
 from engine.feel.values import is_number, number_to_json, to_json
 
 
@@ -105,15 +106,6 @@ def _substring(text: Any, start: Any, length: Any = None) -> str | None:
     return text[max(begin, 0) : max(begin, 0) + int(max(min(length, limit), -limit))]
 
 
-def _matches(text: Any, pattern: Any) -> bool | None:
-    if not isinstance(text, str) or not isinstance(pattern, str):
-        return None
-    try:
-        return re.search(pattern, text) is not None
-    except re.error:
-        return None
-
-
 def _get_value(context: Any, key: Any) -> Any:
     return context.get(key) if isinstance(context, dict) and isinstance(key, str) else None
 
@@ -161,7 +153,9 @@ FUNCTIONS: dict[str, tuple[Callable[..., Any], int, int]] = {
     "lower case": (_lower, 1, 1),
     "string length": (_length, 1, 1),
     "substring": (_substring, 2, 3),
-    "matches": (_matches, 2, 2),
+    "matches": (regex.matches, 2, 3),
+    "replace": (regex.replace, 3, 4),
+    "split": (regex.split, 2, 2),
     "get value": (_get_value, 2, 2),
     "context put": (_context_put, 3, 3),
     "list contains": (_list_contains, 2, 2),
@@ -169,3 +163,7 @@ FUNCTIONS: dict[str, tuple[Callable[..., Any], int, int]] = {
     "floor": (_floor, 1, 1),
     "ceiling": (_ceiling, 1, 1),
 }
+
+METERED = frozenset({"matches", "replace", "split"})
+"""Functions whose work grows with their arguments beyond one step: they take the evaluation's
+step meter (`regex.Meter`) before their arguments and charge it as they go."""

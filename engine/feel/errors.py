@@ -26,3 +26,9 @@ class FeelSyntaxError(FeelError):
 class FeelEvaluationError(FeelError):
     """The expression parsed but cannot be evaluated (e.g. a function called with the wrong
     arguments, or a result of the wrong type where one is required)."""
+
+
+class FeelBuiltinError(Exception):
+    """A built-in function refused its arguments for a reason worth more than a null (a limit,
+    an unsupported pattern). The message names the function; the evaluator turns it into a
+    FeelEvaluationError pointing at the call."""

@@ -13,14 +13,14 @@ from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
 
-from engine.feel.builtins import FUNCTIONS
-from engine.feel.errors import FeelEvaluationError
+from engine.feel.builtins import FUNCTIONS, METERED
+from engine.feel.errors import FeelBuiltinError, FeelEvaluationError
 from engine.feel.parser import Node
-from engine.feel.values import ResultTooLargeError, is_number
+from engine.feel.values import MAX_STRING_LENGTH, ResultTooLargeError, is_number
 
 MAX_STEPS = 1_000_000
 MAX_RANGE = 100_000
-MAX_STRING_LENGTH = 1_000_000
+__all__ = ["MAX_RANGE", "MAX_STEPS", "MAX_STRING_LENGTH", "Evaluator", "Scope"]
 
 _VARARG_LISTS = {"sum", "min", "max"}
 
@@ -114,10 +114,12 @@ class Evaluator:
         if name in _VARARG_LISTS and len(values) > 1:
             values = [values]
         try:
+            if name in METERED:
+                return function(lambda steps: self.charge(steps, node), *values)
             return function(*values)
         except ArithmeticError:  # e.g. sum() overflowing: no number, so null
             return None
-        except ResultTooLargeError as error:
+        except (ResultTooLargeError, FeelBuiltinError) as error:
             raise self.error(str(error), node) from None
 
     def _defined(self, node: Node, scope: Scope) -> bool:

@@ -15,6 +15,8 @@ from typing import Any
 
 MAX_INTEGER_DIGITS = 4000
 """Below Python's limit for int <-> str conversion (4300 digits), so a result can be written."""
+MAX_STRING_LENGTH = 1_000_000
+"""Characters in a string an expression builds (concatenation, replace())."""
 MAX_RESULT_NODES = 1_000_000
 """Values in a result, nested ones included: lists sharing items can describe far bigger
 documents than they take in memory (`{a: [1, 1], b: [a, a], c: [b, b], ...}`)."""
