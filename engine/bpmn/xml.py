@@ -49,11 +49,14 @@ class _RefusedError(Exception):
 
 
 class _Builder:
-    """expat handlers that build the tree and refuse everything DTD-related."""
+    """expat handlers that build the tree and refuse everything DTD-related. An element's text
+    is gathered in chunks and joined once when it ends: linear in its size, however many
+    pieces expat hands over."""
 
     def __init__(self, parser: Any) -> None:
         self.parser = parser
         self.stack: list[Node] = []
+        self.texts: list[list[str]] = []  # the text chunks of each element on the stack
         self.root: list[Node] = []
         self.count = 0
 
@@ -68,13 +71,14 @@ class _Builder:
         node = Node(tag, attrs, self.parser.CurrentLineNumber)
         (self.stack[-1].children if self.stack else self.root).append(node)
         self.stack.append(node)
+        self.texts.append([])
 
     def end(self, _name: str) -> None:
-        self.stack.pop()
+        self.stack.pop().text = "".join(self.texts.pop())
 
     def text(self, data: str) -> None:
-        if self.stack:
-            self.stack[-1].text += data
+        if self.texts:
+            self.texts[-1].append(data)
 
     def doctype(self, *_: object) -> None:
         raise _RefusedError("a DOCTYPE is not allowed (no DTDs or entities in BPMN resources)")
