@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from engine.protocol.enums import RecordType, ValueType
 from engine.protocol.intents import INTENTS_BY_VALUE_TYPE, Intent
@@ -20,7 +20,13 @@ Applier = Callable[[Record, PartitionDb], None]
 """Applies one event to state. Must be deterministic: no clock, no randomness, no I/O."""
 
 DueDateChecker = Callable[[PartitionDb, int], Iterable[Record]]
-"""Given state and the current time (ms), the commands for work that is due now."""
+"""Given state and the current time (ms), the commands for work that is due now: the
+earliest first, and at most MAX_DUE_COMMANDS of them. A checker that returns that many may
+have left more due work for its next run, which its caller should make at once."""
+
+MAX_DUE_COMMANDS = 1000
+"""Most commands one due-date checker run returns, so that one batch stays bounded however
+much work falls due at the same moment (10,000 timers of one cycle, a broker down for hours)."""
 
 AfterCommand = Callable[[Record, "ProcessingContext"], None]
 """Runs after each successful processor, inside the command's savepoint (e.g. job push)."""
@@ -35,6 +41,9 @@ def _value_type_of(intent: Intent) -> ValueType:
 
 class Engine:
     """Processors, appliers and due-date checkers of one engine build."""
+
+    MAX_DUE_COMMANDS: ClassVar[int] = MAX_DUE_COMMANDS
+    """The cap of every due-date checker, for callers that hold only the engine."""
 
     def __init__(self) -> None:
         self.processors: dict[tuple[RecordType, ValueType, Intent], Processor] = {}

@@ -13,7 +13,7 @@ from dataclasses import replace
 
 from engine.processing import job_state
 from engine.processing.context import MAX_DEADLINE, ProcessingContext, RejectionError
-from engine.processing.engine import Engine
+from engine.processing.engine import MAX_DUE_COMMANDS, Engine
 from engine.processing.job_push import MAX_JOB_VARIABLES_BYTES, PUSH_WORKER, activated_job
 from engine.processing.job_state import (
     ACTIVATABLE,
@@ -102,10 +102,11 @@ def apply_timed_out(record: Record, db: PartitionDb) -> None:
 
 
 def expired_jobs(db: PartitionDb, now: int) -> Iterable[Record]:
-    """The due-date checker: TIME_OUT for every activated job past its deadline."""
-    due = []
+    """The due-date checker: TIME_OUT for the activated jobs longest past their deadline, at
+    most MAX_DUE_COMMANDS."""
+    due: list[Record] = []
     for (deadline, key), _unused in db.column(DEADLINES).items():
-        if deadline > now:
+        if deadline > now or len(due) == MAX_DUE_COMMANDS:
             break
         due.append(command(JobIntent.TIME_OUT, JobValue(), key=key))
     return due

@@ -16,7 +16,7 @@ from dataclasses import replace
 
 from engine.processing import instances, job_state, scopes
 from engine.processing.context import MAX_DEADLINE, ProcessingContext, RejectionError
-from engine.processing.engine import Engine
+from engine.processing.engine import MAX_DUE_COMMANDS, Engine
 from engine.processing.incidents import job_incident
 from engine.processing.job_state import JOBS, STATES, job_value, stored_job
 from engine.processing.mappings import propagate_variables, variables_document
@@ -158,10 +158,11 @@ def apply_error_thrown(record: Record, db: PartitionDb) -> None:
 
 
 def backoffs_due(db: PartitionDb, now: int) -> Iterable[Record]:
-    """The due-date checker: RECUR_AFTER_BACKOFF for every job whose back-off is over."""
-    due = []
+    """The due-date checker: RECUR_AFTER_BACKOFF for the jobs whose back-off ended first, at
+    most MAX_DUE_COMMANDS."""
+    due: list[Record] = []
     for (recurring, key), _unused in db.column(job_state.BACKOFFS).items():
-        if recurring > now:
+        if recurring > now or len(due) == MAX_DUE_COMMANDS:
             break
         due.append(record_command(JobIntent.RECUR_AFTER_BACKOFF, JobValue(), key=key))
     return due

@@ -24,7 +24,7 @@ from typing import Any
 
 from engine.processing import start_events
 from engine.processing.context import MAX_DEADLINE, ProcessingContext, RejectionError
-from engine.processing.engine import Engine
+from engine.processing.engine import MAX_DUE_COMMANDS, Engine
 from engine.processing.mappings import variables_document
 from engine.protocol.enums import RejectionType
 from engine.protocol.intents import (
@@ -212,10 +212,11 @@ def expire(record: Record, ctx: ProcessingContext) -> None:
 
 
 def expired_messages(db: PartitionDb, now: int) -> Iterable[Record]:
-    """The due-date checker: EXPIRE for every message past its deadline."""
-    due = []
+    """The due-date checker: EXPIRE for the messages longest past their deadline, at most
+    MAX_DUE_COMMANDS."""
+    due: list[Record] = []
     for (deadline, key), _unused in db.column(DEADLINES).items():
-        if deadline > now:
+        if deadline > now or len(due) == MAX_DUE_COMMANDS:
             break
         due.append(command(MessageIntent.EXPIRE, MessageValue(), key=key))
     return due

@@ -11,7 +11,7 @@ from engine.bpmn import EventNode
 from engine.bpmn.schedule import ScheduleError, after, cycle
 from engine.processing import events, instances, processes, start_events
 from engine.processing.context import ProcessingContext, RejectionError
-from engine.processing.engine import Engine
+from engine.processing.engine import MAX_DUE_COMMANDS, Engine
 from engine.protocol.enums import RejectionType
 from engine.protocol.intents import ProcessInstanceIntent as Instance
 from engine.protocol.intents import TimerIntent
@@ -21,9 +21,10 @@ from engine.state import PartitionDb
 
 
 def due_timers(db: PartitionDb, now: int) -> Iterable[Record]:
-    due = []
+    """The due-date checker: TRIGGER for the earliest timers due, at most MAX_DUE_COMMANDS."""
+    due: list[Record] = []
     for (due_date, owner, key), _unused in db.column(events.TIMER_DUE).items():
-        if due_date > now:
+        if due_date > now or len(due) == MAX_DUE_COMMANDS:
             break
         due.append(command(TimerIntent.TRIGGER, TimerValue(element_instance_key=owner), key=key))
     return due
