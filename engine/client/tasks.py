@@ -102,20 +102,41 @@ Outcome = tuple[str, Request]
 
 def run_task(task: Task, job: ActivatedJob) -> Outcome:
     """Run the task and turn what happened into the job's answer. Never raises for what the
-    task function does: that is the job's outcome, not the worker's."""
+    task function does (an exception, or variables that are no JSON document): that is the
+    job's outcome, not the worker's, and a worker whose answer is lost would leave the job's
+    offset uncommitted."""
     try:
         variables = task.call(job)
     except BpmnError as error:
-        return "errors_thrown", commands.throw_error(
-            job.key, error.code, error.message, error.variables
-        )
+        try:
+            return "errors_thrown", commands.throw_error(
+                job.key, error.code, error.message, error.variables
+            )
+        except (TypeError, ValueError) as exc:
+            return _failed(task, job, f"BpmnError {error.code!r} with variables", exc)
     except Exception as exc:  # any failure of user code fails the job
         _LOG.warning("job %d of type %s failed: %s", job.key, job.type, exc)
-        message = f"{type(exc).__name__}: {exc}"[:4000]
-        return "failed", commands.fail_job(
-            job.key, max(job.retries - 1, 0), message, task.retry_backoff_ms
-        )
+        return _failed(task, job, "", exc, backoff=True)
     if variables is not None and not isinstance(variables, dict):
         message = f"task {task.function.__name__} returned {type(variables).__name__}, not a dict"
         return "failed", commands.fail_job(job.key, max(job.retries - 1, 0), message)
-    return "completed", commands.complete_job(job.key, variables)
+    try:
+        return "completed", commands.complete_job(job.key, variables)
+    except (TypeError, ValueError) as exc:
+        return _failed(task, job, f"task {task.function.__name__} returned variables", exc)
+
+
+def _failed(
+    task: Task, job: ActivatedJob, what: str, exc: Exception, *, backoff: bool = False
+) -> Outcome:
+    """FAIL with one retry less: the task raised `exc`, or `what` could not be sent (`exc`
+    says why, e.g. a value that is no JSON)."""
+    try:
+        detail = f"{type(exc).__name__}: {exc}"
+    except Exception:  # a __str__ that raises
+        detail = type(exc).__name__
+    message = (f"{what} that cannot be sent: {detail}" if what else detail)[:4000]
+    if what:
+        _LOG.warning("job %d of type %s failed: %s", job.key, job.type, message)
+    retry_backoff = task.retry_backoff_ms if backoff else 0
+    return "failed", commands.fail_job(job.key, max(job.retries - 1, 0), message, retry_backoff)

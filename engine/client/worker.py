@@ -29,9 +29,17 @@ readers (the engine) see on the log partitions it wrote to. Its transactional id
 `<ns>.workers.<type>.<name>`: give every worker process its own name that stays the same across
 restarts, so a restarted worker aborts what its crashed predecessor left open at once.
 
+At least once (push, default): a job topic offset is committed only past records whose every
+job was answered and whose answer the engine replied to (a rejection counts: the job is settled),
+so a worker killed mid-job leaves its jobs to the partition's next owner. Offsets are
+auto-committed every few seconds, and committed synchronously when `run` returns and when a
+rebalance takes partitions away (after the tasks in hand on them are answered).
+
 `stop()` (or SIGTERM/SIGINT with `install_signal_handlers`) is graceful: no new jobs are taken,
-the tasks in hand finish and their answers are sent (committed, with exactly_once) before `run`
-returns.
+the tasks in hand finish, their answers are sent and replied to, and the offsets of every job
+answered are committed (in its transaction, with exactly_once) before `run` returns, so the
+next worker of the group never gets them. Only an answer the engine did not confirm within the
+client's timeout leaves its job to the next worker (logged).
 """
 
 from __future__ import annotations
@@ -113,14 +121,13 @@ class JobWorker:
         """Set once jobs can arrive: every job topic has partitions assigned (push), or at
         once (poll)."""
         self.max_in_flight = 1000
-        self._in_flight: dict[bytes, int] = {}
-        """Answers sent and not yet answered by the engine: correlation id -> job key."""
+        self._in_flight: dict[bytes, tuple[int, _Taken | None]] = {}
+        """Answers sent and not yet answered by the engine: correlation id -> job key and,
+        pushed at least once, its record (settled in `_offsets` when the reply arrives)."""
         self._pool = ThreadPoolExecutor(concurrency, thread_name_prefix=f"task-{self.name}")
-        self._running: dict[Future[Outcome], int] = {}
-        """Tasks running in the pool -> their job key."""
+        self._running: dict[Future[Outcome], tuple[int, _Taken | None]] = {}
+        """Tasks running in the pool -> their job key and, pushed at least once, its record."""
         self._offsets = _ConsumedOffsets()
-        self._positions: dict[int, _Position] = {}
-        """Pushed job key -> where its record is on the job topic (at least once)."""
 
     def task(
         self,
@@ -207,8 +214,13 @@ class JobWorker:
             self._finish(None)
             self._drain()
         finally:
-            for consumer in consumers:
-                consumer.close()
+            try:
+                if not self.exactly_once:
+                    for consumer in consumers:
+                        self._commit(consumer)
+            finally:
+                for consumer in consumers:
+                    consumer.close()
             for producer in producers:
                 producer.flush(10)
 
@@ -232,8 +244,58 @@ class JobWorker:
                 **({"group.instance.id": self.name} if self.exactly_once else {}),
             }
         )
-        consumer.subscribe([job_topic(self.config.namespace, job_type)])
+        topic = job_topic(self.config.namespace, job_type)
+        if self.exactly_once:  # nothing in hand between transactions
+            consumer.subscribe([topic])
+        else:
+            consumer.subscribe([topic], on_revoke=self._revoked, on_lost=self._lost)
         return consumer
+
+    def _revoked(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        """A rebalance takes `partitions` away (or `close` gives them up): answer the jobs in
+        hand from them and commit their offsets first, so their next owner starts past them."""
+        revoked = {(tp.topic, tp.partition) for tp in partitions}
+
+        def on_revoked(taken: _Taken | None) -> bool:
+            return taken is not None and taken.consumer is consumer and taken.where in revoked
+
+        self._finish(None, only=on_revoked)
+        self._drain(only=on_revoked)
+        self._commit(consumer, revoked)
+        self._offsets.forget(consumer, revoked)
+
+    def _lost(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        """Partitions lost (the session expired): another worker owns them already, so
+        nothing may be committed for them; answers in hand still go to the engine."""
+        self._offsets.forget(consumer, {(tp.topic, tp.partition) for tp in partitions})
+
+    def _commit(self, consumer: Consumer, only: set[tuple[str, int]] | None = None) -> None:
+        """Commit, synchronously, the offsets of the answered jobs of `consumer` (on `only`
+        partitions). Retried while the error is retriable, for up to the client's timeout;
+        a commit that fails is logged naming the offsets, never raised: the jobs past the
+        committed offset are then worked again by the next owner (at least once)."""
+        offsets = self._offsets.committable(consumer, only)
+        if not offsets:
+            return
+        deadline = time.monotonic() + self.client.timeout
+        while True:
+            try:
+                consumer.commit(offsets=offsets, asynchronous=False)
+                return
+            except KafkaException as exc:
+                error = exc.args[0]
+                if error.code() == KafkaError._NO_OFFSET:
+                    return
+                if not error.retriable() or time.monotonic() > deadline:
+                    where = ", ".join(f"{tp.topic}/{tp.partition}@{tp.offset}" for tp in offsets)
+                    _LOG.warning(
+                        "job worker %r could not commit %s (%s): those jobs may be worked again",
+                        self.name,
+                        where,
+                        error.str(),
+                    )
+                    return
+                time.sleep(0.1)
 
     def _producer(self, job_type: str) -> Producer:
         producer = Producer(
@@ -248,10 +310,10 @@ class JobWorker:
 
     def _jobs_of(
         self, messages: list[Any], consumer: Consumer | None = None
-    ) -> list[tuple[int, JobValue]]:
-        """The jobs of pushed records; with `consumer`, each record's offset is tracked until
-        its jobs are answered."""
-        jobs: list[tuple[int, JobValue]] = []
+    ) -> list[tuple[int, JobValue, _Taken | None]]:
+        """The jobs of pushed records; with `consumer`, each job carries its record, whose
+        offset is tracked until every job of it is settled."""
+        jobs: list[tuple[int, JobValue, _Taken | None]] = []
         now_ms = int(time.time() * 1000)
         for message in messages:
             error = message.error()
@@ -259,22 +321,18 @@ class JobWorker:
                 if error.code() != KafkaError._PARTITION_EOF:
                     _LOG.warning("job topic: %s", error.str())
                 continue
-            position = self._offsets.taken(consumer, message) if consumer else None
             record = self.client.codec.decode(message.value() or b"")
             value = record.value
-            taken = 0
+            found: list[tuple[int, JobValue]] = []
             if record.intent is JobBatchIntent.ACTIVATED:
                 assert isinstance(value, JobBatchValue)
                 for key, job in zip(value.job_keys, value.jobs, strict=True):
                     if 0 <= job.deadline < now_ms:
                         self.stats.skipped_expired += 1  # timed out: the engine pushes it again
                     else:
-                        jobs.append((key, job))
-                        taken += 1
-                        if position is not None:
-                            self._positions[key] = position
-            if position is not None and not taken:
-                self._offsets.done(position)
+                        found.append((key, job))
+            taken = self._offsets.taken(consumer, message, len(found)) if consumer else None
+            jobs += [(key, job, taken) for key, job in found]
         return jobs
 
     def _run_poll(self, done: Callable[[], bool]) -> None:
@@ -287,7 +345,7 @@ class JobWorker:
                     break
                 jobs = self.client.activate_jobs(task.job_type, self.name, free, task.timeout_ms)
                 found += len(jobs)
-                self._start(list(jobs))
+                self._start([(key, job, None) for key, job in jobs])
             self._finish(0.0 if found else 0.05)
             self._collect(0.0)
         self._finish(None)
@@ -295,30 +353,30 @@ class JobWorker:
 
     # -- tasks and answers ------------------------------------------------------------------------
 
-    def _start(self, jobs: list[tuple[int, JobValue]]) -> None:
-        for key, value in jobs:
+    def _start(self, jobs: list[tuple[int, JobValue, _Taken | None]]) -> None:
+        for key, value, taken in jobs:
             task = self.tasks[value.type]
-            self._running[self._pool.submit(run_task, task, ActivatedJob.of(key, value))] = key
+            future = self._pool.submit(run_task, task, ActivatedJob.of(key, value))
+            self._running[future] = (key, taken)
 
-    def _finish(self, timeout: float | None) -> None:
-        """Send the answers of the tasks that finished within `timeout` (None: all of them)."""
-        if not self._running:
+    def _finish(
+        self, timeout: float | None, only: Callable[[_Taken | None], bool] | None = None
+    ) -> None:
+        """Send the answers of the tasks that finished within `timeout` (None: all of them,
+        or all of those whose record `only` accepts)."""
+        waited = [f for f, (_, taken) in self._running.items() if only is None or only(taken)]
+        if not waited:
             return
         finished, _ = wait(
-            list(self._running),
-            timeout,
-            return_when="ALL_COMPLETED" if timeout is None else FIRST_COMPLETED,
+            waited, timeout, return_when="ALL_COMPLETED" if timeout is None else FIRST_COMPLETED
         )
         for future in finished:
-            key = self._running.pop(future)
+            key, taken = self._running.pop(future)
             kind, request = future.result()
             self._count(kind)
             while len(self._in_flight) >= self.max_in_flight:
                 self._collect(0.01)
-            self._in_flight[self.client.connection.produce(request)] = key
-            position = self._positions.pop(key, None)
-            if position is not None:
-                self._offsets.done(position)
+            self._in_flight[self.client.connection.produce(request)] = (key, taken)
         self.client.producer.poll(0)
 
     def _count(self, kind: str) -> None:
@@ -335,7 +393,7 @@ class JobWorker:
         jobs = self._jobs_of(messages)
         futures = [
             (key, self._pool.submit(run_task, self.tasks[v.type], ActivatedJob.of(key, v)))
-            for key, v in jobs
+            for key, v, _ in jobs
         ]
         outcomes = [(key, future.result()) for key, future in futures]
         offsets: dict[tuple[str, int], int] = {}
@@ -345,7 +403,7 @@ class JobWorker:
             producer.begin_transaction()
             sent = {}
             for key, (_, request) in outcomes:
-                sent[self.client.connection.produce(request, producer=producer)] = key
+                sent[self.client.connection.produce(request, producer=producer)] = (key, None)
             producer.send_offsets_to_transaction(
                 [TopicPartition(t, p, o) for (t, p), o in offsets.items()],
                 consumer.consumer_group_metadata(),
@@ -391,55 +449,106 @@ class JobWorker:
                 time.sleep(timeout)
             return
         for correlation, reply in self.client.results(timeout).items():
-            key = self._in_flight.pop(correlation, -1)
+            key, taken = self._in_flight.pop(correlation, (-1, None))
+            if taken is not None:
+                self._offsets.settled(taken)
             if reply.record_type is RecordType.COMMAND_REJECTION:
                 self.stats.rejected += 1
                 reason = f"job {key}: {reply.intent.name} rejected: {reply.rejection_reason}"
                 self.stats.rejections.append(reason)
                 _LOG.warning("%s", reason)
 
-    def _drain(self) -> None:
-        """On the way out: wait for the replies to answers already sent."""
+    def _drain(self, only: Callable[[_Taken | None], bool] | None = None) -> None:
+        """Wait for the replies to answers already sent (those whose record `only` accepts),
+        up to the client's timeout."""
+
+        def waiting() -> int:
+            return sum(1 for _, taken in self._in_flight.values() if only is None or only(taken))
+
         self.client.flush()
         deadline = time.monotonic() + self.client.timeout
-        while self._in_flight and time.monotonic() < deadline:
+        while waiting() and time.monotonic() < deadline:
             self._collect(0.05)
-        if self._in_flight:
+        if waiting():
             _LOG.warning(
-                "no reply for %d job answers within %.0f s",
-                len(self._in_flight),
+                "no reply for %d job answers within %.0f s: their jobs may be worked again",
+                waiting(),
                 self.client.timeout,
             )
 
 
-_Position = tuple[Consumer, str, int, int]
-"""(consumer, topic, partition, offset) of a consumed job record."""
+@dataclass(frozen=True, slots=True, eq=False)
+class _Taken:
+    """One consumed job record (at least once): where it is, and how many of its jobs are
+    taken. Compared by identity: a record consumed twice (after a seek) is two."""
+
+    consumer: Consumer
+    where: tuple[str, int]
+    """(topic, partition)"""
+    offset: int
 
 
 class _ConsumedOffsets:
-    """At least once for pushed jobs: a job topic partition's offset is stored for the
-    consumer's auto-commit only up to the first record whose jobs are not answered yet, so a
-    worker killed mid-job leaves its jobs to the partition's next owner instead of to the
-    job's deadline. Jobs finish in any order (concurrency); offsets advance in order."""
+    """At least once for pushed jobs: a job topic partition's offset is stored (for the
+    auto-commit) and committable only up to the first record with a job not yet settled, a
+    job being settled once the engine replied to its answer. A worker killed mid-job thus
+    leaves its jobs to the partition's next owner instead of to the job's deadline. Jobs finish
+    in any order (concurrency); offsets advance in order. Never raises for a partition that was
+    revoked meanwhile: its new owner decides."""
 
     def __init__(self) -> None:
-        self._open: dict[tuple[int, str, int], set[int]] = {}
+        self._open: dict[tuple[int, str, int], dict[int, tuple[_Taken, int]]] = {}
+        """(consumer id, topic, partition) -> offset of a record -> it, and its jobs not
+        settled."""
         self._next: dict[tuple[int, str, int], int] = {}
+        """(consumer id, topic, partition) -> the offset after the last record taken."""
+        self._stored: dict[tuple[int, str, int], tuple[Consumer, int]] = {}
+        """(consumer id, topic, partition) -> the offset stored last, not yet committed."""
 
-    def taken(self, consumer: Consumer, message: Any) -> _Position:
+    def taken(self, consumer: Consumer, message: Any, jobs: int) -> _Taken:
+        """Track `message`, a record of which `jobs` jobs are taken (0: settled at once)."""
         topic, partition, offset = message.topic(), message.partition(), message.offset()
         key = (id(consumer), topic, partition)
-        self._open.setdefault(key, set()).add(offset)
+        taken = _Taken(consumer, (topic, partition), offset)
+        self._open.setdefault(key, {})[offset] = (taken, jobs)
         self._next[key] = max(self._next.get(key, 0), offset + 1)
-        return consumer, topic, partition, offset
+        if not jobs:
+            self._advance(taken, 0)
+        return taken
 
-    def done(self, position: _Position) -> None:
-        consumer, topic, partition, offset = position
-        key = (id(consumer), topic, partition)
-        waiting = self._open.get(key)
-        if waiting is None or offset not in waiting:
+    def settled(self, taken: _Taken) -> None:
+        """One job of the record `taken` is settled."""
+        self._advance(taken, 1)
+
+    def _advance(self, taken: _Taken, jobs: int) -> None:
+        key = (id(taken.consumer), *taken.where)
+        waiting = self._open.get(key, {})
+        record, left = waiting.get(taken.offset, (None, 0))
+        if record is not taken:
+            return  # forgotten (revoked or lost), or consumed again since
+        if left - jobs > 0:
+            waiting[taken.offset] = (taken, left - jobs)
             return
-        waiting.discard(offset)
+        del waiting[taken.offset]
         store = min(waiting) if waiting else self._next[key]
-        with contextlib.suppress(KafkaException):  # revoked meanwhile: its new owner decides
-            consumer.store_offsets(offsets=[TopicPartition(topic, partition, store)])
+        self._stored[key] = (taken.consumer, store)
+        with contextlib.suppress(KafkaException):
+            taken.consumer.store_offsets(offsets=[TopicPartition(*taken.where, store)])
+
+    def committable(
+        self, consumer: Consumer, only: set[tuple[str, int]] | None = None
+    ) -> list[TopicPartition]:
+        """The offsets stored for `consumer` (on `only` partitions) since the last call."""
+        found = []
+        for key, (owner, offset) in list(self._stored.items()):
+            if owner is consumer and (only is None or key[1:] in only):
+                found.append(TopicPartition(key[1], key[2], offset))
+                del self._stored[key]
+        return found
+
+    def forget(self, consumer: Consumer, partitions: set[tuple[str, int]]) -> None:
+        """Stop tracking `partitions` of `consumer`: they are not ours any more."""
+        for key in [k for k in self._open if k[0] == id(consumer) and k[1:] in partitions]:
+            self._open.pop(key, None)
+            self._next.pop(key, None)
+            self._stored.pop(key, None)

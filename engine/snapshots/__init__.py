@@ -203,7 +203,10 @@ def restore(
 ) -> Manifest | None:
     """Replace `target` with the newest snapshot that verifies, whose replay start is not below
     `not_before` (the log start: events before it are gone) and, with `up_to`, whose applied
-    position is not beyond it; None when there is none."""
+    position is not beyond it; None when there is none. A snapshot that does not verify (an
+    unsafe file name, a chunk missing or failing its checksum: `store.download`) is logged and
+    passed over; nothing of it is written outside `target`'s staging folder, and `target` is
+    only touched once a snapshot has verified completely."""
     consumer = clients.restore_consumer(bootstrap, namespace, partition)
     topic = f"{namespace}.snapshots"
     try:
@@ -218,8 +221,10 @@ def restore(
             shutil.rmtree(staging, ignore_errors=True)
             try:
                 store.download(consumer, topic, partition, manifest, staging)
-            except SnapshotError as error:
-                _LOG.warning("partition %d: %s; trying an older snapshot", partition, error)
+            except SnapshotError as error:  # names the snapshot, the chunk and what failed
+                _LOG.warning(
+                    "partition %d: snapshot refused, trying an older one: %s", partition, error
+                )
                 shutil.rmtree(staging, ignore_errors=True)
                 continue
             shutil.rmtree(target, ignore_errors=True)

@@ -5,6 +5,7 @@ downstream group holds truncation back."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import uuid
 from collections.abc import Iterator
@@ -276,3 +277,100 @@ def test_local_state_of_a_recreated_log_is_rebuilt_not_reused(
     finally:
         assert worker.stop() == 0, worker.tail()
     assert "belongs to another log" in worker.log.read_text()
+
+
+MARK = b"forged-" + uuid.uuid4().hex.encode()
+"""In every forged file: found nowhere on disk after a restore."""
+
+
+def _forge(
+    config: Config,
+    producer: Producer,
+    snapshot_id: str,
+    files: dict[str, bytes],
+    *,
+    created_ms: int,
+    wrong_checksum_of: str | None = None,
+) -> None:
+    """A complete snapshot in the project's own chunk encoding (one chunk per file, then the
+    manifest), at a position above every real one so that restore tries it first (newest
+    `created_ms` first). The chunk of `wrong_checksum_of` claims, in its header and in the
+    manifest, a checksum its bytes do not have."""
+    chunks = []
+    for name, data in files.items():
+        checksum = hashlib.sha256(data).hexdigest()
+        if name == wrong_checksum_of:
+            checksum = hashlib.sha256(b"something else").hexdigest()
+        chunks.append(store.ChunkInfo(name, 0, len(data), checksum))
+    total = store._snapshot_checksum(chunks)
+    for info, data in zip(chunks, files.values(), strict=True):
+        producer.produce(
+            config.snapshots_topic,
+            data,
+            key=f"{snapshot_id}/{info.file}/0".encode(),
+            partition=0,
+            headers=[
+                (store.KIND, b"chunk"),
+                ("snapshotId", snapshot_id.encode()),
+                ("chunkName", f"{info.file}:0".encode()),
+                ("totalCount", str(len(chunks)).encode()),
+                ("chunkChecksum", info.checksum.encode()),
+                ("snapshotChecksum", total.encode()),
+            ],
+        )
+    manifest = store.Manifest(
+        snapshot_id=snapshot_id,
+        partition=0,
+        processed_position=1000,
+        applied_position=1000,
+        state_format=STATE_FORMAT,
+        checksum=total,
+        chunks=tuple(chunks),
+        first_offset=0,
+        created_ms=created_ms,
+    )
+    producer.produce(
+        config.snapshots_topic,
+        manifest.to_json(),
+        key=f"{snapshot_id}/manifest".encode(),
+        partition=0,
+        headers=[(store.KIND, b"manifest"), ("snapshotId", snapshot_id.encode())],
+    )
+    assert producer.flush(10) == 0
+
+
+def test_forged_snapshots_are_refused_naming_why_and_write_nothing(
+    snapshot_topic: tuple[Config, Producer], tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    config, producer = snapshot_topic
+    good = _upload(config, producer, _store_with(tmp_path, "good", 10), 10)
+    outside = tmp_path / "outside" / "x"  # absolute and outside the target, like /etc/x
+    current = b"MANIFEST-000001\n"
+    forged = {
+        "forged-parent": {"CURRENT": current, "../evil": MARK},
+        "forged-absolute": {"CURRENT": current, str(outside): MARK},
+        "forged-checksum": {"CURRENT": current, "000009.sst": MARK},
+    }
+    for n, (snapshot_id, files) in enumerate(forged.items()):
+        wrong = "000009.sst" if snapshot_id == "forged-checksum" else None
+        _forge(config, producer, snapshot_id, files, created_ms=3 - n, wrong_checksum_of=wrong)
+    assert [m.snapshot_id for m in _manifests(config)][:4] == [*forged, good.snapshot_id]
+
+    target = tmp_path / "machine" / "state" / "partition-0"
+    target.parent.mkdir(parents=True)
+    with caplog.at_level("WARNING", logger="partita.snapshots"):
+        restored = restore(config.bootstrap, config.namespace, 0, target)
+    assert restored is not None and restored.snapshot_id == good.snapshot_id  # the fallback
+    refusals = [r.getMessage() for r in caplog.records if "snapshot refused" in r.getMessage()]
+    assert len(refusals) == 3, refusals
+    parent, absolute, checksum = refusals
+    assert "snapshot forged-parent: file name '../evil' has a '..' component" in parent
+    assert f"snapshot forged-absolute: file name '{outside}' is an absolute path" in absolute
+    assert "snapshot forged-checksum: chunk 000009.sst:0 fails its checksum" in checksum
+
+    assert not (tmp_path / "outside").exists()
+    assert not list(tmp_path.rglob("evil"))
+    assert not [p for p in tmp_path.rglob("*") if p.is_file() and MARK in p.read_bytes()]
+    assert [p.name for p in target.parent.iterdir()] == ["partition-0"]  # no staging left
+    with PartitionDb(target) as db:
+        assert db.position("last_processed_position") == 10
