@@ -15,7 +15,9 @@
 - Tables use faust's `rocksdb://` store, which uses rocksdict when python-rocksdb is absent,
   one RocksDB per table and partition under `<data_dir>/<group>/tables`.
 - Records arrive as raw bytes; the `recordType`, `valueType` and `intent` headers select the
-  EVENTs the appliers use before anything is decoded.
+  EVENTs the appliers use before anything is decoded. A selected record that does not decode
+  or whose folding fails is logged (topic, partition, offset, value type, intent, what failed),
+  counted (`/api/skipped`) and skipped.
 
 Figures are merged over the partitions this worker is assigned: run one analytics worker per
 namespace (a second one would split the partitions and each would serve only its share).
@@ -35,11 +37,11 @@ from pathlib import Path
 from typing import Any
 
 from engine.analytics import views
-from engine.analytics.appliers import Tables, apply, wanted
+from engine.analytics.appliers import Tables, fold, wanted
 from engine.analytics.dashboard import PAGE
+from engine.analytics.skipped import SkippedRecords
 from engine.errors import PartitaError
 from engine.protocol.codec import RecordCodec
-from engine.protocol.errors import ProtocolError
 from engine.protocol.headers import INTENT, RECORD_TYPE, VALUE_TYPE
 
 log = logging.getLogger(__name__)
@@ -128,27 +130,27 @@ def build_app(settings: AnalyticsSettings) -> Any:
         settings.log_topic, key_serializer="raw", value_serializer="raw", internal=False
     )
     codec = RecordCodec()
+    skipped = SkippedRecords("analytics")
 
     @app.agent(topic, name="fold")
-    async def fold(stream: Any) -> None:
+    async def fold_events(stream: Any) -> None:
         async for event in stream.events():
             headers = event.headers or {}
             if not wanted(headers.get(RECORD_TYPE), headers.get(VALUE_TYPE), headers.get(INTENT)):
                 continue
             message = event.message
-            try:
-                record = codec.decode(
-                    event.value,
-                    topic=message.topic,
-                    partition=message.partition,
-                    offset=message.offset,
-                )
-            except ProtocolError as error:
-                log.warning("skipped an undecodable record: %s", error)
-                continue
-            apply(tables, message.partition, record)
+            fold(
+                tables,
+                codec,
+                skipped,
+                message.topic,
+                message.partition,
+                message.offset,
+                event.value,
+                headers,
+            )
 
-    _add_pages(app, tables)
+    _add_pages(app, tables, skipped)
     return app
 
 
@@ -162,7 +164,7 @@ def _web_without_index(app: Any) -> Any:
     return DashboardWeb(app)
 
 
-def _add_pages(app: Any, tables: Tables) -> None:
+def _add_pages(app: Any, tables: Tables, skipped: SkippedRecords) -> None:
     def query(request: Any, name: str) -> str | None:
         value = request.query.get(name)
         return str(value) if value else None
@@ -178,6 +180,7 @@ def _add_pages(app: Any, tables: Tables) -> None:
         app.page(path)(handler)
 
     json_page("/api/summary", lambda r: views.summary(tables, now_ms()))
+    json_page("/api/skipped", lambda r: skipped.to_json())
     json_page("/api/processes", lambda r: views.processes(tables))
     json_page("/api/elements", lambda r: views.elements(tables, query(r, "process")))
     json_page("/api/jobs", lambda r: views.jobs(tables, now_ms()))

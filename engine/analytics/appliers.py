@@ -34,6 +34,8 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from engine.analytics.histogram import Histogram
+from engine.analytics.skipped import SkippedRecords
+from engine.protocol.codec import RecordCodec
 from engine.protocol.enums import BpmnElementType, RecordType, ValueType
 from engine.protocol.intents import IncidentIntent, JobIntent, ProcessInstanceIntent
 from engine.protocol.records import Record
@@ -111,6 +113,27 @@ class Tables:
 def wanted(record_type: bytes | None, value_type: bytes | None, intent: bytes | None) -> bool:
     """True when a record with these headers is an EVENT the appliers fold."""
     return record_type == b"EVENT" and (value_type or b"", intent or b"") in FOLDED
+
+
+def fold(  # noqa: PLR0917
+    tables: Tables,
+    codec: RecordCodec,
+    skipped: SkippedRecords,
+    topic: str,
+    partition: int,
+    offset: int,
+    value: bytes,
+    headers: Any,
+) -> bool:
+    """Decode the log record at `topic/partition@offset` and `apply` it. A record that does not
+    decode, or whose folding raises, is reported to `skipped` and left out (False): the tables
+    keep what they had, apart from what a folding that raised half-way wrote. Never raises."""
+    try:
+        record = codec.decode(value, topic=topic, partition=partition, offset=offset)
+        return apply(tables, partition, record)
+    except Exception as error:
+        skipped.report(topic, partition, offset, headers, error)
+        return False
 
 
 def apply(tables: Tables, partition: int, record: Record) -> bool:

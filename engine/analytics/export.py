@@ -13,6 +13,11 @@ Log truncation: the engine deletes log records only below the committed offsets 
 PARTITA_DOWNSTREAM_GROUPS, so list `<ns>.export` there. If it is not listed and the log was
 truncated past the exporter's position, the exporter stops with ExportGapError naming the
 missing offsets instead of silently skipping them (`skip_truncated=True` accepts the gap).
+
+A record that cannot be exported (its body does not decode behind a valid EVENT header, or its
+conversion to JSON fails) is reported (a warning of the `partita.skipped` logger naming topic,
+partition, offset, value type, intent and what failed) and skipped; `ExportStats.skipped`
+counts them.
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ from confluent_kafka import (
 )
 
 from engine.analytics.records_json import export_key, record_json, topic_suffix
+from engine.analytics.skipped import SkippedRecords
 from engine.config import Config
 from engine.errors import PartitaError
 from engine.log.admin import admin_client
@@ -68,6 +74,8 @@ class ExportStats:
     transactions: int = 0
     by_value_type: Counter[str] = field(default_factory=Counter)
     skipped_gaps: list[str] = field(default_factory=list)
+    skipped: int = 0
+    """Records that could not be exported (reported and left out)."""
 
 
 class Exporter:
@@ -90,6 +98,7 @@ class Exporter:
         self.progress = progress
         self.codec = RecordCodec()
         self.stats = ExportStats()
+        self.skipped = SkippedRecords("export")
         self._topics_made: set[str] = set()
         self._assigned: list[TopicPartition] = []
         self._admin = admin_client(config.bootstrap)
@@ -204,15 +213,22 @@ class Exporter:
             offsets[message.partition()] = message.offset() + 1
             if not self._wanted_event(message):
                 continue
-            record = self.codec.decode(
-                message.value(),
-                topic=message.topic(),
-                partition=message.partition(),
-                offset=message.offset(),
-            )
-            topic = export_topic(self.config.namespace, record.value_type)
-            document = record_json(self.codec, record)
-            out.append((topic, export_key(record), json.dumps(document).encode()))
+            try:
+                record = self.codec.decode(
+                    message.value(),
+                    topic=message.topic(),
+                    partition=message.partition(),
+                    offset=message.offset(),
+                )
+                topic = export_topic(self.config.namespace, record.value_type)
+                document = json.dumps(record_json(self.codec, record)).encode()
+            except Exception as error:  # a record we cannot export must not stop the others
+                self.skipped.report(
+                    message.topic(), message.partition(), message.offset(), message.headers(), error
+                )
+                self.stats.skipped += 1
+                continue
+            out.append((topic, export_key(record), document))
             self.stats.by_value_type[record.value_type.name] += 1
         self._make_topics({topic for topic, _, _ in out})
         producer.begin_transaction()

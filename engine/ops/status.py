@@ -1,7 +1,10 @@
 """`partita status`: what a deployment looks like from Kafka.
 
 - the log: per partition, its start and end offsets and records held, the engine worker that
-  owns it (consumer group `<ns>.engine`) and how far behind the engine is;
+  owns it (consumer group `<ns>.engine`) and how far behind the engine is; a partition the
+  engine stopped at a record it cannot apply shows as STOPPED, with the record's offset, value
+  type, intent and the reason (the marker in the group's committed offset metadata, see
+  `engine.stream.stopped`);
 - every other consumer group of the namespace that reads the log (analytics, export, the groups
   in PARTITA_DOWNSTREAM_GROUPS): its lag per partition, which also holds back truncation;
 - job topics: jobs pushed and not yet taken by the workers of each type;
@@ -16,13 +19,15 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, TopicPartition
+from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from engine.config import Config
 from engine.log.admin import admin_client
 from engine.log.clients import engine_group
 from engine.snapshots.store import manifests
+from engine.stream.stopped import StoppedMarker
+from engine.stream.stopped import decode as decode_stopped
 
 _TIMEOUT = 30.0
 
@@ -36,6 +41,15 @@ class PartitionStatus:
     engine_lag: int | None = None
     snapshot_position: int | None = None
     snapshot_age_s: float | None = None
+    stopped: StoppedMarker | None = None
+    """Set when the engine stopped this partition at a record it cannot apply."""
+
+    @property
+    def state(self) -> str:
+        """STOPPED, processing (a worker owns it) or unowned."""
+        if self.stopped is not None:
+            return "STOPPED"
+        return "unowned" if self.owner == "-" else "processing"
 
 
 @dataclass(slots=True)
@@ -61,7 +75,10 @@ class Status:
     groups: list[GroupStatus]
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        out = asdict(self)
+        for partition, status in zip(out["partitions"], self.partitions, strict=True):
+            partition["state"] = status.state
+        return out
 
 
 def collect(config: Config) -> Status:
@@ -85,8 +102,10 @@ def collect(config: Config) -> Status:
         groups = _groups(admin, config, consumer, ends, {t: topics[t] for t in job_topics})
         engine = next((g for g in groups if g.group == engine_group(config.namespace)), None)
         owners = _owners(admin, engine_group(config.namespace))
+        stopped = _stopped(admin, engine_group(config.namespace), log)
         for status in partitions:
             status.owner = owners.get(status.partition, "-")
+            status.stopped = stopped.get(status.partition)
             if engine is not None:
                 status.engine_lag = engine.lag.get(status.partition)
         if config.snapshots_topic in topics:
@@ -173,6 +192,22 @@ def _owners(admin: AdminClient, group: str) -> dict[int, str]:
     return owners
 
 
+def _stopped(admin: AdminClient, group: str, topic: str) -> dict[int, StoppedMarker]:
+    """The partitions of `topic` whose committed offset in `group` carries a stopped marker."""
+    request = [ConsumerGroupTopicPartitions(group)]
+    try:
+        result = admin.list_consumer_group_offsets(request, request_timeout=_TIMEOUT)
+        committed = result[group].result().topic_partitions or []
+    except KafkaException:  # the group does not exist yet: nothing is stopped
+        return {}
+    found = {}
+    for tp in committed:
+        marker = decode_stopped(tp.metadata) if tp.topic == topic else None
+        if marker is not None:
+            found[tp.partition] = marker
+    return found
+
+
 def _snapshots(consumer: Consumer, topic: str, partitions: list[PartitionStatus]) -> None:
     now_ms = time.time() * 1000
     for status in partitions:
@@ -187,7 +222,7 @@ def render(status: Status) -> str:
     """The status as the aligned tables a person reads."""
     lines = [f"namespace {status.namespace} at {status.bootstrap}", "", "log partitions:"]
     rows: list[tuple[str, ...]] = [
-        ("partition", "start", "end", "records", "owner", "engine lag", "snapshot")
+        ("partition", "state", "start", "end", "records", "owner", "engine lag", "snapshot")
     ]
     for p in status.partitions:
         snapshot = "none"
@@ -197,6 +232,7 @@ def render(status: Status) -> str:
         rows.append(
             (
                 str(p.partition),
+                p.state,
                 str(p.start),
                 str(p.end),
                 str(p.end - p.start),
@@ -206,6 +242,16 @@ def render(status: Status) -> str:
             )
         )
     lines += _table(rows)
+    for p in status.partitions:
+        if p.stopped is not None:
+            lines.append(
+                f"  partition {p.partition} STOPPED at offset {p.stopped.offset}"
+                f" ({p.stopped.value_type} {p.stopped.intent}): {p.stopped.reason}"
+            )
+    if any(p.stopped is not None for p in status.partitions):
+        lines.append(
+            "  (docs/operations.md, 'A record the engine cannot apply', says how to get past it)"
+        )
     lines += ["", "consumer groups:"]
     if not status.groups:
         lines.append("  (none)")

@@ -3,7 +3,9 @@
 Each record is one line: partition and offset, time, record type, value type, intent, key, and
 the value's few telling fields (the element and instance of a PROCESS_INSTANCE record, a job's
 type and retries, a rejection's reason). Filters on record type, value type and intent use the
-headers, so records that do not match are never decoded.
+headers, so records that do not match are never decoded. A matching record that cannot be
+shown (its body does not decode behind valid headers) is reported in its place, a line naming
+topic, partition, offset, value type, intent and what failed, counted and skipped.
 """
 
 from __future__ import annotations
@@ -15,10 +17,10 @@ from typing import Any
 
 from confluent_kafka import Consumer, TopicPartition
 
+from engine.analytics.skipped import SkippedRecords
 from engine.config import Config
 from engine.log.clients import consume_available
 from engine.protocol.codec import RecordCodec
-from engine.protocol.errors import ProtocolError
 from engine.protocol.headers import INTENT, RECORD_TYPE, VALUE_TYPE
 from engine.protocol.records import Record
 
@@ -97,10 +99,15 @@ def tail(
     follow: bool = True,
     out: Callable[[str], None] = print,
     stop: Callable[[], bool] = lambda: False,
+    skipped: SkippedRecords | None = None,
 ) -> int:
     """Print matching records from `last` records before each partition's end (or from the
-    beginning), then follow new ones unless `follow` is False. Returns the records printed."""
+    beginning), then follow new ones unless `follow` is False. Returns the records printed;
+    records that cannot be shown are reported through `out` and counted in `skipped`."""
     codec = RecordCodec()
+    skipped = skipped if skipped is not None else SkippedRecords("tail")
+    if skipped.emit is None:
+        skipped.emit = out
     consumer = Consumer(
         {
             "bootstrap.servers": config.bootstrap,
@@ -132,7 +139,7 @@ def tail(
                 if message.error() is not None:
                     continue
                 positions[int(message.partition() or 0)] = int(message.offset() or 0) + 1
-                line = _line(codec, where, message)
+                line = _line(codec, where, message, skipped)
                 if line is not None:
                     out(line)
                     printed += 1
@@ -141,10 +148,14 @@ def tail(
                 break
     finally:
         consumer.close()
+        if skipped.count:
+            out(f"{skipped.count} records could not be shown and were skipped")
     return printed
 
 
-def _line(codec: RecordCodec, where: TailFilter, message: Any) -> str | None:
+def _line(
+    codec: RecordCodec, where: TailFilter, message: Any, skipped: SkippedRecords
+) -> str | None:
     if not where.headers_match(message.headers()):
         return None
     try:
@@ -154,10 +165,11 @@ def _line(codec: RecordCodec, where: TailFilter, message: Any) -> str | None:
             partition=message.partition(),
             offset=message.offset(),
         )
-    except ProtocolError as error:
-        if where.record_types or where.value_types or where.intents or where.key is not None:
+        if not where.record_matches(record):
             return None
-        return f"p{message.partition()}@{message.offset():<7}  undecodable: {error}"
-    if not where.record_matches(record):
+        return describe(record, message.partition())
+    except Exception as error:  # one record that cannot be shown must not end the tail
+        skipped.report(
+            message.topic(), message.partition(), message.offset(), message.headers(), error
+        )
         return None
-    return describe(record, message.partition())

@@ -19,6 +19,7 @@ from engine.protocol.intents import VariableIntent
 from engine.protocol.records import Record
 from engine.protocol.values import ProcessInstanceValue, VariableValue
 from engine.state import ColumnFamilies, PartitionDb
+from engine.state.errors import KeyNotFoundError
 
 INSTANCES = ColumnFamilies.ELEMENT_INSTANCE
 CHILDREN = ColumnFamilies.ELEMENT_INSTANCE_CHILDREN
@@ -143,8 +144,7 @@ def apply_activating(record: Record, db: PartitionDb) -> None:
     if value.flow_scope_key > 0:
         db.column(CHILDREN).insert((value.flow_scope_key, record.key), None)
         if value.bpmn_element_type is BpmnElementType.PARALLEL_GATEWAY:
-            model = processes.by_key(db, value.process_definition_key)
-            assert model is not None
+            model = processes.deployed(db, value.process_definition_key)
             gateway = model.model(db).element(value.element_id)
             for flow in gateway.incoming:  # the join consumes one arrival of every flow
                 key = (value.flow_scope_key, gateway.id, flow)
@@ -160,7 +160,8 @@ def apply_activating(record: Record, db: PartitionDb) -> None:
 
 def _set_state(record: Record, db: PartitionDb) -> None:
     found = instance(db, record.key)
-    assert found is not None, f"no element instance {record.key}"
+    if found is None:
+        raise KeyNotFoundError(INSTANCES.name, record.key, f"{record.intent.name} of an element")
     db.column(INSTANCES).update(record.key, {**found, "state": record.intent.name})
 
 
@@ -189,9 +190,7 @@ def apply_flow_taken(record: Record, db: PartitionDb) -> None:
     value = record.value
     assert isinstance(value, ProcessInstanceValue)
     _adjust_flows(db, value.flow_scope_key, +1)
-    model = processes.by_key(db, value.process_definition_key)
-    assert model is not None
-    process = model.model(db)
+    process = processes.deployed(db, value.process_definition_key).model(db)
     flow = process.flows[value.element_id]
     target = process.element(flow.target)
     if target.element_type is BpmnElementType.PARALLEL_GATEWAY and len(target.incoming) > 1:

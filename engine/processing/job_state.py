@@ -13,6 +13,7 @@ from typing import Any
 
 from engine.protocol.values import JobValue
 from engine.state import ColumnFamilies, PartitionDb
+from engine.state.errors import KeyNotFoundError
 
 JOBS = ColumnFamilies.JOB
 STATES = ColumnFamilies.JOB_STATE
@@ -96,7 +97,8 @@ def make_activated(
     db: PartitionDb, key: int, worker: str, deadline: int, *, pushed: bool = False
 ) -> None:
     stored = db.column(JOBS).get(key)
-    assert stored is not None
+    if stored is None:  # e.g. an ACTIVATED event for a job of another partition
+        raise KeyNotFoundError(JOBS.name, key, "activation of a job")
     _move(db, key, stored, "ACTIVATED", worker=worker, deadline=deadline, pushed=pushed)
 
 

@@ -16,6 +16,7 @@ from engine.bpmn import Process, parse_bpmn
 from engine.protocol.records import Record
 from engine.protocol.values import ProcessValue
 from engine.state import ColumnFamilies, PartitionDb
+from engine.state.errors import KeyNotFoundError
 
 BY_KEY = ColumnFamilies.PROCESS_BY_KEY
 RESOURCES = ColumnFamilies.PROCESS_RESOURCE
@@ -37,7 +38,8 @@ class DeployedProcess:
         if cached is not None:
             return cached
         resource = db.column(RESOURCES).get(self.key)
-        assert resource is not None
+        if resource is None:
+            raise KeyNotFoundError(RESOURCES.name, self.key, "the BPMN resource of a process")
         model = _parse(resource, self.resource_name, self.bpmn_process_id)
         if len(_MODELS) >= _MAX_MODELS:
             _MODELS.pop(next(iter(_MODELS)))
@@ -58,6 +60,15 @@ def _from_state(key: int, stored: dict[str, Any]) -> DeployedProcess:
 def by_key(db: PartitionDb, key: int) -> DeployedProcess | None:
     stored = db.column(BY_KEY).get(key)
     return None if stored is None else _from_state(key, stored)
+
+
+def deployed(db: PartitionDb, key: int) -> DeployedProcess:
+    """The process definition `key`, which an event on the log refers to; KeyNotFoundError
+    when this partition has no such definition (the appliers' check: never an assert)."""
+    found = by_key(db, key)
+    if found is None:
+        raise KeyNotFoundError(BY_KEY.name, key, "use of a process definition")
+    return found
 
 
 def latest(db: PartitionDb, bpmn_process_id: str) -> DeployedProcess | None:

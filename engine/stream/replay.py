@@ -5,6 +5,11 @@ applied position + 1 to the end, apply them, commit every `chunk` events) -> DON
 Commands and rejections are skipped by header; appliers are the only code that runs, so the
 result is independent of the clock and equal byte for byte to the state the processing built.
 Called after the producer fenced any previous owner, so no new event can appear meanwhile.
+
+An event that does not decode or whose applier raises stops the replay with
+UnappliableRecordError (partition, offset, value type, intent, cause); the changes of the
+events before it since the last chunk commit stay in the overlay, uncommitted. Events at the
+positions of the skip list (PARTITA_SKIP_RECORDS) are not applied, with a warning each time.
 """
 
 from __future__ import annotations
@@ -12,14 +17,17 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass
+from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 
 from engine.processing import Engine
 from engine.protocol.codec import RecordCodec
-from engine.protocol.headers import EVENT, RECORD_TYPE, header
+from engine.protocol.headers import EVENT, INTENT, RECORD_TYPE, VALUE_TYPE, header
 from engine.state import KeyGenerator, PartitionDb
 from engine.state.db import LAST_APPLIED_POSITION
+from engine.stream.errors import UnappliableRecordError, header_text
+from engine.stream.skips import SKIP_RECORDS_ENV, SkipList, from_env
 
 _LOG = logging.getLogger("partita.replay")
 
@@ -43,7 +51,10 @@ class ReplayStateMachine:
         db: PartitionDb,
         keys: KeyGenerator,
         chunk: int = 10_000,
+        *,
+        skips: SkipList | None = None,
     ) -> None:
+        """`skips` None: the process's PARTITA_SKIP_RECORDS."""
         self.consumer = consumer
         self.topic = topic
         self.partition = partition
@@ -52,11 +63,13 @@ class ReplayStateMachine:
         self.db = db
         self.keys = keys
         self.chunk = chunk
+        self.skipped = (from_env() if skips is None else skips).offsets(partition)
         self._last = -1
 
     def run(self, until: int | None = None) -> ReplayResult:
         """Apply every event after the store's last applied position up to the end of the
-        log (or up to and including position `until`)."""
+        log (or up to and including position `until`). UnappliableRecordError at an event
+        that cannot be applied."""
         started = time.monotonic()
         tp = TopicPartition(self.topic, self.partition)
         low, high = self.consumer.get_watermark_offsets(tp, timeout=30, cached=False)
@@ -83,7 +96,7 @@ class ReplayStateMachine:
     def _apply(self, end: int) -> int:
         applied = 0
         pending = 0
-        decode, apply = self.codec.decode, self.engine.apply
+        decode, apply, skipped = self.codec.decode, self.engine.apply, self.skipped
         while True:
             messages = self.consumer.consume(num_messages=1000, timeout=0.05)
             for message in messages:
@@ -98,15 +111,22 @@ class ReplayStateMachine:
                     return self._finish(applied, pending)
                 if header(message.headers(), RECORD_TYPE) != EVENT:
                     continue
-                record = decode(
-                    message.value() or b"",
-                    topic=self.topic,
-                    partition=self.partition,
-                    offset=offset,
-                )
-                apply(record, self.db)
-                self.keys.set_key_if_higher(record.key)
-                applied += 1
+                if offset in skipped:
+                    skip(self.topic, self.partition, offset, message)
+                else:
+                    record = None
+                    try:
+                        record = decode(
+                            message.value() or b"",
+                            topic=self.topic,
+                            partition=self.partition,
+                            offset=offset,
+                        )
+                        apply(record, self.db)
+                        self.keys.set_key_if_higher(record.key)
+                    except Exception as failure:
+                        raise UnappliableRecordError.of(message, record, failure) from failure
+                    applied += 1
                 pending += 1
                 if pending >= self.chunk:
                     self.db.commit(last_applied_position=offset)
@@ -121,3 +141,16 @@ class ReplayStateMachine:
         if pending:
             self.db.commit(last_applied_position=self._last)
         return applied
+
+
+def skip(topic: str, partition: int, offset: int, message: Any) -> None:
+    """Log, loudly, that the EVENT `message` at `offset` is not applied as the skip list says."""
+    _LOG.warning(
+        "partition %d: NOT applying the %s %s event at offset %d of %s: it is in %s",
+        partition,
+        header_text(message.headers(), VALUE_TYPE),
+        header_text(message.headers(), INTENT),
+        offset,
+        topic,
+        SKIP_RECORDS_ENV,
+    )

@@ -7,15 +7,21 @@ task would open, so when the partition moves here the task finds its state curre
 replays only the last few records. A standby whose store is empty or older than the log start
 starts from the newest snapshot. Taking a partition over closes its standby first (RocksDB
 allows one owner of a store).
+
+A standby that meets an event it cannot apply (UnappliableRecordError: the body does not
+decode or the applier raised) stops: it logs the error once, discards the uncommitted changes
+of its last catch-up, and applies nothing more; its store stays at its last commit. Events at
+the positions of the skip list (PARTITA_SKIP_RECORDS) are not applied.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import shutil
 from pathlib import Path
 
-from confluent_kafka import Consumer, KafkaError, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from engine.log import clients
 from engine.processing import Engine
@@ -25,6 +31,9 @@ from engine.protocol.keys import partition_id_of_kafka
 from engine.snapshots import restore as restore_snapshot
 from engine.state import KeyGenerator, PartitionDb
 from engine.state.db import LAST_APPLIED_POSITION
+from engine.stream.errors import UnappliableRecordError
+from engine.stream.replay import skip
+from engine.stream.skips import SkipList, from_env
 
 _LOG = logging.getLogger("partita.standby")
 
@@ -40,13 +49,17 @@ class Standby:
         path: Path,
         engine: Engine,
         codec: RecordCodec,
+        skips: SkipList | None = None,
     ) -> None:
+        """`skips` None: the process's PARTITA_SKIP_RECORDS."""
         self.topic = topic
         self.partition = partition
         self.engine = engine
         self.codec = codec
         self.path = path
         self.applied = 0
+        self.skipped = (from_env() if skips is None else skips).offsets(partition)
+        self.stopped: UnappliableRecordError | None = None
         self.consumer: Consumer = clients.restore_consumer(bootstrap, namespace, partition)
         tp = TopicPartition(topic, partition)
         log_start, _ = self.consumer.get_watermark_offsets(tp, timeout=30, cached=False)
@@ -66,10 +79,21 @@ class Standby:
         _LOG.info("standby for partition %d from offset %d", partition, start)
 
     def catch_up(self, max_records: int = 5000) -> int:
-        """Apply the events that arrived since the last call (without waiting)."""
+        """Apply the events that arrived since the last call (without waiting); returns how
+        many. Never raises UnappliableRecordError: the standby stops instead (`stopped`)."""
+        if self.stopped is not None:
+            return 0
+        try:
+            return self._catch_up(max_records)
+        except UnappliableRecordError as error:
+            self._stop(error)
+            return 0
+
+    def _catch_up(self, max_records: int) -> int:
         messages = self.consumer.consume(num_messages=max_records, timeout=0)
         last = -1
-        applied = 0
+        applied = skipped = 0
+        decode, apply, skipped_offsets = self.codec.decode, self.engine.apply, self.skipped
         for message in messages:
             error = message.error()
             if error is not None:
@@ -81,18 +105,37 @@ class Standby:
             last = offset
             if header(message.headers(), RECORD_TYPE) != EVENT:
                 continue
-            record = self.codec.decode(
-                message.value() or b"", topic=self.topic, partition=self.partition, offset=offset
-            )
-            self.engine.apply(record, self.db)
-            self.keys.set_key_if_higher(record.key)
+            if offset in skipped_offsets:
+                skip(self.topic, self.partition, offset, message)
+                skipped += 1
+                continue
+            record = None
+            try:
+                record = decode(
+                    message.value() or b"",
+                    topic=self.topic,
+                    partition=self.partition,
+                    offset=offset,
+                )
+                apply(record, self.db)
+                self.keys.set_key_if_higher(record.key)
+            except Exception as failure:
+                raise UnappliableRecordError.of(message, record, failure) from failure
             applied += 1
         if last >= 0:
             self.db.commit(
-                last_applied_position=last if applied else None, last_processed_position=last
+                last_applied_position=last if applied or skipped else None,
+                last_processed_position=last,
             )
         self.applied += applied
         return applied
+
+    def _stop(self, error: UnappliableRecordError) -> None:
+        self.stopped = error
+        self.db.rollback()
+        with contextlib.suppress(KafkaException):
+            self.consumer.unassign()  # read nothing more
+        _LOG.error("standby for partition %d stopped: %s", self.partition, error)
 
     def close(self) -> None:
         self.consumer.close()

@@ -3,6 +3,11 @@
 The live store of a partition is opened read-only (a running worker keeps it); a fresh store
 is built by applying the partition's events from the start of the log up to the live store's
 last applied position; the two digests must be equal.
+
+An event the replay cannot apply ends the verification of that partition with
+UnappliableRecordError (a PartitaError: `partita verify-replay` prints it and exits 1). Events
+at the positions of the skip list are left out, as the workers leave them out: run it with the
+workers' PARTITA_SKIP_RECORDS.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from engine.snapshots import restore as restore_snapshot
 from engine.state import KeyGenerator, PartitionDb
 from engine.state.db import LAST_APPLIED_POSITION
 from engine.stream.replay import ReplayStateMachine
+from engine.stream.skips import SkipList
 from engine.stream.task import state_dir
 
 
@@ -40,7 +46,13 @@ class Verification:
         return self.live_digest == self.replayed_digest
 
 
-def verify_replay(config: Config, engine: Engine, partition: int) -> Verification:
+def verify_replay(
+    config: Config, engine: Engine, partition: int, *, skips: SkipList | None = None
+) -> Verification:
+    """Rebuild `partition` from the log into a scratch store and compare it with the live one.
+    `skips` None: the process's PARTITA_SKIP_RECORDS. UnappliableRecordError at an event the
+    replay cannot apply; PartitaError when there is no live store or the log cannot be
+    replayed from its start."""
     live_path = state_dir(config.home, config.namespace, partition)
     if not live_path.exists():
         raise PartitaError(f"no state store for partition {partition} at {live_path}")
@@ -74,7 +86,14 @@ def verify_replay(config: Config, engine: Engine, partition: int) -> Verificatio
             consumer = clients.restore_consumer(config.bootstrap, config.namespace, partition)
             try:
                 result = ReplayStateMachine(
-                    consumer, config.log_topic, partition, engine, RecordCodec(), fresh, keys
+                    consumer,
+                    config.log_topic,
+                    partition,
+                    engine,
+                    RecordCodec(),
+                    fresh,
+                    keys,
+                    skips=skips,
                 ).run(until=position)
             finally:
                 consumer.close()
