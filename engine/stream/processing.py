@@ -61,8 +61,9 @@ from engine.protocol.records import Record
 from engine.protocol.routing import partition_for_command
 from engine.protocol.values import VALUE_CLASSES, ErrorValue, JobBatchValue
 from engine.state import KeyGenerator, PartitionDb
+from engine.stream.backpressure import Backpressure, applies_to
 from engine.stream.errors import AbortedBatchError, TaskFencedError
-from engine.stream.ingress import Admitted, admit
+from engine.stream.ingress import Admitted, Refused, admit
 from engine.stream.replies import ReplyRoutes
 from engine.stream.sizes import oversized_records
 
@@ -86,6 +87,8 @@ class ProcessingMetrics:
     ingress: int = 0
     """Client commands read from the ingress topic (admitted or refused)."""
     refused: int = 0
+    backpressured: int = 0
+    """New instances and messages refused RESOURCE_EXHAUSTED while ingress lagged."""
     """Ingress records refused before reaching the log (not commands, internal intents, ...)."""
     undecodable: int = 0
     batches: int = 0
@@ -113,6 +116,8 @@ class ProcessingStateMachine:
         ingress_topic: str = "",
         next_ingress_offset: int = 0,
         replies: ReplyRoutes | None = None,
+        backpressure: Backpressure | None = None,
+        ingress_end: Callable[[], int] = lambda: -1,
         max_commands_in_batch: int = 100,
         clock: Callable[[], float] = time.time,
         job_push: JobPush | None = None,
@@ -134,6 +139,11 @@ class ProcessingStateMachine:
         self.next_ingress_offset = next_ingress_offset
         """The first ingress offset not yet processed."""
         self.replies = replies if replies is not None else ReplyRoutes(frozenset())
+        self.backpressure = (
+            backpressure if backpressure is not None and backpressure.enabled else None
+        )
+        self.ingress_end = ingress_end
+        """The end of this partition's ingress (as last fetched; -1 when unknown)."""
         self.max_commands_in_batch = max_commands_in_batch
         self.clock = clock
         self.job_push = job_push
@@ -179,11 +189,12 @@ class ProcessingStateMachine:
         last_ingress = -1
         processed = 0
         admitted: list[Admitted] = []
+        end = self.ingress_end() if ingress and self.backpressure is not None else -1
         for message in ingress:
             offset = _offset(message)
             if offset >= self.next_ingress_offset:
                 last_ingress = offset
-                self._admit(context, message, offset, admitted)
+                self._admit(context, message, offset, admitted, end - offset - 1)
         copies = self._append_copies(admitted) if admitted else []
         for message in messages:
             offset = _offset(message)
@@ -231,9 +242,11 @@ class ProcessingStateMachine:
         message: Message,
         offset: int,
         admitted: list[Admitted],
+        lag: int,
     ) -> None:
         """Admit one ingress record: into `admitted` when it is for this partition, to its
-        partition of the log when it is for another, or refused with a rejection."""
+        partition of the log when it is for another, or refused with a rejection (also when
+        it would start new work while `lag` commands wait behind it, over the limit)."""
         self.metrics.ingress += 1
         verdict = admit(
             self.codec,
@@ -243,12 +256,24 @@ class ProcessingStateMachine:
             partition=self.partition,
             partition_count=self.partition_count,
         )
+        if (
+            self.backpressure is not None
+            and isinstance(verdict, Admitted)
+            and applies_to(verdict.record.value_type, verdict.record.intent)
+        ):
+            overload = self.backpressure.check(self.partition, lag)
+            if overload is not None:
+                self.metrics.backpressured += 1
+                verdict = Refused(
+                    verdict.record, verdict.reply, RejectionType.RESOURCE_EXHAUSTED, overload
+                )
         if not isinstance(verdict, Admitted):
             self.metrics.refused += 1
             self.metrics.rejections += 1
             context.begin(verdict.placeholder, verdict.reply, int(self.clock() * 1000))
             context.reject(verdict.rejection_type, verdict.reason)
-            _LOG.warning("partition %d: refused: %s", self.partition, verdict.reason)
+            if verdict.rejection_type is not RejectionType.RESOURCE_EXHAUSTED:
+                _LOG.warning("partition %d: refused: %s", self.partition, verdict.reason)
             return
         target = self._route(verdict.record)
         if target == self.partition:

@@ -31,6 +31,7 @@ from engine.snapshots import Manifest, SnapshotError, SnapshotSettings, Snapshot
 from engine.snapshots import restore as restore_snapshot
 from engine.state import KeyGenerator, PartitionDb
 from engine.state.db import LAST_APPLIED_POSITION, LAST_INGRESS_POSITION, LAST_PROCESSED_POSITION
+from engine.stream.backpressure import Backpressure
 from engine.stream.processing import ProcessingStateMachine
 from engine.stream.replay import ReplayResult, ReplayStateMachine
 from engine.stream.replies import ReplyRoutes
@@ -70,6 +71,7 @@ class PartitionTask:
         snapshots: SnapshotSettings | None = None,
         ingress_topic: str = "",
         replies: ReplyRoutes | None = None,
+        backpressure: Backpressure | None = None,
     ) -> None:
         self.bootstrap = bootstrap
         self.namespace = namespace
@@ -87,6 +89,7 @@ class PartitionTask:
         self.snapshot_settings = snapshots
         self.ingress_topic = ingress_topic or f"{namespace}.commands"
         self.replies = replies
+        self.backpressure = backpressure
         self.snapshotter: Snapshotter | None = None
         self.restored: Manifest | None = None
         self.state = TaskState.CREATED
@@ -144,6 +147,8 @@ class PartitionTask:
             ingress_topic=self.ingress_topic,
             next_ingress_offset=next_ingress,
             replies=self.replies,
+            backpressure=self.backpressure,
+            ingress_end=self._ingress_end,
             max_commands_in_batch=self.max_commands_in_batch,
             clock=self.clock,
             job_push=self.job_push,
@@ -261,6 +266,12 @@ class PartitionTask:
         if self.snapshotter.due(self.db.position(LAST_PROCESSED_POSITION)):
             self.snapshotter.take(self.db)
 
+    def _ingress_end(self) -> int:
+        """The end of this partition's ingress as the consumer last fetched it (no request)."""
+        tp = TopicPartition(self.ingress_topic, self.partition)
+        _, high = self.consumer.get_watermark_offsets(tp, cached=True)
+        return int(high)
+
     def _rewind(self, offset: int, ingress_offset: int) -> None:
         self.consumer.seek(TopicPartition(self.topic, self.partition, offset))
         self.consumer.seek(TopicPartition(self.ingress_topic, self.partition, ingress_offset))
@@ -282,14 +293,18 @@ class PartitionTask:
         return self.processing.process(messages, ingress=ingress)
 
     def check_due_dates(self, now: float) -> int:
-        """Run the due-date checkers at most every 100 ms; process what is due."""
+        """Run the due-date checkers at most every 100 ms, or at once again after a checker
+        returned its cap (MAX_DUE_COMMANDS: more may be due); process what is due."""
         if now < self._next_due_check or not self.engine.due_date_checkers:
             return 0
         self._next_due_check = now + 0.1
         assert self.db is not None and self.processing is not None
         due: list[Record] = []
         for checker in self.engine.due_date_checkers:
-            due.extend(checker(self.db, int(now * 1000)))
+            found = list(checker(self.db, int(now * 1000)))
+            if len(found) >= self.engine.MAX_DUE_COMMANDS:
+                self._next_due_check = now
+            due.extend(found)
         if not due:
             return 0
         return self.processing.process((), due=due)

@@ -32,6 +32,7 @@ from engine.processing import Engine
 from engine.processing.job_push import JobPush, job_topic
 from engine.protocol.codec import RecordCodec
 from engine.snapshots import SnapshotSettings
+from engine.stream.backpressure import Backpressure
 from engine.stream.errors import AbortedBatchError, TaskFencedError
 from engine.stream.replies import ReplyRoutes
 from engine.stream.standby import Standby
@@ -78,6 +79,7 @@ class Worker:
         self._next_job_topic_refresh = 0.0
         self.standbys: dict[int, Standby] = {}
         self.replies = ReplyRoutes(config.allowed_reply_topics)
+        self.backpressure = Backpressure(config.backpressure_lag, 0, config.commands_topic)
 
     # -- rebalance callbacks (run inside consume()) ----------------------------------------------
 
@@ -102,6 +104,7 @@ class Worker:
                 message_ttl_ms=self.config.message_ttl_ms,
                 ingress_topic=self.config.commands_topic,
                 replies=self.replies,
+                backpressure=self.backpressure,
                 snapshots=SnapshotSettings(
                     every_records=self.config.snapshot_every_records,
                     interval_s=self.config.snapshot_interval_ms / 1000,

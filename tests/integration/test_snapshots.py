@@ -198,7 +198,7 @@ def _replayed(log: Path) -> list[int]:
     """The `replayed N events` counts a worker logged when it opened partitions."""
     found = []
     for line in log.read_text().splitlines():
-        if "processing from offset" in line and "replayed" in line:
+        if "processing from log offset" in line and "replayed" in line:
             found.append(int(line.split("replayed ")[1].split(" ")[0]))
     return found
 

@@ -25,7 +25,7 @@ from engine.protocol.records import Record
 from engine.state import KeyGenerator, PartitionDb
 from engine.stream.processing import ProcessingStateMachine
 from engine.stream.replay import ReplayStateMachine
-from tests.support.memory import CODEC, Harness
+from tests.support.memory import CODEC, Harness, reply_routes
 
 
 class KafkaEngine(Harness):
@@ -107,6 +107,7 @@ class KafkaEngine(Harness):
                     producer=producer,
                     group_metadata=consumer.consumer_group_metadata,
                     rewind=self._rewinder(consumer, partition),
+                    replies=reply_routes(self.REPLIES),
                     next_offset=0,
                     clock=lambda: self.now,
                     job_push=job_push,

@@ -17,6 +17,7 @@ from engine.protocol.headers import ReplyTo, record_headers
 from engine.protocol.records import Record
 from engine.state import KeyGenerator, PartitionDb
 from engine.stream.processing import ProcessingStateMachine
+from engine.stream.replies import ReplyRoutes
 
 CODEC = RecordCodec()
 
@@ -119,6 +120,13 @@ class MemoryProducer:
         self.delivered = []
 
 
+def reply_routes(topic: str) -> ReplyRoutes:
+    """The harnesses answer to their one-partition replies topic."""
+    routes = ReplyRoutes(frozenset({topic}))
+    routes.update({topic: 1})
+    return routes
+
+
 class Harness:
     """What both scenario harnesses (this in-memory one and the real-broker one) share: the
     clock, due-date processing, and queries over the records they have read."""
@@ -195,6 +203,7 @@ class MemoryEngine(Harness):
                     producer=MemoryProducer(self.kafka),
                     group_metadata=lambda: None,
                     rewind=lambda offset, ingress: None,
+                    replies=reply_routes(self.REPLIES),
                     next_offset=0,
                     clock=clock or (lambda: self.now),
                     job_push=job_push,
