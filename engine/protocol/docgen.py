@@ -12,7 +12,12 @@ from typing import Any
 
 from engine.protocol.convert import short_name
 from engine.protocol.enums import ValueType
-from engine.protocol.intents import INTENTS_BY_VALUE_TYPE
+from engine.protocol.intents import (
+    CLIENT_COMMANDS,
+    INTENTS_BY_VALUE_TYPE,
+    Intent,
+    internal_commands,
+)
 from engine.protocol.schemas import current_schema, named_types
 from engine.protocol.values import VALUE_CLASSES
 
@@ -59,6 +64,48 @@ def _nested_records(schema: dict[str, Any]) -> list[dict[str, Any]]:
     return found
 
 
+def _by_value_type(commands: list[tuple[ValueType, Intent]]) -> list[str]:
+    """A table of `commands`, one row per value type, in value type and intent order."""
+    grouped: dict[ValueType, list[Intent]] = {}
+    for value_type, intent in commands:
+        grouped.setdefault(value_type, []).append(intent)
+    lines = ["| value type | intents |", "|---|---|"]
+    for value_type, intents in grouped.items():
+        lines.append(f"| `{value_type.name}` | " + ", ".join(f"`{i.name}`" for i in intents) + " |")
+    return lines
+
+
+def _admission() -> list[str]:
+    """The sections that say which commands a client may write to `<ns>.commands`."""
+    client = [
+        (value_type, member)
+        for value_type, enum in INTENTS_BY_VALUE_TYPE.items()
+        for member in enum
+        if (value_type, member) in CLIENT_COMMANDS
+    ]
+    return [
+        "## Commands a client may send",
+        "",
+        "Clients write commands to the ingress topic `<ns>.commands`, never to the log; the",
+        "engine copies each command it admits into the same partition of the log, with the",
+        "header `partitaIngressOffset` (its ingress offset), and processes it there: its events",
+        "and rejection have the copy's log offset as `sourceRecordPosition`. These are the",
+        "commands it admits (`CLIENT_COMMANDS` in `engine/protocol/intents.py`):",
+        "",
+        *_by_value_type(client),
+        "",
+        "## Commands only the engine may write",
+        "",
+        "Every other command intent is the engine's own (element lifecycle, distribution,",
+        "subscriptions, due-date triggers). One that arrives on `<ns>.commands` is rejected",
+        "`INVALID_ARGUMENT` with a reason naming it and its ingress offset (the rejection's",
+        "`sourceRecordPosition` is -1), and never reaches the log:",
+        "",
+        *_by_value_type(internal_commands()),
+        "",
+    ]
+
+
 def render() -> str:
     raw = json.loads(current_schema().path.read_text())
     by_name = {short_name(b["name"]): b for b in raw["fields"][-1]["type"]}
@@ -96,6 +143,7 @@ def render() -> str:
         for nested in _nested_records(schema):
             out += [f"`{short_name(nested['name'])}`: {nested.get('doc', '')}", ""]
             out += [*_field_table(nested), ""]
+    out += _admission()
     out += ["## Enums", ""]
     for name, enum in named_types(raw, "enum").items():
         if name != "Intent":  # listed per value type above

@@ -44,7 +44,8 @@ function settings(argv, options, usage) {
     bootstrap: values['bootstrap-servers'] ?? process.env.KAFKA_BOOTSTRAP_SERVERS ?? '127.0.0.1:9092',
     namespace,
     schema: values.schema ?? process.env.PARTITA_SCHEMA ?? DEFAULT_SCHEMA,
-    logTopic: `${namespace}.log`,
+    // Clients write commands to the ingress topic, never to the log (docs/producing.md).
+    commandsTopic: `${namespace}.commands`,
     repliesTopic: `${namespace}.replies`,
     values,
   };
@@ -150,7 +151,8 @@ class Codec {
   }
 }
 
-/** The log partition of an entity: its partition id is in the key's top 13 bits. */
+/** The partition of an entity (of the log, and so of the ingress topic): its partition id is in
+ * the key's top 13 bits. */
 function partitionOfKey(key) {
   return Number(BigInt(key) >> 51n) - 1;
 }
@@ -247,8 +249,9 @@ class Replies {
 }
 
 /**
- * Sends `record` to `partition` of the log with reply headers; resolves to the engine's answer
- * (an event or a COMMAND_REJECTION), or null when none came within `timeoutMs`.
+ * Sends `record` to `partition` of the ingress topic `topic` (`<ns>.commands`) with reply
+ * headers; resolves to the engine's answer (an event or a COMMAND_REJECTION), or null when none
+ * came within `timeoutMs`. The owner of log partition p reads ingress partition p.
  */
 async function request(sender, replies, topic, partition, record, timeoutMs) {
   const { headers, answer } = replies.expect(timeoutMs);

@@ -17,7 +17,7 @@ async function deploy(client, file, timeoutMs) {
   const value = { resources: [{ resourceName: path.basename(file), resource: fs.readFileSync(file) }] };
   const record = client.codec.command('DEPLOYMENT', 'CREATE', 'DeploymentValue', value);
   const answer = await partita.request(
-    client.sender, client.replies, client.config.logTopic, 0, record, timeoutMs);
+    client.sender, client.replies, client.config.commandsTopic, 0, record, timeoutMs);
   if (answer === null) {
     console.log(`deploy ${file}: no answer within ${timeoutMs / 1000} s`
       + ' (is a `partita worker` running?)');
@@ -40,7 +40,7 @@ async function createInstance(client, order, processId, variables, partition, ti
   const record = client.codec.command(
     'PROCESS_INSTANCE_CREATION', 'CREATE_WITH_AWAITING_RESULT', 'ProcessInstanceCreationValue', value);
   const answer = await partita.request(
-    client.sender, client.replies, client.config.logTopic, partition, record, timeoutMs);
+    client.sender, client.replies, client.config.commandsTopic, partition, record, timeoutMs);
   if (answer === null) {
     console.log(`order ${order}: not ended within ${timeoutMs / 1000} s`
       + ' (are `partita worker` and the job workers running? is there an incident?)');
@@ -69,10 +69,10 @@ async function main() {
   const extra = JSON.parse(values.variables);
 
   const kafka = partita.kafka(config, 'partita-example-producer');
-  await partita.requireTopics(kafka, [config.logTopic]);
+  await partita.requireTopics(kafka, [config.commandsTopic]);
   const admin = kafka.admin();
   await admin.connect();
-  const metadata = await admin.fetchTopicMetadata({ topics: [config.logTopic] });
+  const metadata = await admin.fetchTopicMetadata({ topics: [config.commandsTopic] });
   await admin.disconnect();
   const partitions = metadata.topics[0].partitions.length;
 

@@ -1,7 +1,8 @@
 'use strict';
 // A job worker (docs/jobs.md, "Push"): consumes `<ns>.jobs.<type>` in the consumer group
 // `<ns>.workers.<type>`, runs the handler on each pushed job and answers JOB COMPLETE (JOB FAIL
-// when the handler throws) on the job's log partition, with reply headers to print the outcome.
+// when the handler throws) on the ingress topic `<ns>.commands`, in the partition of the job's
+// key, with reply headers to print the outcome.
 // A job's offset is committed after its answer is sent: a worker that dies before leaves the job
 // to time out and be pushed again. Ctrl-C finishes the job in hand, commits and leaves the group.
 const partita = require('./partita');
@@ -58,7 +59,7 @@ class Worker {
   get group() { return `${this.config.namespace}.workers.${this.config.values['job-type']}`; }
 
   async start() {
-    await partita.requireTopics(this.kafka, [this.jobTopic]);
+    await partita.requireTopics(this.kafka, [this.jobTopic, this.config.commandsTopic]);
     await this.sender.connect();
     await this.replies.start();
     await this.consumer.connect();
@@ -116,7 +117,7 @@ class Worker {
     const command = this.codec.command('JOB', intent, 'JobValue', value, job.key);
     const partition = partita.partitionOfKey(job.key);
     const reply = await partita.request(
-      this.sender, this.replies, this.config.logTopic, partition, command, REPLY_TIMEOUT_MS);
+      this.sender, this.replies, this.config.commandsTopic, partition, command, REPLY_TIMEOUT_MS);
     this.stats.answered += 1;
     const where = `job ${job.key} of instance ${job.processInstanceKey} (${job.elementId})`;
     if (reply === null) {

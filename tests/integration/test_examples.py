@@ -3,7 +3,9 @@
 A real engine worker runs; the Java job worker (examples/java-worker) works `price` jobs, the
 Node.js job worker (examples/node/worker.js) works `notify` jobs, and the Node.js producer
 deploys examples/order-pricing.bpmn and creates instances that await their results. None of the
-three programs uses Partita code: only avro/record.avsc and the conventions of the docs.
+three programs uses Partita code: only avro/record.avsc and the conventions of the docs. They
+write commands to the ingress topic `<ns>.commands`; the engine copies each one into the log
+and answers there.
 """
 
 from __future__ import annotations
@@ -16,14 +18,24 @@ import subprocess
 import uuid
 from collections import Counter
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from confluent_kafka import Consumer, KafkaError, TopicPartition
 
 from engine.cli import main
 from engine.config import Config
-from engine.protocol.enums import BpmnElementType
-from engine.protocol.intents import JobIntent, ProcessInstanceIntent
+from engine.protocol.codec import RecordCodec
+from engine.protocol.enums import BpmnElementType, RecordType, RejectionType, ValueType
+from engine.protocol.headers import INGRESS_OFFSET, header
+from engine.protocol.intents import (
+    DeploymentIntent,
+    Intent,
+    JobIntent,
+    ProcessInstanceCreationIntent,
+    ProcessInstanceIntent,
+)
 from engine.protocol.records import Record
 from tests.integration.workers import BUILTIN_ENGINE, WorkerProcess, create_topics, read_log
 
@@ -121,6 +133,75 @@ def _events(config: Config) -> list[Record]:
     return [r for records in read_log(config).partitions.values() for r in records]
 
 
+def _topic(config: Config, topic: str) -> dict[int, list[tuple[Record, bytes | None]]]:
+    """Every committed record of `topic` by partition, in offset order, with the value of its
+    `partitaIngressOffset` header (None when it has none)."""
+    codec = RecordCodec()
+    consumer = Consumer(
+        {
+            "bootstrap.servers": config.bootstrap,
+            "group.id": f"t-{uuid.uuid4()}",
+            "enable.auto.commit": False,
+            "enable.partition.eof": True,
+            "isolation.level": "read_committed",
+        }
+    )
+    out: dict[int, list[tuple[Record, bytes | None]]] = {}
+    try:
+        for partition in consumer.list_topics(topic, timeout=10).topics[topic].partitions:
+            consumer.assign([TopicPartition(topic, partition, 0)])
+            records = out.setdefault(partition, [])
+            while True:
+                msg = consumer.poll(10)
+                assert msg is not None, f"no end of {topic}/{partition} within 10 s"
+                error = msg.error()
+                if error is not None:
+                    assert error.code() == KafkaError._PARTITION_EOF, error
+                    break
+                record = codec.decode(msg.value(), offset=msg.offset())
+                records.append((record, header(msg.headers(), INGRESS_OFFSET)))
+    finally:
+        consumer.close()
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class Answered:
+    """A command an example program wrote to `<ns>.commands`, as a client finds it on the log."""
+
+    sent: Record
+    copy: Record
+    """The engine's copy on the same partition of the log (header `partitaIngressOffset`)."""
+    results: list[Record]
+    """The events or rejection whose sourceRecordPosition is the copy's log offset."""
+
+
+def _answered(config: Config) -> list[Answered]:
+    """Every command on the ingress topic with its copy and results; no client wrote the log."""
+    ingress = _topic(config, config.commands_topic)
+    log = _topic(config, config.log_topic)
+    out = []
+    for partition, sent in ingress.items():
+        records = log.get(partition, [])
+        copies = {int(offset): r for r, offset in records if offset is not None}
+        assert len(copies) == len(sent), f"partition {partition}: one copy per command"
+        for command, _ in sent:
+            copy = copies[command.position]
+            assert copy.record_type is RecordType.COMMAND
+            assert (copy.value_type, copy.intent, copy.value) == (
+                command.value_type,
+                command.intent,
+                command.value,
+            )
+            results = [r for r, _ in records if r.source_record_position == copy.position]
+            out.append(Answered(command, copy, results))
+    for records in log.values():
+        for record, offset in records:
+            if record.engine_version.endswith("-example/1.0"):
+                assert offset is not None, f"a client wrote the log: {record}"
+    return out
+
+
 def test_java_and_node_workers_complete_every_instance_the_producer_awaits(
     engine: Config, java_worker: list[str], node_project: Path, tmp_path: Path
 ) -> None:
@@ -184,6 +265,27 @@ def test_java_and_node_workers_complete_every_instance_the_producer_awaits(
     }
     assert ended == set(results)
 
+    # the programs wrote only the ingress topic; each command answered on the log via its copy
+    answered = _answered(config)
+    kinds = Counter((a.sent.value_type, a.sent.intent) for a in answered)
+    assert kinds == {
+        (ValueType.DEPLOYMENT, DeploymentIntent.CREATE): 1,
+        (
+            ValueType.PROCESS_INSTANCE_CREATION,
+            ProcessInstanceCreationIntent.CREATE_WITH_AWAITING_RESULT,
+        ): INSTANCES,
+        (ValueType.JOB, JobIntent.COMPLETE): 2 * INSTANCES,
+    }
+    expected: dict[Intent, Intent] = {
+        DeploymentIntent.CREATE: DeploymentIntent.CREATED,
+        ProcessInstanceCreationIntent.CREATE_WITH_AWAITING_RESULT: (
+            ProcessInstanceCreationIntent.CREATED
+        ),
+        JobIntent.COMPLETE: JobIntent.COMPLETED,
+    }
+    for a in answered:
+        assert expected[a.sent.intent] in [r.intent for r in a.results], a
+
 
 def test_an_unknown_process_is_rejected_not_found(engine: Config, node_project: Path) -> None:
     produced = _producer(node_project, engine, "--process", "no-such-process", "--count", "1")
@@ -192,3 +294,13 @@ def test_an_unknown_process_is_rejected_not_found(engine: Config, node_project: 
         "order 1: rejected NOT_FOUND process 'no-such-process' is not deployed",
         "0 of 1 instances completed",
     ]
+    (asked,) = [
+        a
+        for a in _answered(engine)
+        if getattr(a.sent.value, "bpmn_process_id", None) == "no-such-process"
+        and a.sent.intent is ProcessInstanceCreationIntent.CREATE_WITH_AWAITING_RESULT
+    ]
+    (rejection,) = asked.results
+    assert rejection.record_type is RecordType.COMMAND_REJECTION
+    assert rejection.rejection_type is RejectionType.NOT_FOUND
+    assert rejection.intent is ProcessInstanceCreationIntent.CREATE_WITH_AWAITING_RESULT

@@ -1,9 +1,10 @@
 """Producers and consumers in other languages, with nothing but avro/ and the docs.
 
 A Java program (Apache Avro's BinaryMessageEncoder + kafka-clients) and a Node.js program (avsc +
-kafkajs) produce commands to the real broker that the Python codec decodes exactly, and decode
-records that Python wrote. Both also compute the schema fingerprint and Kafka's default
-partition of correlation keys themselves, which must agree with Python's.
+kafkajs) produce commands to the ingress topic `<ns>.commands` of the real broker that the
+Python codec decodes exactly and a real engine worker admits, copies into the log and
+processes; they also decode records that Python wrote. Both compute the schema fingerprint and
+Kafka's default partition of correlation keys themselves, which must agree with Python's.
 """
 
 from __future__ import annotations
@@ -12,12 +13,12 @@ import json
 import shutil
 import subprocess
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 
 from engine.config import Config
 from engine.log.admin import admin_client
@@ -25,12 +26,13 @@ from engine.log.topics import apply_topics, load_specs
 from engine.protocol import headers
 from engine.protocol.codec import RecordCodec
 from engine.protocol.convert import short_name
-from engine.protocol.enums import RecordType, ValueType
+from engine.protocol.enums import RecordType, RejectionType, ValueType
 from engine.protocol.intents import JobIntent, MessageIntent, ProcessInstanceCreationIntent
 from engine.protocol.records import Record
 from engine.protocol.routing import partition_for_correlation_key
 from engine.protocol.schemas import current_schema
 from engine.protocol.values import JobValue, MessageValue, ProcessInstanceCreationValue
+from tests.integration.workers import BUILTIN_ENGINE, WorkerProcess, create_topics, wait_until
 from tests.unit.protocol.samples import sample_record
 
 pytestmark = [pytest.mark.kafka, pytest.mark.interop]
@@ -83,9 +85,29 @@ def other(request: pytest.FixtureRequest) -> Runner:
 
 @pytest.fixture
 def log_topic(config: Config) -> str:
+    """The log of a namespace no engine runs in: the test writes it as the engine would."""
     admin = admin_client(config.bootstrap)
     apply_topics(admin, load_specs(config))
     return config.log_topic
+
+
+@pytest.fixture(scope="module")
+def engine(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Config]:
+    """A namespace with a real engine worker; at the end it stops cleanly and its state equals
+    a replay of the log."""
+    home = tmp_path_factory.mktemp("interop")
+    config = Config(
+        bootstrap_servers=kafka_bootstrap, namespace=f"i{uuid.uuid4().hex[:8]}", home=home
+    )
+    create_topics(config)
+    worker = WorkerProcess(config, home, engine=BUILTIN_ENGINE).start()
+    try:
+        yield config
+        assert worker.stop() == 0, worker.tail()
+        verify = worker.verify_replay()
+        assert verify.returncode == 0, verify.stdout + verify.stderr
+    finally:
+        worker.kill()
 
 
 def test_fingerprint_and_partitioner_agree_with_python(other: Runner) -> None:
@@ -117,23 +139,83 @@ def _read(config: Config, topic: str, at: list[tuple[int, int]]) -> list[tuple[R
     return out
 
 
-def test_commands_produced_by_another_language_decode_exactly(
-    other: Runner, config: Config, log_topic: str
+def _log_partition(config: Config, partition: int) -> list[tuple[Record, Any]]:
+    """Every committed record of one log partition with its message, in offset order."""
+    topic = config.log_topic
+    consumer = Consumer(
+        {
+            "bootstrap.servers": config.bootstrap,
+            "group.id": f"t-{uuid.uuid4()}",
+            "enable.auto.commit": False,
+            "enable.partition.eof": True,
+            "isolation.level": "read_committed",
+        }
+    )
+    out = []
+    try:
+        consumer.assign([TopicPartition(topic, partition, 0)])
+        while True:
+            msg = consumer.poll(10)
+            assert msg is not None, f"no end of {topic}/{partition} within 10 s"
+            error = msg.error()
+            if error is not None:
+                assert error.code() == KafkaError._PARTITION_EOF, error
+                return out
+            out.append((CODEC.decode(msg.value(), offset=msg.offset()), msg))
+    finally:
+        consumer.close()
+
+
+def _processed(
+    config: Config, partition: int, ingress_offset: int, timeout: float = 60
+) -> tuple[Record, Any, list[Record]]:
+    """What a client finds on the log for the command it wrote at `ingress_offset` of
+    `<ns>.commands`/`partition`: the engine's copy of it (header `partitaIngressOffset`) and
+    the events or rejection whose sourceRecordPosition is the copy's log offset."""
+    found: dict[str, tuple[Record, Any, list[Record]]] = {}
+
+    def done() -> bool:
+        records = _log_partition(config, partition)
+        for record, msg in records:
+            offset = headers.header(msg.headers(), headers.INGRESS_OFFSET)
+            if record.record_type is RecordType.COMMAND and offset == str(ingress_offset).encode():
+                results = [
+                    r
+                    for r, _ in records
+                    if r.record_type is not RecordType.COMMAND
+                    and r.source_record_position == record.position
+                ]
+                found["it"] = (record, msg, results)
+                return bool(results)
+        return False
+
+    wait_until(
+        done, timeout, f"the results of {config.commands_topic}/{partition}@{ingress_offset}"
+    )
+    return found["it"]
+
+
+def test_commands_produced_by_another_language_decode_exactly_and_are_processed(
+    other: Runner, engine: Config
 ) -> None:
-    placed = [json.loads(line) for line in other("produce", config.bootstrap, log_topic, SCHEMA)]
-    records = _read(config, log_topic, [(p["partition"], p["offset"]) for p in placed])
+    config = engine
+    placed = [
+        json.loads(line) for line in other("produce", config.bootstrap, config.namespace, SCHEMA)
+    ]
+    records = _read(config, config.commands_topic, [(p["partition"], p["offset"]) for p in placed])
     (message, message_raw), (creation, _), (job, _) = records
     source = "java" if message.engine_version.startswith("java") else "node"
     correlation_key = "order-4711" if source == "java" else "order-0815"
 
     assert message.record_type is RecordType.COMMAND and message.intent is MessageIntent.PUBLISH
-    assert message.value == MessageValue(
+    sent_message = MessageValue(
         name="payment-received",
         correlation_key=correlation_key,
         time_to_live=60000 if source == "java" else 0,
         variables='{"amount": 99.5}' if source == "java" else '{"amount": 12}',
         message_id="m-1" if source == "java" else "n-1",
     )
+    assert message.value == sent_message
     # the producer's own default partitioner put the message where the engine routes it
     assert placed[0]["partition"] == partition_for_correlation_key(
         correlation_key, config.partitions
@@ -150,6 +232,23 @@ def test_commands_produced_by_another_language_decode_exactly(
     assert job.key == 2251799813685249 + (41 if source == "java" else 42)
     assert job.value == JobValue(variables='{"paid": true}', custom_headers={"source": source})
     assert placed[2]["partition"] == 0
+
+    # what the client sees: each command copied into the same partition of the log, then the
+    # engine's answer pointing at that copy
+    (copy, copy_raw, (published, *_)), (_, _, (not_deployed,)), (_, _, (no_job,)) = (
+        _processed(config, p["partition"], p["offset"]) for p in placed
+    )
+    assert copy.intent is MessageIntent.PUBLISH and copy.value == sent_message
+    assert copy.partition_id == placed[0]["partition"] + 1
+    assert copy.source_record_position == -1
+    assert headers.header(copy_raw.headers(), "intent") == b"PUBLISH"
+    assert published.record_type is RecordType.EVENT
+    assert published.intent is MessageIntent.PUBLISHED
+    assert published.value.correlation_key == correlation_key
+    assert not_deployed.rejection_type is RejectionType.NOT_FOUND
+    assert "order-process" in not_deployed.rejection_reason
+    assert no_job.intent is JobIntent.COMPLETE
+    assert no_job.rejection_type is RejectionType.NOT_FOUND
 
 
 def _expected_json(record: Record) -> dict[str, Any]:

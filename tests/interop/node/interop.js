@@ -4,8 +4,12 @@
 //
 //   node interop.js fingerprint SCHEMA                 little-endian CRC-64-AVRO, hex
 //   node interop.js partition N KEY...                 Kafka's default partition of each key
-//   node interop.js produce BOOTSTRAP TOPIC SCHEMA      three commands; prints partition/offset
+//   node interop.js produce BOOTSTRAP NS SCHEMA         three commands to the ingress topic
+//                                                      <NS>.commands; prints partition/offset
 //   node interop.js consume BOOTSTRAP TOPIC SCHEMA N    prints each record as JSON
+//
+// Clients write commands to `<ns>.commands`, never to `<ns>.log`: only the engine writes the
+// log (docs/producing.md).
 const fs = require('fs');
 const avro = require('avsc');
 const { Kafka, Partitioners, logLevel } = require('kafkajs');
@@ -113,7 +117,8 @@ function headers(valueType, intent) {
 
 const json = (obj) => JSON.stringify(obj, (_, v) => (typeof v === 'bigint' ? v.toString() : Buffer.isBuffer(v) ? v.toString('hex') : v));
 
-async function produce(bootstrap, topic, type) {
+async function produce(bootstrap, namespace, type) {
+  const topic = `${namespace}.commands`;
   const kafka = new Kafka({ clientId: 'node-interop', brokers: [bootstrap], logLevel: logLevel.ERROR });
   const producer = kafka.producer({ createPartitioner: Partitioners.DefaultPartitioner, idempotent: true });
   await producer.connect();

@@ -23,7 +23,8 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
 /**
  * A job worker for one job type (docs/jobs.md, "Push"): consumes {@code <ns>.jobs.<type>} in the
  * consumer group {@code <ns>.workers.<type>}, runs the handler on each pushed job and answers
- * with JOB COMPLETE (or JOB FAIL when the handler throws) on the job's log partition.
+ * with JOB COMPLETE (or JOB FAIL when the handler throws) on the ingress topic
+ * {@code <ns>.commands}, in the partition of the job's key.
  *
  * <p>Offsets are committed once a poll's answers are sent, so a job is answered at least once; a
  * worker that dies before answering leaves the job to time out and be pushed again. Each answer
@@ -77,6 +78,10 @@ final class JobWorker implements AutoCloseable {
           + ", so the engine does not push these jobs: create it with"
           + " `partita topics apply --job-type " + settings.jobType() + "`");
     }
+    if (consumer.partitionsFor(settings.commandsTopic()).isEmpty()) {
+      throw new IllegalStateException("there is no topic " + settings.commandsTopic()
+          + ", where the engine reads the answers: run `partita topics apply`");
+    }
     consumer.subscribe(List.of(settings.jobTopic()));
     while (!stopping && !enough()) {
       Map<TopicPartition, OffsetAndMetadata> handled = new HashMap<>();
@@ -106,7 +111,7 @@ final class JobWorker implements AutoCloseable {
       }
       producer.flush();
       for (Future<RecordMetadata> send : sends) {
-        send.get(); // throws if the log did not take the answer: better stop than lose it
+        send.get(); // throws if ingress did not take the answer: better stop than lose it
       }
       consumer.commitSync(handled);
       report(inFlight, replies.await(inFlight.keySet(), REPLY_TIMEOUT));
@@ -158,7 +163,7 @@ final class JobWorker implements AutoCloseable {
     }
     GenericRecord command = codec.command("JOB", answer.intent(), job.key(), value);
     ProducerRecord<byte[], byte[]> message = new ProducerRecord<>(
-        settings.logTopic(), PartitaCodec.partitionOfKey(job.key()), null, codec.encode(command));
+        settings.commandsTopic(), PartitaCodec.partitionOfKey(job.key()), null, codec.encode(command));
     PartitaCodec.addHeaders(message.headers(), command);
     replies.address(message.headers(), correlationId);
     sends.add(producer.send(message));

@@ -51,8 +51,9 @@ record Settings(String bootstrapServers, String namespace, String jobType, int m
     return namespace + ".workers." + jobType;
   }
 
-  String logTopic() {
-    return namespace + ".log";
+  /** The ingress topic: clients write commands here; only the engine writes {@code <ns>.log}. */
+  String commandsTopic() {
+    return namespace + ".commands";
   }
 
   String repliesTopic() {

@@ -33,9 +33,13 @@ import org.apache.kafka.common.utils.Utils;
  * <pre>
  * fingerprint SCHEMA                          little-endian CRC-64-AVRO, hex
  * partition N KEY...                          Kafka's default partition of each key
- * produce BOOTSTRAP TOPIC SCHEMA              three commands; prints partition/offset of each
+ * produce BOOTSTRAP NS SCHEMA                 three commands to the ingress topic NS.commands;
+ *                                             prints partition/offset of each
  * consume BOOTSTRAP TOPIC SCHEMA COUNT        prints each record as JSON, one per line
  * </pre>
+ *
+ * <p>Clients write commands to {@code <ns>.commands}, never to {@code <ns>.log}: only the engine
+ * writes the log (docs/producing.md).
  */
 public final class Interop {
   private static final long FIRST_KEY_OF_PARTITION_1 = 2251799813685249L;
@@ -95,7 +99,8 @@ public final class Interop {
         .build();
   }
 
-  private static void produce(String bootstrap, String topic, Schema schema) throws Exception {
+  private static void produce(String bootstrap, String namespace, Schema schema) throws Exception {
+    String topic = namespace + ".commands";
     BinaryMessageEncoder<GenericRecord> encoder = new BinaryMessageEncoder<>(GenericData.get(), schema);
     Properties props = new Properties();
     props.put("bootstrap.servers", bootstrap);
