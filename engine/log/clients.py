@@ -48,7 +48,9 @@ def group_consumer(bootstrap: str, namespace: str, **overrides: Any) -> Consumer
 
 
 def restore_consumer(bootstrap: str, namespace: str, partition: int) -> Consumer:
-    """An assign-only consumer that reads one partition's events during replay."""
+    """An assign-only consumer that reads one partition's events during replay (also standbys,
+    verify-replay and snapshot restore). `auto.offset.reset=error`: a position the log no
+    longer holds is an error, never a silent jump to wherever the log now starts or ends."""
     return Consumer(
         {
             "bootstrap.servers": bootstrap,
@@ -56,6 +58,7 @@ def restore_consumer(bootstrap: str, namespace: str, partition: int) -> Consumer
             "enable.auto.commit": False,
             "isolation.level": "read_committed",
             "enable.partition.eof": True,
+            "auto.offset.reset": "error",
             "fetch.wait.max.ms": 10,
             "logger": _LOG,
         }

@@ -68,6 +68,9 @@ class Snapshotter:
         self._last_position = -1
         self._last_time = time.monotonic()
         self.taken: list[Manifest] = []
+        self.pending: Manifest | None = None
+        """The last uploaded snapshot, whose truncation waits for a committed batch."""
+        self.pending_since = 0.0
 
     @property
     def busy(self) -> bool:
@@ -132,7 +135,9 @@ class Snapshotter:
             shutil.rmtree(checkpoint, ignore_errors=True)
 
     def poll(self) -> Manifest | None:
-        """After an upload finished: clean up and truncate; the new manifest (or None)."""
+        """After an upload finished: the new manifest (or None). Its truncation waits for
+        `truncate`, which the owner calls once a batch committed after this (a fenced zombie
+        commits nothing, so it never deletes records)."""
         if self._thread is None or self._thread.is_alive():
             return None
         self._thread = None
@@ -141,8 +146,17 @@ class Snapshotter:
             _LOG.warning("partition %d: %s", self.partition, result)
             return None
         self.taken.append(result)
-        self._clean_up_and_truncate(result)
+        self.pending = result
+        self.pending_since = time.monotonic()
         return result
+
+    def truncate(self) -> None:
+        """Delete what the last uploaded snapshot made unnecessary (older snapshots, and log
+        records nobody needs). Only the partition's current owner may call it, right after a
+        committed batch proved it still is."""
+        manifest, self.pending = self.pending, None
+        if manifest is not None:
+            self._clean_up_and_truncate(manifest)
 
     def _clean_up_and_truncate(self, manifest: Manifest) -> None:
         admin = AdminClient({"bootstrap.servers": self.bootstrap})

@@ -17,6 +17,12 @@ class AbortedBatchError(Exception):
     """The transaction was aborted; state changes were dropped and the consumer rewound."""
 
 
+class LogTruncatedError(PartitaError):
+    """The log no longer holds the events a store needs next (it was truncated past the
+    store's last applied position): the store must be replaced by a snapshot, never replayed
+    from wherever the log now starts."""
+
+
 class UnappliableRecordError(PartitaError):
     """An EVENT on the log that replay, a standby or `verify-replay` cannot apply: its body
     does not decode, or its applier raised (state it expects is missing, a value it needs is

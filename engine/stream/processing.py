@@ -71,6 +71,11 @@ _LOG = logging.getLogger("partita.processing")
 _TXN_TIMEOUT_S = 30.0
 
 
+def command_key(record: Record) -> bytes | None:
+    """The Kafka key of an engine-written command: its record key, 8 bytes big-endian."""
+    return record.key.to_bytes(8, "big", signed=True) if record.key > 0 else None
+
+
 def _offset(message: Message) -> int:
     offset = message.offset()
     assert offset is not None, "consumed and delivered messages have offsets"
@@ -122,6 +127,7 @@ class ProcessingStateMachine:
         clock: Callable[[], float] = time.time,
         job_push: JobPush | None = None,
         message_ttl_ms: int = DEFAULT_MESSAGE_TTL_MS,
+        skipped: frozenset[int] = frozenset(),
     ) -> None:
         self.topic = topic
         self.partition = partition
@@ -148,6 +154,8 @@ class ProcessingStateMachine:
         self.clock = clock
         self.job_push = job_push
         self.message_ttl_ms = message_ttl_ms
+        self.skipped = skipped
+        """Log offsets an operator listed in PARTITA_SKIP_RECORDS: never processed."""
         self.metrics = ProcessingMetrics()
         self._last_event_offset = -1
         self.awaiting = AwaitedResults()
@@ -203,6 +211,13 @@ class ProcessingStateMachine:
             last_offset = offset
             headers = message.headers()
             if not is_pending_command(headers):
+                continue
+            if self.skipped and offset in self.skipped:
+                _LOG.warning(
+                    "partition %d: skipping the command at offset %d (PARTITA_SKIP_RECORDS)",
+                    self.partition,
+                    offset,
+                )
                 continue
             try:
                 record = self.codec.decode(
@@ -518,6 +533,9 @@ class ProcessingStateMachine:
                 producer.produce(
                     self.topic,
                     encode(record),
+                    # a command's key as the Kafka key: replay raises the key generator past
+                    # the keys of spilled follow-ups without decoding them
+                    key=command_key(record) if record.record_type is RecordType.COMMAND else None,
                     partition=partition,
                     headers=record_headers(record),
                     on_delivery=on_delivery if index == last_event else None,

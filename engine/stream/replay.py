@@ -26,7 +26,7 @@ from engine.protocol.codec import RecordCodec
 from engine.protocol.headers import EVENT, INTENT, RECORD_TYPE, VALUE_TYPE, header
 from engine.state import KeyGenerator, PartitionDb
 from engine.state.db import LAST_APPLIED_POSITION
-from engine.stream.errors import UnappliableRecordError, header_text
+from engine.stream.errors import LogTruncatedError, UnappliableRecordError, header_text
 from engine.stream.skips import SKIP_RECORDS_ENV, SkipList, from_env
 
 _LOG = logging.getLogger("partita.replay")
@@ -73,7 +73,13 @@ class ReplayStateMachine:
         started = time.monotonic()
         tp = TopicPartition(self.topic, self.partition)
         low, high = self.consumer.get_watermark_offsets(tp, timeout=30, cached=False)
-        start = max(self.db.position(LAST_APPLIED_POSITION) + 1, low)
+        applied_position = self.db.position(LAST_APPLIED_POSITION)
+        if 0 <= applied_position < low - 1:
+            raise LogTruncatedError(
+                f"partition {self.partition}: the store has applied events up to offset"
+                f" {applied_position}, but {self.topic} now starts at {low}"
+            )
+        start = max(applied_position + 1, low)
         end = high if until is None else min(high, until + 1)
         applied = 0
         if start < end:
@@ -104,12 +110,23 @@ class ReplayStateMachine:
                 if error is not None:
                     if error.code() == KafkaError._PARTITION_EOF:
                         return self._finish(applied, pending)
+                    if error.code() in (
+                        KafkaError._AUTO_OFFSET_RESET,
+                        KafkaError.OFFSET_OUT_OF_RANGE,
+                    ):
+                        raise LogTruncatedError(
+                            f"partition {self.partition}: {self.topic} was truncated during"
+                            f" replay: {error.str()}"
+                        )
                     raise RuntimeError(f"replay of partition {self.partition}: {error.str()}")
                 offset = message.offset()
                 assert offset is not None
                 if offset >= end:
                     return self._finish(applied, pending)
                 if header(message.headers(), RECORD_TYPE) != EVENT:
+                    key = message.key()  # an engine-written command: its record key
+                    if key is not None and len(key) == 8:
+                        self.keys.set_key_if_higher(int.from_bytes(key, "big", signed=True))
                     continue
                 if offset in skipped:
                     skip(self.topic, self.partition, offset, message)

@@ -104,6 +104,9 @@ class Standby:
             assert offset is not None
             last = offset
             if header(message.headers(), RECORD_TYPE) != EVENT:
+                key = message.key()  # an engine-written command: its record key (see replay)
+                if key is not None and len(key) == 8:
+                    self.keys.set_key_if_higher(int.from_bytes(key, "big", signed=True))
                 continue
             if offset in skipped_offsets:
                 skip(self.topic, self.partition, offset, message)

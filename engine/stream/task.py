@@ -2,9 +2,13 @@
 
 Lifecycle: OPENING (open the state store, create the transactional producer and fence any
 previous owner with `init_transactions`) -> REPLAYING (apply events up to the end of the log)
--> PROCESSING (batches of commands) -> CLOSED. A task that loses its partition (revoked,
-fenced, fatal error) goes to CLOSED and its uncommitted overlay is discarded; the state store
-keeps the last committed batch, which the next owner on this machine continues from.
+-> PROCESSING (batches of commands) -> CLOSED. A record replay cannot apply puts the task in
+STOPPED instead of PROCESSING: it keeps the partition (no other worker crash-loops on it),
+processes nothing, and marks the partition stopped in the engine group's committed offsets,
+where `partita status` shows it (docs/operations.md says how to get past the record). A task
+that loses its partition (revoked, fenced, fatal error) goes to CLOSED and its uncommitted
+overlay is discarded; the state store keeps the last committed batch, which the next owner on
+this machine continues from.
 """
 
 from __future__ import annotations
@@ -32,9 +36,13 @@ from engine.snapshots import restore as restore_snapshot
 from engine.state import KeyGenerator, PartitionDb
 from engine.state.db import LAST_APPLIED_POSITION, LAST_INGRESS_POSITION, LAST_PROCESSED_POSITION
 from engine.stream.backpressure import Backpressure
+from engine.stream.errors import LogTruncatedError, UnappliableRecordError
 from engine.stream.processing import ProcessingStateMachine
 from engine.stream.replay import ReplayResult, ReplayStateMachine
 from engine.stream.replies import ReplyRoutes
+from engine.stream.skips import from_env as skips_from_env
+from engine.stream.stopped import commit_stopped
+from engine.stream.stopped import decode as decode_stopped
 
 _LOG = logging.getLogger("partita.task")
 
@@ -44,6 +52,7 @@ class TaskState(enum.Enum):
     OPENING = "opening"
     REPLAYING = "replaying"
     PROCESSING = "processing"
+    STOPPED = "stopped"
     CLOSED = "closed"
 
 
@@ -97,6 +106,10 @@ class PartitionTask:
         self.producer: Any = None
         self.processing: ProcessingStateMachine | None = None
         self.replay: ReplayResult | None = None
+        self.stopped: UnappliableRecordError | None = None
+        self.skips = skips_from_env()
+        self._resume = (0, 0)
+        self._marked_stopped = False
         self._next_due_check = 0.0
         self._started = time.monotonic()
 
@@ -123,15 +136,36 @@ class PartitionTask:
         self.state = TaskState.REPLAYING
         restore = clients.restore_consumer(self.bootstrap, self.namespace, self.partition)
         try:
-            self._restore_if_needed(restore)
-            assert self.db is not None
-            keys = KeyGenerator(self.db, partition_id_of_kafka(self.partition))
-            self.replay = ReplayStateMachine(
-                restore, self.topic, self.partition, self.engine, self.codec, self.db, keys
-            ).run()
+            for attempt in (1, 2):
+                self._restore_if_needed(restore)
+                assert self.db is not None
+                keys = KeyGenerator(self.db, partition_id_of_kafka(self.partition))
+                try:
+                    self.replay = ReplayStateMachine(
+                        restore,
+                        self.topic,
+                        self.partition,
+                        self.engine,
+                        self.codec,
+                        self.db,
+                        keys,
+                        skips=self.skips,
+                    ).run()
+                    break
+                except LogTruncatedError as truncated:  # truncated since the check: restore
+                    if attempt == 2:
+                        raise
+                    _LOG.warning(
+                        "partition %d: %s; restoring a snapshot", self.partition, truncated
+                    )
+                    self.db.rollback()
+        except UnappliableRecordError as error:
+            self._stop(error)
+            return
         finally:
             restore.close()
-        next_offset, next_ingress = self._resume_offsets()
+        assert self.replay is not None
+        next_offset, next_ingress = self._resume = self._resume_offsets()
         self.processing = ProcessingStateMachine(
             topic=self.topic,
             partition=self.partition,
@@ -153,7 +187,10 @@ class PartitionTask:
             clock=self.clock,
             job_push=self.job_push,
             message_ttl_ms=self.message_ttl_ms,
+            skipped=self.skips.offsets(self.partition),
         )
+        if self._marked_stopped:
+            self._clear_stopped_marker()
         if self.snapshot_settings is not None:
             self.snapshotter = Snapshotter(
                 bootstrap=self.bootstrap,
@@ -174,6 +211,43 @@ class PartitionTask:
             time.monotonic() - self._started,
         )
 
+    def _stop(self, error: UnappliableRecordError) -> None:
+        """REPLAYING -> STOPPED: keep the partition, process nothing, say so where operators
+        look (the log, and the committed offset's metadata that `partita status` reads)."""
+        assert self.db is not None
+        self.db.rollback()
+        self._resume = self._resume_offsets()
+        self.stopped = error
+        self.state = TaskState.STOPPED
+        _LOG.error("partition %d: STOPPED: %s", self.partition, error)
+        try:
+            commit_stopped(
+                self.producer,
+                self.consumer.consumer_group_metadata(),
+                topic=self.topic,
+                partition=self.partition,
+                offset=self._resume[0],
+                error=error,
+            )
+        except KafkaException as exc:
+            _LOG.warning(
+                "partition %d: could not mark the partition stopped in the group's offsets: %s",
+                self.partition,
+                exc.args[0].str(),
+            )
+
+    def _clear_stopped_marker(self) -> None:
+        """A partition that processes again is no longer STOPPED: commit its offset without
+        the marker (processing's own commits would, but only once a record arrives)."""
+        self.producer.begin_transaction()
+        self.producer.send_offsets_to_transaction(
+            [TopicPartition(self.topic, self.partition, self._resume[0])],
+            self.consumer.consumer_group_metadata(),
+            30,
+        )
+        self.producer.commit_transaction(30)
+        _LOG.info("partition %d: processing again; the STOPPED mark is cleared", self.partition)
+
     def _resume_offsets(self) -> tuple[int, int]:
         """Where processing resumes on the log and on ingress: past both the group's committed
         offset and the store's last processed position. They differ when the group's offsets
@@ -188,6 +262,7 @@ class PartitionTask:
             ],
             timeout=30,
         )
+        self._marked_stopped = decode_stopped(committed[0].metadata) is not None
         resumed = []
         for tp, position in zip(
             committed, (LAST_PROCESSED_POSITION, LAST_INGRESS_POSITION), strict=True
@@ -260,9 +335,12 @@ class PartitionTask:
 
     def maybe_snapshot(self) -> None:
         """Between batches: start a snapshot when one is due; finish one that uploaded."""
-        if self.snapshotter is None or self.db is None:
+        if self.snapshotter is None or self.db is None or self.processing is None:
             return
         self.snapshotter.poll()
+        committed = self.processing.metrics.last_batch_committed
+        if self.snapshotter.pending is not None and committed > self.snapshotter.pending_since:
+            self.snapshotter.truncate()  # a batch committed since: still the owner
         if self.snapshotter.due(self.db.position(LAST_PROCESSED_POSITION)):
             self.snapshotter.take(self.db)
 
@@ -279,13 +357,13 @@ class PartitionTask:
     @property
     def next_offset(self) -> int:
         """Where the group consumer must start reading this partition."""
-        assert self.processing is not None
-        return self.processing.next_offset
+        return self._resume[0] if self.processing is None else self.processing.next_offset
 
     @property
     def next_ingress_offset(self) -> int:
         """Where the group consumer must start reading this partition of ingress."""
-        assert self.processing is not None
+        if self.processing is None:
+            return self._resume[1]
         return self.processing.next_ingress_offset
 
     def process(self, messages: Sequence[Message], ingress: Sequence[Message] = ()) -> int:

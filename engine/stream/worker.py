@@ -36,7 +36,7 @@ from engine.stream.backpressure import Backpressure
 from engine.stream.errors import AbortedBatchError, TaskFencedError
 from engine.stream.replies import ReplyRoutes
 from engine.stream.standby import Standby
-from engine.stream.task import PartitionTask, state_dir
+from engine.stream.task import PartitionTask, TaskState, state_dir
 
 _LOG = logging.getLogger("partita.worker")
 
@@ -126,6 +126,9 @@ class Worker:
                 TopicPartition(self.config.commands_topic, task.partition, task.next_ingress_offset)
             )
         consumer.incremental_assign(assigned)
+        stopped = [tp for tp in assigned if self.tasks[tp.partition].state is TaskState.STOPPED]
+        if stopped:  # owned, so no other worker stops on the same record, but never read
+            consumer.pause(stopped)
         _LOG.info("assigned partitions %s", sorted(self.tasks))
 
     def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
@@ -207,14 +210,16 @@ class Worker:
                 (log if message.topic() == log_topic else ingress)[partition].append(message)
         for partition in log.keys() | ingress.keys():
             task = self.tasks.get(partition)
-            if task is None:
-                continue  # fetched before a revocation
+            if task is None or task.state is not TaskState.PROCESSING:
+                continue  # fetched before a revocation, or stopped
             try:
                 task.process(log.get(partition, ()), ingress.get(partition, ()))
             except AbortedBatchError:
                 continue
         now = time.time()
         for task in list(self.tasks.values()):
+            if task.state is not TaskState.PROCESSING:
+                continue
             try:
                 task.check_due_dates(now)
             except AbortedBatchError:
@@ -290,6 +295,8 @@ class Worker:
             return
         _LOG.info("pushing jobs of types %s to their job topics", new)
         for task in list(self.tasks.values()):
+            if task.state is not TaskState.PROCESSING:
+                continue
             try:
                 task.push_waiting_jobs(new)
             except AbortedBatchError:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
@@ -25,12 +26,19 @@ from engine.ops.tail import TailFilter, tail
 from engine.protocol.codec import RecordCodec
 from engine.protocol.enums import BpmnElementType, ValueType
 from engine.protocol.headers import INTENT, RECORD_TYPE, VALUE_TYPE, header, record_headers
-from engine.protocol.intents import ProcessInstanceIntent
+from engine.protocol.intents import ProcessInstanceCreationIntent, ProcessInstanceIntent
 from engine.protocol.records import event
 from engine.protocol.values import ProcessInstanceValue
 from engine.stream.errors import UnappliableRecordError
 from engine.stream.stopped import StoppedMarker, commit_stopped, encode
-from tests.integration.workers import create_topics, read_log, wait_until
+from tests.integration.workers import (
+    WorkerProcess,
+    create_topics,
+    creation,
+    produce,
+    read_log,
+    wait_until,
+)
 
 pytestmark = pytest.mark.kafka
 
@@ -235,3 +243,62 @@ def test_the_owner_marks_a_partition_stopped_in_a_transaction_and_its_next_commi
         wait_until(lambda: state() != "STOPPED", 30, "the marker to be cleared")
     finally:
         group.close()
+
+
+def test_a_worker_stops_only_the_partition_it_cannot_replay_and_the_skip_list_restarts_it(
+    config: Config, tmp_path: Path
+) -> None:
+    """A garbage EVENT on partition 0 (as a buggy engine version could have written it): the
+    worker keeps partition 0 STOPPED (status shows it, nothing crash-loops), partitions 1 and 2
+    keep processing; listed in PARTITA_SKIP_RECORDS, the next start replays past it."""
+    _produce_with_garbage(config)
+    worker = WorkerProcess(config, tmp_path / "w").start()
+    try:
+        wait_until(
+            lambda: "partition 0: STOPPED" in worker.log.read_text(errors="replace"),
+            60,
+            "partition 0 to stop",
+            worker.tail,
+        )
+        produce(config, [(1, creation(1)), (2, creation(2))])  # the others still work
+
+        def answered() -> bool:
+            log = read_log(config)
+            return all(
+                any(r.intent is ProcessInstanceCreationIntent.CREATED for r in log.partitions[p])
+                for p in (1, 2)
+            )
+
+        wait_until(answered, 60, "partitions 1 and 2 to process", worker.tail)
+        wait_until(
+            lambda: collect(config).partitions[0].state == "STOPPED",
+            30,
+            "status to show partition 0 STOPPED",
+        )
+        status = collect(config)
+        marker = status.partitions[0].stopped
+        assert marker is not None and marker.offset == GARBAGE
+        assert marker.value_type == "PROCESS_INSTANCE" and marker.intent == "ELEMENT_ACTIVATED"
+        assert [p.stopped for p in status.partitions][1:] == [None, None]
+        assert worker.process is not None and worker.process.poll() is None  # no crash loop
+    finally:
+        assert worker.stop() == 0, worker.tail()
+    assert worker.log.read_text().count("partition 0: STOPPED") == 1
+
+    skipping = WorkerProcess(
+        config, tmp_path / "w", env={"PARTITA_SKIP_RECORDS": f"0:{GARBAGE}"}
+    ).start()
+    try:
+        wait_until(
+            lambda: "partition 0: processing from log offset" in skipping.log.read_text(),
+            60,
+            "partition 0 to process again",
+            skipping.tail,
+        )
+        wait_until(
+            lambda: collect(config).partitions[0].stopped is None,
+            30,
+            "the stopped marker to clear",
+        )
+    finally:
+        assert skipping.stop() == 0, skipping.tail()
