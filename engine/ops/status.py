@@ -26,6 +26,7 @@ from engine.config import Config
 from engine.log.admin import admin_client
 from engine.log.clients import engine_group
 from engine.snapshots.store import manifests
+from engine.stream.counters import decode as decode_counters
 from engine.stream.stopped import StoppedMarker
 from engine.stream.stopped import decode as decode_stopped
 
@@ -43,6 +44,9 @@ class PartitionStatus:
     snapshot_age_s: float | None = None
     stopped: StoppedMarker | None = None
     """Set when the engine stopped this partition at a record it cannot apply."""
+    turned_away: dict[str, int] = field(default_factory=dict)
+    """What the partition's trust boundary refused (engine.stream.counters): records refused
+    at admission, commands refused RESOURCE_EXHAUSTED, replies dropped."""
 
     @property
     def state(self) -> str:
@@ -102,10 +106,13 @@ def collect(config: Config) -> Status:
         groups = _groups(admin, config, consumer, ends, {t: topics[t] for t in job_topics})
         engine = next((g for g in groups if g.group == engine_group(config.namespace)), None)
         owners = _owners(admin, engine_group(config.namespace))
-        stopped = _stopped(admin, engine_group(config.namespace), log)
+        stopped, turned_away = _markers(
+            admin, engine_group(config.namespace), log, config.commands_topic
+        )
         for status in partitions:
             status.owner = owners.get(status.partition, "-")
             status.stopped = stopped.get(status.partition)
+            status.turned_away = turned_away.get(status.partition, {})
             if engine is not None:
                 status.engine_lag = engine.lag.get(status.partition)
         if config.snapshots_topic in topics:
@@ -192,20 +199,26 @@ def _owners(admin: AdminClient, group: str) -> dict[int, str]:
     return owners
 
 
-def _stopped(admin: AdminClient, group: str, topic: str) -> dict[int, StoppedMarker]:
-    """The partitions of `topic` whose committed offset in `group` carries a stopped marker."""
+def _markers(
+    admin: AdminClient, group: str, topic: str, ingress: str
+) -> tuple[dict[int, StoppedMarker], dict[int, dict[str, int]]]:
+    """From `group`'s committed offsets: the partitions of `topic` that carry a stopped marker,
+    and the trust boundary's counters carried by the offsets of `ingress`."""
     request = [ConsumerGroupTopicPartitions(group)]
     try:
         result = admin.list_consumer_group_offsets(request, request_timeout=_TIMEOUT)
         committed = result[group].result().topic_partitions or []
     except KafkaException:  # the group does not exist yet: nothing is stopped
-        return {}
-    found = {}
+        return {}, {}
+    stopped, turned_away = {}, {}
     for tp in committed:
-        marker = decode_stopped(tp.metadata) if tp.topic == topic else None
-        if marker is not None:
-            found[tp.partition] = marker
-    return found
+        if tp.topic == topic:
+            marker = decode_stopped(tp.metadata)
+            if marker is not None:
+                stopped[tp.partition] = marker
+        elif tp.topic == ingress:
+            turned_away[tp.partition] = decode_counters(tp.metadata)
+    return stopped, turned_away
 
 
 def _snapshots(consumer: Consumer, topic: str, partitions: list[PartitionStatus]) -> None:
@@ -247,6 +260,15 @@ def render(status: Status) -> str:
             lines.append(
                 f"  partition {p.partition} STOPPED at offset {p.stopped.offset}"
                 f" ({p.stopped.value_type} {p.stopped.intent}): {p.stopped.reason}"
+            )
+    for p in status.partitions:
+        if any(p.turned_away.values()):
+            counts = p.turned_away
+            lines.append(
+                f"  partition {p.partition} turned away: {counts.get('refused', 0)} ingress"
+                f" records refused, {counts.get('backpressured', 0)} commands refused"
+                f" RESOURCE_EXHAUSTED (backpressure), {counts.get('replies_dropped', 0)} replies"
+                " dropped"
             )
     if any(p.stopped is not None for p in status.partitions):
         lines.append(

@@ -61,6 +61,7 @@ from engine.protocol.records import Record
 from engine.protocol.routing import partition_for_command
 from engine.protocol.values import VALUE_CLASSES, ErrorValue, JobBatchValue
 from engine.state import KeyGenerator, PartitionDb
+from engine.stream import counters
 from engine.stream.backpressure import Backpressure, applies_to
 from engine.stream.errors import AbortedBatchError, TaskFencedError
 from engine.stream.ingress import Admitted, Refused, admit
@@ -94,6 +95,17 @@ class ProcessingMetrics:
     refused: int = 0
     backpressured: int = 0
     """New instances and messages refused RESOURCE_EXHAUSTED while ingress lagged."""
+    replies_dropped: int = 0
+    """Replies not written: topic not allowed or missing, partition out of range."""
+
+    def boundary_counters(self) -> dict[str, int]:
+        """What the trust boundary turned away (engine.stream.counters)."""
+        return {
+            "refused": self.refused,
+            "backpressured": self.backpressured,
+            "replies_dropped": self.replies_dropped,
+        }
+
     """Ingress records refused before reaching the log (not commands, internal intents, ...)."""
     undecodable: int = 0
     batches: int = 0
@@ -555,7 +567,14 @@ class ProcessingStateMachine:
             if last_offset >= 0:
                 offsets.append(TopicPartition(self.topic, self.partition, last_offset + 1))
             if last_ingress >= 0:
-                offsets.append(TopicPartition(self.ingress_topic, self.partition, last_ingress + 1))
+                offsets.append(
+                    TopicPartition(
+                        self.ingress_topic,
+                        self.partition,
+                        last_ingress + 1,
+                        metadata=counters.encode(self.metrics.boundary_counters()),
+                    )
+                )
             if offsets:
                 producer.send_offsets_to_transaction(offsets, self.group_metadata(), _TXN_TIMEOUT_S)
             self._commit_transaction()
@@ -586,6 +605,7 @@ class ProcessingStateMachine:
             refusal = self.replies.refusal(address)
             if refusal is not None:
                 self.replies.drop(self.partition, address, refusal)
+                self.metrics.replies_dropped += 1
                 continue
             reply_headers = [*record_headers(record), (CORRELATION_ID, address.correlation_id)]
             if address.partition is None:

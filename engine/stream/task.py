@@ -35,6 +35,7 @@ from engine.snapshots import Manifest, SnapshotError, SnapshotSettings, Snapshot
 from engine.snapshots import restore as restore_snapshot
 from engine.state import KeyGenerator, PartitionDb
 from engine.state.db import LAST_APPLIED_POSITION, LAST_INGRESS_POSITION, LAST_PROCESSED_POSITION
+from engine.stream import counters
 from engine.stream.backpressure import Backpressure
 from engine.stream.errors import LogTruncatedError, UnappliableRecordError
 from engine.stream.processing import ProcessingStateMachine
@@ -110,6 +111,7 @@ class PartitionTask:
         self.skips = skips_from_env()
         self._resume = (0, 0)
         self._marked_stopped = False
+        self._counters: dict[str, int] = {}
         self._next_due_check = 0.0
         self._started = time.monotonic()
 
@@ -189,6 +191,8 @@ class PartitionTask:
             message_ttl_ms=self.message_ttl_ms,
             skipped=self.skips.offsets(self.partition),
         )
+        for name, value in self._counters.items():  # keep counting where the last owner was
+            setattr(self.processing.metrics, name, value)
         if self._marked_stopped:
             self._clear_stopped_marker()
         if self.snapshot_settings is not None:
@@ -263,6 +267,7 @@ class PartitionTask:
             timeout=30,
         )
         self._marked_stopped = decode_stopped(committed[0].metadata) is not None
+        self._counters = counters.decode(committed[1].metadata)
         resumed = []
         for tp, position in zip(
             committed, (LAST_PROCESSED_POSITION, LAST_INGRESS_POSITION), strict=True

@@ -18,6 +18,7 @@ from collections.abc import Iterator
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
+from engine.cli import main
 from engine.client import Client
 from engine.config import Config
 from engine.protocol.codec import PRODUCER_MAX_BYTES
@@ -69,6 +70,24 @@ TASK_PROCESS = b"""<?xml version="1.0" encoding="UTF-8"?>
     </bpmn:serviceTask>
     <bpmn:sequenceFlow id="f2" sourceRef="task" targetRef="end"/>
     <bpmn:endEvent id="end"/>
+  </bpmn:process>
+</bpmn:definitions>
+"""
+
+REGEX_PROCESS = b"""<?xml version="1.0" encoding="UTF-8"?>
+<bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL"
+    xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" id="r" targetNamespace="t">
+  <bpmn:process id="regex" isExecutable="true">
+    <bpmn:startEvent id="start"/>
+    <bpmn:sequenceFlow id="f1" sourceRef="start" targetRef="check"/>
+    <bpmn:exclusiveGateway id="check" default="f3"/>
+    <bpmn:sequenceFlow id="f2" sourceRef="check" targetRef="matched">
+      <bpmn:conditionExpression xsi:type="bpmn:tFormalExpression"
+        >=matches(text, pattern)</bpmn:conditionExpression>
+    </bpmn:sequenceFlow>
+    <bpmn:sequenceFlow id="f3" sourceRef="check" targetRef="other"/>
+    <bpmn:endEvent id="matched"/>
+    <bpmn:endEvent id="other"/>
   </bpmn:process>
 </bpmn:definitions>
 """
@@ -187,7 +206,7 @@ def attack(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> It
     }
     worker = WorkerProcess(config, home, engine=BUILTIN_ENGINE, env=env).start()
     with Client(config, timeout=60) as client:
-        client.deploy(("hostile.bpmn", TASK_PROCESS))
+        client.deploy(("hostile.bpmn", TASK_PROCESS), ("regex.bpmn", REGEX_PROCESS))
     yield Attack(config, worker)
     assert worker.stop() == 0, worker.tail()
     _assert_replay_equal(worker, "after the attacks (warm)")
@@ -448,3 +467,44 @@ def _count_created(config: Config, partition: int) -> int:
         r.intent is ProcessInstanceCreationIntent.CREATED
         for _, _, r in log_messages(config, partition)
     )
+
+
+def test_a_catastrophic_regular_expression_ends_at_once(attack: Attack) -> None:
+    """`(a+)+$` against a long run of a's and a '!' backtracks for ever in a backtracking
+    engine; the instance must complete (on the default flow) well within the request time."""
+    with Client(attack.config, timeout=60) as client:
+        started = time.monotonic()
+        result = client.create_instance(
+            "regex", {"text": "a" * 5000 + "!", "pattern": "(a+)+$"}, await_result=True
+        )
+        assert result.value_type is ValueType.PROCESS_INSTANCE_RESULT, result
+        assert time.monotonic() - started < 30
+    _assert_still_processing(attack.config, attack.worker)
+
+
+def test_status_shows_what_the_boundary_turned_away(
+    attack: Attack, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Runs last: the attacks above were refused, backpressured and their replies dropped,
+    and `partita status` says so per partition (from the engine group's committed offsets)."""
+    config = attack.config
+    flags = ["--bootstrap-servers", config.bootstrap, "--namespace", config.namespace]
+
+    def counted() -> dict[str, int]:
+        assert main(["status", "--json", *flags]) == 0
+        partitions = json.loads(capsys.readouterr().out)["partitions"]
+        totals: dict[str, int] = {}
+        for partition in partitions:
+            for name, value in partition["turned_away"].items():
+                totals[name] = totals.get(name, 0) + value
+        return totals
+
+    wait_until(
+        lambda: all(
+            counted().get(name, 0) > 0 for name in ("refused", "backpressured", "replies_dropped")
+        ),
+        30,
+        "status to count refusals, backpressure and dropped replies",
+    )
+    assert main(["status", *flags]) == 0
+    assert "turned away:" in capsys.readouterr().out

@@ -15,6 +15,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 
 from engine.config import Config
 from engine.log import clients
+from engine.log.admin import admin_client
 from engine.protocol.enums import BpmnElementType, RecordType
 from engine.protocol.headers import record_headers
 from engine.protocol.intents import ProcessInstanceCreationIntent as Creation
@@ -29,6 +30,7 @@ from tests.integration.workers import (
     assert_exactly_once,
     create_topics,
     creation,
+    produce,
     unanswered,
     wait_answered,
     wait_until,
@@ -221,4 +223,33 @@ def test_a_fenced_task_makes_the_worker_rejoin_and_nothing_is_lost(
     assert assert_exactly_once(log, 3) == 20
     assert "leaving the group and joining again" in worker.tail(400)
     assert worker.stop() == 0, worker.tail()
+    _verify(worker, 3)
+
+
+def test_a_reset_or_expired_group_offset_never_reprocesses_what_the_store_processed(
+    kafka_bootstrap: str, tmp_path: Path
+) -> None:
+    """The engine group's offsets are deleted while no worker runs (as offsets expire after
+    offsets.retention.minutes, or an operator resets the group): the worker resumes past the
+    store's last processed positions on the log and on ingress, says so loudly, and no client
+    command is copied or answered twice."""
+    config = _config(kafka_bootstrap, tmp_path)
+    worker = WorkerProcess(config, tmp_path).start()
+    produce(config, [(i % 3, creation(i)) for i in range(12)])
+    wait_answered(config, 12, 60, worker)
+    assert worker.stop() == 0, worker.tail()
+
+    admin = admin_client(config.bootstrap)
+    group = clients.engine_group(config.namespace)
+    for future in admin.delete_consumer_groups([group], request_timeout=30).values():
+        future.result()
+
+    worker.start()
+    produce(config, [(i % 3, creation(100 + i)) for i in range(6)])
+    log = wait_answered(config, 18, 60, worker)
+    assert worker.stop() == 0, worker.tail()
+    copies = [c for p in range(3) for c in log.commands(p)]
+    assert len(copies) == 18  # each client command copied into the log once
+    assert assert_exactly_once(log, 3) == 18
+    assert "resuming at" in worker.log.read_text()
     _verify(worker, 3)
