@@ -12,8 +12,10 @@ and measures, for each workload:
 - replay: the partition's events applied to an empty store, events/s;
 
 then, on the same broker, the raw confluent-kafka transactional loop of `bench loop`, and the
-ratio of the engine's log records/s to it. Workloads: `one-task` (start, service task, end) and
-`typical` (Zeebe's benchmark shape: ten service tasks and two PT0.1S timers).
+ratio of the engine's log records/s to it. The load generator and the job worker are clients:
+they write their commands to `<ns>.commands`, and the engine copies each into the log before
+its events, so log records/s counts those copies too. Workloads: `one-task` (start, service
+task, end) and `typical` (Zeebe's benchmark shape: ten service tasks and two PT0.1S timers).
 """
 
 from __future__ import annotations

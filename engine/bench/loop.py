@@ -1,15 +1,19 @@
 """`partita bench loop`: the engine's processing loop against the physical limit of the stack.
 
 Both sides run on one partition of a fresh namespace of the configured cluster, over the same
-number of pre-produced commands of the same size:
+number of commands of the same size, pre-produced to an ingress topic as clients write them:
 
 - engine: an in-process worker with a trivial processor (1 command -> 5 events; a new key per
-  command), i.e. header filtering, decoding, dispatch, encoding, one Kafka transaction per
-  consumed batch with the offsets, the RocksDB commit after it;
-- raw: a bare confluent-kafka transactional loop that consumes the same commands and produces
-  5 records of the same size per command, one transaction per consumed batch with the offsets.
+  command) reading `<ns>.commands`, i.e. admission, the copy of the command into the log,
+  header filtering, decoding, dispatch, encoding, one Kafka transaction per consumed batch with
+  both offsets, the RocksDB commit after it;
+- raw: a bare confluent-kafka transactional loop of the same shape: it consumes the commands
+  from its own ingress topic and, per command, appends the command and 5 records of an event's
+  size to its log, one transaction per consumed batch with the offsets; like the engine, it
+  reads its log back and skips its own records by header.
 
-records/s counts records consumed plus records produced, per second of the processing phase.
+records/s counts records consumed from ingress plus records produced (the copy and the
+events), per second of the processing phase.
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ from engine.log.topics import apply_topics, load_specs
 from engine.processing import Engine, ProcessingContext, banning
 from engine.protocol.codec import RecordCodec
 from engine.protocol.enums import BpmnElementType
-from engine.protocol.headers import COMMAND, RECORD_TYPE, header, record_headers
+from engine.protocol.headers import COMMAND, INGRESS_OFFSET, RECORD_TYPE, header, record_headers
 from engine.protocol.intents import ProcessInstanceCreationIntent as Creation
 from engine.protocol.intents import ProcessInstanceIntent as Instance
 from engine.protocol.records import Record, command, event
@@ -39,6 +43,8 @@ from engine.protocol.values import ProcessInstanceCreationValue, ProcessInstance
 from engine.stream.worker import Worker
 
 EVENTS_PER_COMMAND = 5
+RECORDS_PER_COMMAND = 2 + EVENTS_PER_COMMAND
+"""Moved per command: consumed from ingress, its copy on the log, its events."""
 _ELEMENT_EVENTS = (
     Instance.ELEMENT_ACTIVATING,
     Instance.ELEMENT_ACTIVATED,
@@ -86,7 +92,9 @@ def run_engine(config: Config, commands: int) -> dict[str, float]:
     codec = RecordCodec()
     records = [_command(i) for i in range(commands)]
     _fill(
-        config.bootstrap, config.log_topic, [(codec.encode(r), record_headers(r)) for r in records]
+        config.bootstrap,
+        config.commands_topic,
+        [(codec.encode(r), record_headers(r)) for r in records],
     )
     worker = Worker(config, bench_engine(), consume_batch=500)
     thread = threading.Thread(target=worker.run, daemon=True)
@@ -105,7 +113,7 @@ def run_engine(config: Config, commands: int) -> dict[str, float]:
     if metrics is None or metrics.commands < commands:
         raise RuntimeError("the engine did not process every command within 600 s")
     seconds = metrics.last_batch_committed - metrics.first_batch_started
-    moved = commands * (1 + EVENTS_PER_COMMAND)
+    moved = commands * RECORDS_PER_COMMAND
     return {
         "seconds": round(seconds, 3),
         "records_per_s": round(moved / seconds),
@@ -117,11 +125,13 @@ def run_engine(config: Config, commands: int) -> dict[str, float]:
 def run_raw(config: Config, commands: int) -> dict[str, float]:
     """The same shape of work with nothing but confluent-kafka."""
     codec = RecordCodec()
-    topic = f"{config.namespace}.raw"
+    topic, ingress = f"{config.namespace}.raw", f"{config.namespace}.raw.commands"
     admin = admin_client(config.bootstrap)
-    admin.create_topics(
-        [NewTopic(topic, 1, 1 if config.replication_factor < 1 else config.replication_factor)]
-    )[topic].result()
+    replicas = 1 if config.replication_factor < 1 else config.replication_factor
+    for created in admin.create_topics(
+        [NewTopic(topic, 1, replicas), NewTopic(ingress, 1, replicas)]
+    ).values():
+        created.result()
     sample_event = event(
         Instance.ELEMENT_ACTIVATED,
         ProcessInstanceValue(bpmn_process_id="bench", process_instance_key=2251799813685249),
@@ -130,7 +140,7 @@ def run_raw(config: Config, commands: int) -> dict[str, float]:
     event_value, event_headers = codec.encode(sample_event), record_headers(sample_event)
     _fill(
         config.bootstrap,
-        topic,
+        ingress,
         [(codec.encode(r), record_headers(r)) for r in (_command(i) for i in range(commands))],
     )
     consumer = Consumer(
@@ -152,7 +162,7 @@ def run_raw(config: Config, commands: int) -> dict[str, float]:
         }
     )
     producer.init_transactions(60)
-    consumer.assign([TopicPartition(topic, 0, 0)])
+    consumer.assign([TopicPartition(topic, 0, 0), TopicPartition(ingress, 0, 0)])
     consumed = 0
     started = 0.0
     while consumed < commands:
@@ -161,22 +171,34 @@ def run_raw(config: Config, commands: int) -> dict[str, float]:
             continue
         if not started:
             started = time.monotonic()
-        # like the engine, it reads its own output back and skips it by header
-        batch_commands = [m for m in messages if header(m.headers(), RECORD_TYPE) == COMMAND]
+        # like the engine, it reads its own log back and skips it by header
+        batch_commands = [
+            m
+            for m in messages
+            if m.topic() == ingress and header(m.headers(), RECORD_TYPE) == COMMAND
+        ]
+        offsets = {  # the next offset of each topic read, the last message's wins
+            name: TopicPartition(name, 0, int(m.offset() or 0) + 1)
+            for m in messages
+            if (name := m.topic()) is not None
+        }
         producer.begin_transaction()
-        for _ in batch_commands:
+        for message in batch_commands:
+            copy_headers = [
+                *(message.headers() or []),
+                (INGRESS_OFFSET, str(message.offset()).encode()),
+            ]
+            producer.produce(topic, message.value(), partition=0, headers=copy_headers)
             for _ in range(EVENTS_PER_COMMAND):
                 producer.produce(topic, event_value, partition=0, headers=event_headers)
-        last = messages[-1].offset()
-        assert last is not None
         producer.send_offsets_to_transaction(
-            [TopicPartition(topic, 0, last + 1)], consumer.consumer_group_metadata(), 30
+            list(offsets.values()), consumer.consumer_group_metadata(), 30
         )
         producer.commit_transaction(30)
         consumed += len(batch_commands)
     seconds = time.monotonic() - started
     consumer.close()
-    moved = commands * (1 + EVENTS_PER_COMMAND)
+    moved = commands * RECORDS_PER_COMMAND
     return {
         "seconds": round(seconds, 3),
         "records_per_s": round(moved / seconds),

@@ -12,12 +12,20 @@ seconds it injects one fault at random:
 - broker: stop the broker and start it again;
 - job worker: `kill -9` the job worker and restart it.
 
+Like every client, the load generator writes its commands to the ingress topic `<ns>.commands`;
+only the engine writes the log. Meanwhile a hostile producer (`engine.ops.hostile`) writes, at a
+low rate, records no client may send to ingress.
+
 At the end it waits for the instances to finish, moves every partition to one worker, and
 checks from the log: every instance it created completed exactly once (lost, duplicated),
-no job completed twice, no command's events were committed twice, records of aborted
-transactions exist only outside the committed view, and `verify-replay` rebuilds every
-partition to the live digest. Workers snapshot every 2,000 records, so cold restarts restore
-snapshots; truncation is off so the whole log can be checked.
+no job completed twice, no command's events were committed twice and no client command was
+copied into the log twice, records of aborted transactions exist only outside the committed
+view, every hostile record got exactly one rejection and nothing else, no reply reached the log
+or another namespace's topics, and `verify-replay` rebuilds every partition to the live
+digest. Workers snapshot every `snapshot_records` log records and truncate the log behind
+their snapshots (as in production), so cold restarts restore snapshots and the log start
+moves; the tracker reads the log live as a downstream group of the workers (the log is never
+truncated before it read a record), and the aborted-records check compares what is left.
 """
 
 from __future__ import annotations
@@ -26,6 +34,7 @@ import json
 import logging
 import os
 import random
+import re
 import shutil
 import signal
 import socket
@@ -46,7 +55,8 @@ from engine.errors import PartitaError
 from engine.localkafka import KafkaDistribution, LocalBroker
 from engine.log.admin import admin_client
 from engine.log.topics import apply_topics, job_topic_spec, load_specs
-from engine.ops.chaos_log import LogTracker, uncommitted_offsets
+from engine.ops.chaos_log import TRACKER_GROUP, LogTracker, replay_seen, uncommitted_offsets
+from engine.ops.hostile import HostileProducer, other_namespace, records_in_namespace
 from engine.protocol.codec import PRODUCER_MAX_BYTES, RecordCodec
 from engine.protocol.headers import record_headers
 from engine.protocol.intents import ProcessInstanceCreationIntent
@@ -71,6 +81,12 @@ class ChaosSettings:
     max_workers: int = 3
     seed: int = 1
     settle_timeout: float = 180.0
+    hostile_rate: float = 1.0
+    """Hostile records per second written to ingress during the load (0: none)."""
+    snapshot_records: int = 1000
+    """PARTITA_SNAPSHOT_RECORDS of the workers: small, so snapshots and truncation happen."""
+    truncate: bool = True
+    """PARTITA_TRUNCATE of the workers."""
 
 
 class _Child:
@@ -155,6 +171,14 @@ class ChaosRun:
         self.crashes = 0
         self.delivered: set[int] = set()
         self.undelivered = 0
+        self.hostile = HostileProducer(
+            self.config.bootstrap,
+            self.config.namespace,
+            self.config.commands_topic,
+            settings.partitions,
+            settings.hostile_rate,
+            settings.seed,
+        )
 
     # -- processes ------------------------------------------------------------------------------
 
@@ -162,11 +186,16 @@ class ChaosRun:
         home = self.scratch / f"worker-{index}"
         home.mkdir(exist_ok=True)
         cluster = ["--bootstrap-servers", self.config.bootstrap, "--namespace", "chaos"]
+        python = [sys.executable, "-X", "faulthandler"]  # SIGABRT: every thread's stack
         return _Child(
             f"worker-{index}",
-            [sys.executable, "-m", "engine.cli", "worker", *cluster, "--home", str(home)],
+            [*python, "-m", "engine.cli", "worker", *cluster, "--home", str(home)],
             self.scratch / f"worker-{index}.log",
-            {"PARTITA_SNAPSHOT_RECORDS": "2000", "PARTITA_TRUNCATE": "false"},
+            {
+                "PARTITA_SNAPSHOT_RECORDS": str(self.settings.snapshot_records),
+                "PARTITA_TRUNCATE": "true" if self.settings.truncate else "false",
+                "PARTITA_DOWNSTREAM_GROUPS": TRACKER_GROUP,
+            },
         )
 
     def _job_worker(self) -> _Child:
@@ -242,30 +271,46 @@ class ChaosRun:
         self.progress(f"Starting a broker for the chaos run at {self.broker.bootstrap}...")
         self.broker.up(self.progress)
         specs = [*load_specs(self.config), job_topic_spec(self.config, JOB_TYPE)]
+        specs += load_specs(other_namespace(self.config))  # what hostile reply headers name
         admin = admin_client(self.config.bootstrap, logger=QUIET)
         apply_topics(admin, specs)
         del admin  # an idle client would log every reconnection while the broker restarts
         self.workers = [self._engine_worker(i).start() for i in range(2)]
         self.job_worker = self._job_worker().start()
         self._deploy()
-        tracker = LogTracker(self.config.bootstrap, self.config.log_topic, settings.partitions)
+        tracker = LogTracker(
+            self.config.bootstrap,
+            self.config.log_topic,
+            self.config.commands_topic,
+            settings.partitions,
+        )
         try:
             self._load_with_faults(tracker)
             lost = self._settle(tracker)
             replay = self._consolidate_and_verify(tracker)
             committed = tracker.findings.offsets
-            uncommitted = uncommitted_offsets(
+            starts, uncommitted = uncommitted_offsets(
                 self.config.bootstrap, self.config.log_topic, settings.partitions
             )
+            elsewhere = records_in_namespace(self.config.bootstrap, other_namespace(self.config))
         finally:
             tracker.close()
             for child in [*self.workers, self.job_worker]:
                 child.thaw()
                 child.kill()
             self.broker.down()
-        visible_aborted = sum(len(committed[p] - uncommitted[p]) for p in committed)
+        left = {
+            p: {o for o in offsets if o >= starts.get(p, 0)} for p, offsets in committed.items()
+        }
+        visible_aborted = sum(len(left[p] - uncommitted[p]) for p in left)
         aborted = sum(len(uncommitted[p] - committed[p]) for p in uncommitted)
         duplicated = tracker.findings.duplicated()
+        hostile = {
+            "sent": len(self.hostile.sent),
+            **tracker.findings.outcomes(self.hostile.sent),
+            "undelivered": self.hostile.undelivered,
+            "by_kind": self.hostile.by_kind(),
+        }
         return {
             "instances": len(self.delivered),
             "undelivered": self.undelivered,
@@ -277,6 +322,11 @@ class ChaosRun:
             "duplicates": duplicated,
             "aborted_records": aborted,
             "aborted_records_visible": visible_aborted,
+            "log_start": starts,
+            "truncated_records": sum(starts.values()),
+            "hostile": hostile,
+            "replies_on_log": tracker.findings.replies_on_log,
+            "records_in_other_namespace": elsewhere,
             "replay": replay,
         }
 
@@ -312,8 +362,9 @@ class ChaosRun:
 
         self.progress(
             f"Load: {settings.rate:g} instances/s for {settings.duration:g} s, a fault every"
-            f" {settings.fault_every:g} s..."
+            f" {settings.fault_every:g} s, {settings.hostile_rate:g} hostile records/s..."
         )
+        self.hostile.start()
         started = time.monotonic()
         next_fault = started + settings.fault_every
         n = 0
@@ -324,7 +375,7 @@ class ChaosRun:
                 )
                 record = command(ProcessInstanceCreationIntent.CREATE, value)
                 producer.produce(
-                    self.config.log_topic,
+                    self.config.commands_topic,
                     codec.encode(record),
                     partition=n % settings.partitions,
                     headers=record_headers(record),
@@ -339,27 +390,39 @@ class ChaosRun:
             tracker.poll(0.05)
         self.progress(f"Load done: {n} instances sent; waiting for Kafka to take them all...")
         remaining = producer.flush(300)
+        self.hostile.stop()
         if remaining:
             raise PartitaError(f"{remaining} creation commands were never delivered to Kafka")
 
     def _settle(self, tracker: LogTracker) -> list[int]:
-        """Wait until every delivered instance completed (or the settle timeout)."""
+        """Wait until every delivered instance completed and every hostile record was
+        answered (or the settle timeout)."""
         for worker in self.workers:
             worker.thaw()
         deadline = time.monotonic() + self.settings.settle_timeout
-        lost = tracker.findings.lost(self.delivered)
-        while lost and time.monotonic() < deadline:
+        findings = tracker.findings
+
+        def pending() -> tuple[list[int], int]:
+            return findings.lost(self.delivered), findings.outcomes(self.hostile.sent)["unanswered"]
+
+        lost, unanswered = pending()
+        while (lost or unanswered) and time.monotonic() < deadline:
             self._supervise()
             tracker.poll(0.5)
-            lost = tracker.findings.lost(self.delivered)
+            lost, unanswered = pending()
         self.progress(
-            f"Settled: {len(self.delivered) - len(lost)}/{len(self.delivered)} completed."
+            f"Settled: {len(self.delivered) - len(lost)}/{len(self.delivered)} completed;"
+            f" {len(self.hostile.sent) - unanswered}/{len(self.hostile.sent)} hostile records"
+            " answered."
         )
         return lost
 
     def _consolidate_and_verify(self, tracker: LogTracker) -> str:
-        """Move every partition to the first worker, stop it, and verify its replay."""
+        """Move every partition to the first worker, stop it, and verify its replay twice:
+        `verify-replay` (from a snapshot when the log was truncated) and every event the
+        tracker saw, from the first (what truncation deleted included)."""
         from engine.processing.builtin import build_engine
+        from engine.stream.task import state_dir
         from engine.stream.verify import verify_replay
 
         first, *others = self.workers
@@ -377,26 +440,64 @@ class ChaosRun:
             partitions=self.settings.partitions,
             home=self.scratch / first.name,
         )
+        tracker.drain()
+        engine = build_engine()
         verdicts = []
         for partition in range(self.settings.partitions):
-            result = verify_replay(config, build_engine(), partition)
-            verdicts.append(result.equal)
+            result = verify_replay(config, engine, partition)
+            live = state_dir(config.home, config.namespace, partition)
+            events, equal = replay_seen(tracker.findings, engine, partition, live)
+            verdicts += [result.equal, equal]
             self.progress(
                 f"  verify-replay partition {partition}: {result.events} events,"
-                f" {'equal' if result.equal else 'DIFFERENT'}"
+                f" {'equal' if result.equal else 'DIFFERENT'}; all {events} events seen from"
+                f" offset 0: {'equal' if equal else 'DIFFERENT'}"
             )
         return "equal" if all(verdicts) else "DIFFERENT"
 
     def _wait_for_owner(self, worker: _Child, tracker: LogTracker) -> None:
-        wanted = f"assigned partitions {list(range(self.settings.partitions))}"
-        deadline = time.monotonic() + 120
+        """Until `worker` owns every partition, as its own log says. Meanwhile whatever exited
+        is restarted (a worker may exit on an error after a broker restart); a worker that
+        still does not own everything after `OWNER_TIMEOUT_S` is sent SIGABRT, so Python's
+        faulthandler writes every thread's stack to its log, showing where it was stuck."""
+        wanted = set(range(self.settings.partitions))
+        deadline = time.monotonic() + OWNER_TIMEOUT_S
         while time.monotonic() < deadline:
-            lines = worker.log.read_text(errors="replace").splitlines()
-            if lines and wanted in next((x for x in reversed(lines) if "partitions" in x), ""):
+            self._supervise()
+            if owned(worker.log.read_text(errors="replace")) == wanted:
                 tracker.poll(3.0)  # let it finish what it took over
                 return
             tracker.poll(0.5)
-        raise PartitaError(f"{worker.name} did not take every partition; see {worker.log}")
+        worker.signal(signal.SIGABRT)
+        raise PartitaError(
+            f"{worker.name} did not take every partition within {OWNER_TIMEOUT_S:g} s; its"
+            f" threads' stacks are at the end of {worker.log}"
+        )
+
+
+_OWNERSHIP = re.compile(
+    r"partita\.worker: (assigned|revoked) partitions \[([\d, ]*)\]|(Worker joining group)"
+)
+OWNER_TIMEOUT_S = 300.0
+"""How long consolidation waits for the first worker to own every partition. After a broker
+restart a worker may block for minutes before it rejoins, yet legitimately: each of its
+partition tasks may wait on Kafka calls bounded at 30-90 s (a commit retried, a flush and an
+abort, fencing in init_transactions), one task after the other."""
+
+
+def owned(log: str) -> set[int]:
+    """The partitions a worker owns according to its log: the last `assigned partitions`
+    line minus those revoked since, empty again after the process (re)started. Only the
+    worker's own lines count: other lines mention partitions too (librdkafka, refusals)."""
+    partitions: set[int] = set()
+    for match in _OWNERSHIP.finditer(log):
+        kind, listed, restarted = match.groups()
+        if restarted:
+            partitions = set()
+            continue
+        numbers = {int(n) for n in listed.split(",") if n.strip()}
+        partitions = numbers if kind == "assigned" else partitions - numbers
+    return partitions
 
 
 def run(settings: ChaosSettings, progress: Progress = print, keep: bool = False) -> dict[str, Any]:
@@ -406,9 +507,24 @@ def run(settings: ChaosSettings, progress: Progress = print, keep: bool = False)
     except BaseException:
         progress(f"(logs kept in {scratch})")
         raise
-    failed = result["lost"] or result["duplicated"] or result["replay"] != "equal"
+    failed = not passed(result)
     if keep or failed or result["worker_crashes"]:
         progress(f"(logs kept in {scratch})")
     else:
         shutil.rmtree(scratch, ignore_errors=True)
     return result
+
+
+def passed(result: dict[str, Any]) -> bool:
+    """Whether a chaos run's result shows nothing lost, duplicated, visible that was aborted,
+    changed by a hostile record or written where it must not be, and replay equal."""
+    hostile = result["hostile"]
+    return (
+        not result["lost"]
+        and not result["duplicated"]
+        and not result["aborted_records_visible"]
+        and hostile["rejected"] == hostile["sent"]
+        and not result["replies_on_log"]
+        and not result["records_in_other_namespace"]
+        and result["replay"] == "equal"
+    )

@@ -1,6 +1,8 @@
-"""The short chaos run (the long one is documented in the README): load while engine workers are
-killed, frozen, added and removed, the job worker is killed and the broker restarts; then, from
-the log, nothing lost, nothing duplicated, and replay equal on every partition."""
+"""The short chaos run (the long one is documented in the README): load through the ingress topic
+while engine workers are killed, frozen, added and removed, the job worker is killed, the broker
+restarts, workers snapshot and truncate the log, and a hostile producer writes records no
+client may send; then, from the log, nothing lost, nothing duplicated, every hostile record
+rejected once and nothing else, and replay equal on every partition."""
 
 from __future__ import annotations
 
@@ -45,6 +47,13 @@ def test_short_chaos_run_loses_and_duplicates_nothing() -> None:
     assert summary["duplicated"] == 0, summary
     assert summary["replay"] == "equal", summary
     assert summary["aborted_records_visible"] == 0, summary
+    assert summary["truncated_records"] > 0, summary  # the log start moved during the run
+    hostile = summary["hostile"]
+    assert hostile["sent"] >= 20, summary
+    assert hostile["rejected"] == hostile["sent"], summary
+    assert hostile["changed_state"] == hostile["answered_twice"] == 0, summary
+    assert summary["replies_on_log"] == 0, summary
+    assert summary["records_in_other_namespace"] == 0, summary
     assert summary["instances"] >= 400, summary
     assert summary["faults"] >= 8, summary
     assert {"kill", "broker"} <= set(summary["faults_by_kind"]), summary
