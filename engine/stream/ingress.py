@@ -11,18 +11,30 @@ chose to write.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from confluent_kafka import Message
 
 from engine.protocol.codec import RecordCodec
 from engine.protocol.enums import RecordType, RejectionType, ValueType
-from engine.protocol.errors import InvalidKeyError, ProtocolError
-from engine.protocol.headers import INTENT, RECORD_TYPE, VALUE_TYPE, ReplyTo, header, reply_to
+from engine.protocol.errors import InvalidKeyError, ProtocolError, RecordTooLargeError
+from engine.protocol.headers import (
+    INGRESS_OFFSET,
+    INTENT,
+    RECORD_TYPE,
+    VALUE_TYPE,
+    Headers,
+    ReplyTo,
+    header,
+    record_headers,
+    reply_to,
+)
 from engine.protocol.intents import CLIENT_COMMANDS, ErrorIntent, intent_for
 from engine.protocol.keys import kafka_partition_of_key
 from engine.protocol.records import NO_KEY, Record
 from engine.protocol.values import VALUE_CLASSES, ErrorValue
+from engine.stream.backpressure import Backpressure, applies_to
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,6 +47,26 @@ class Admitted:
 
 
 @dataclass(frozen=True, slots=True)
+class Copy:
+    """An admitted command for this partition, ready to append to its log partition."""
+
+    record: Record
+    value: bytes
+    headers: Headers
+    reply: ReplyTo | None
+
+
+@dataclass(frozen=True, slots=True)
+class Forward:
+    """An admitted command for another partition: written, unprocessed, to its log partition
+    (with its reply address), where that partition's owner processes it."""
+
+    partition: int
+    value: bytes
+    headers: Headers
+
+
+@dataclass(frozen=True, slots=True)
 class Refused:
     placeholder: Record
     """What the rejection repeats: the command when it decoded, else an empty value of the
@@ -42,6 +74,60 @@ class Refused:
     reply: ReplyTo | None
     rejection_type: RejectionType
     reason: str
+
+
+class Admission:
+    """The decisions about the ingress records of one partition: refuse, copy or forward."""
+
+    def __init__(
+        self,
+        codec: RecordCodec,
+        *,
+        topic: str,
+        partition: int,
+        partition_count: int,
+        route: Callable[[Record], int],
+        backpressure: Backpressure | None = None,
+    ) -> None:
+        self.codec = codec
+        self.topic = topic
+        self.partition = partition
+        self.partition_count = partition_count
+        self.route = route
+        self.backpressure = backpressure
+
+    def decide(self, message: Message, offset: int, lag: int, now: int) -> Copy | Forward | Refused:
+        """What to do with the record at `offset`; `lag` commands wait behind it."""
+        verdict = admit(
+            self.codec,
+            message,
+            offset,
+            topic=self.topic,
+            partition=self.partition,
+            partition_count=self.partition_count,
+        )
+        if not isinstance(verdict, Admitted):
+            return verdict
+        record = verdict.record
+        if self.backpressure is not None and applies_to(record.value_type, record.intent):
+            overload = self.backpressure.check(self.partition, lag)
+            if overload is not None:
+                return Refused(record, verdict.reply, RejectionType.RESOURCE_EXHAUSTED, overload)
+        target = self.route(record)
+        record = replace(record, partition_id=target + 1, timestamp=now)
+        try:
+            value = self.codec.encode(record)
+        except RecordTooLargeError as exc:  # re-encoded a few bytes longer than it came
+            return Refused(
+                record, verdict.reply, RejectionType.EXCEEDED_BATCH_RECORD_SIZE, str(exc)
+            )
+        headers: Headers = list(record_headers(record))
+        if target != self.partition:
+            if verdict.reply is not None:
+                headers.extend(verdict.reply.headers())
+            return Forward(target, value, headers)
+        headers.append((INGRESS_OFFSET, str(offset)))
+        return Copy(record, value, headers, verdict.reply)
 
 
 def admit(
@@ -62,7 +148,6 @@ def admit(
         kind = declared.decode("ascii", "replace")[:40]
         return _refused(
             headers,
-            offset,
             reply,
             f"{where} is a {kind}: clients may write only COMMAND records to {topic}",
         )
@@ -74,11 +159,11 @@ def admit(
             offset=offset,
         )
     except ProtocolError as exc:
-        return _refused(headers, offset, reply, f"{where} is not a valid command: {exc.reason}")
+        return _refused(headers, reply, f"{where} is not a valid command: {exc.reason}")
     record = replace(record, position=-1)
     if record.record_type is not RecordType.COMMAND:
         return Refused(
-            _placeholder(record.value_type, record.intent.name, offset, ""),
+            _placeholder(record.value_type, record.intent.name, ""),
             reply,
             RejectionType.INVALID_ARGUMENT,
             f"{where} is a {record.record_type.name}: clients may write only COMMAND records"
@@ -126,29 +211,35 @@ def _foreign_key(record: Record, partition_count: int) -> str | None:
     return None
 
 
-def _refused(headers: object, offset: int, reply: ReplyTo | None, reason: str) -> Refused:
-    value_type_name = (header(headers, VALUE_TYPE) or b"").decode("ascii", "replace")  # type: ignore[arg-type]
-    intent_name = (header(headers, INTENT) or b"").decode("ascii", "replace")  # type: ignore[arg-type]
-    value_type = ValueType.__members__.get(value_type_name)
+def _refused(headers: object, reply: ReplyTo | None, reason: str) -> Refused:
     return Refused(
-        _placeholder(value_type, intent_name, offset, reason),
-        reply,
-        RejectionType.INVALID_ARGUMENT,
-        reason,
+        refused_placeholder(headers, reason), reply, RejectionType.INVALID_ARGUMENT, reason
     )
 
 
+def refused_placeholder(headers: object, reason: str, position: int = -1) -> Record:
+    """What the rejection of a record that does not decode repeats: an empty command of the
+    value type and intent its headers name, or an ERROR value naming `reason`."""
+    value_type_name = (header(headers, VALUE_TYPE) or b"").decode("ascii", "replace")  # type: ignore[arg-type]
+    intent_name = (header(headers, INTENT) or b"").decode("ascii", "replace")  # type: ignore[arg-type]
+    value_type = ValueType.__members__.get(value_type_name)
+    return _placeholder(value_type, intent_name, reason, position)
+
+
 def _placeholder(
-    value_type: ValueType | None, intent_name: str, offset: int, reason: str
+    value_type: ValueType | None, intent_name: str, reason: str, position: int = -1
 ) -> Record:
     """An empty command of the value type and intent a refused record claimed (so a reply
-    listener can match the rejection), or an ERROR value when they are not valid."""
+    listener can match the rejection), or an ERROR value when they are not valid. `position`:
+    where the record is on the log (-1: it never reached the log)."""
     intent = intent_for(value_type, intent_name) if value_type is not None else None
     if value_type is not None and intent is not None:
-        return Record(RecordType.COMMAND, value_type, intent, VALUE_CLASSES[value_type]())
+        value = VALUE_CLASSES[value_type]()
+        return Record(RecordType.COMMAND, value_type, intent, value, position=position)
     return Record(
         RecordType.COMMAND,
         ValueType.ERROR,
         ErrorIntent.CREATED,
-        ErrorValue(exception_message=reason, error_event_position=-1),
+        ErrorValue(exception_message=reason, error_event_position=position),
+        position=position,
     )

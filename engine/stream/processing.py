@@ -31,10 +31,9 @@ import logging
 import time
 import traceback
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
 from typing import Any
 
-from confluent_kafka import KafkaError, KafkaException, Message, Producer, TopicPartition
+from confluent_kafka import Message, Producer, TopicPartition
 
 from engine.processing import Engine, ProcessingContext, ProcessingOutput, RejectionError, job_push
 from engine.processing.awaiting import AwaitedResults
@@ -45,74 +44,26 @@ from engine.protocol.codec import RecordCodec
 from engine.protocol.enums import RecordType, RejectionType, ValueType
 from engine.protocol.errors import DecodeError, ProtocolError, RecordTooLargeError
 from engine.protocol.headers import (
-    CORRELATION_ID,
-    INGRESS_OFFSET,
-    INTENT,
-    VALUE_TYPE,
     Headers,
     ReplyTo,
-    header,
     is_pending_command,
-    record_headers,
     reply_to,
 )
-from engine.protocol.intents import ErrorIntent, JobBatchIntent, intent_for
+from engine.protocol.intents import ErrorIntent, JobBatchIntent
 from engine.protocol.records import Record
 from engine.protocol.routing import partition_for_command
-from engine.protocol.values import VALUE_CLASSES, ErrorValue, JobBatchValue
+from engine.protocol.values import ErrorValue, JobBatchValue
 from engine.state import KeyGenerator, PartitionDb
 from engine.stream import counters
-from engine.stream.backpressure import Backpressure, applies_to
-from engine.stream.errors import AbortedBatchError, TaskFencedError
-from engine.stream.ingress import Admitted, Refused, admit
+from engine.stream.backpressure import Backpressure
+from engine.stream.ingress import Admission, Copy, Forward, Refused, refused_placeholder
+from engine.stream.metrics import ProcessingMetrics
 from engine.stream.replies import ReplyRoutes
 from engine.stream.sizes import oversized_records
+from engine.stream.transaction import BatchTransaction, offset_of
 
 _LOG = logging.getLogger("partita.processing")
 _TXN_TIMEOUT_S = 30.0
-
-
-def command_key(record: Record) -> bytes | None:
-    """The Kafka key of an engine-written command: its record key, 8 bytes big-endian."""
-    return record.key.to_bytes(8, "big", signed=True) if record.key > 0 else None
-
-
-def _offset(message: Message) -> int:
-    offset = message.offset()
-    assert offset is not None, "consumed and delivered messages have offsets"
-    return offset
-
-
-@dataclass(slots=True)
-class ProcessingMetrics:
-    commands: int = 0
-    follow_ups: int = 0
-    rejections: int = 0
-    errors: int = 0
-    forwarded: int = 0
-    ingress: int = 0
-    """Client commands read from the ingress topic (admitted or refused)."""
-    refused: int = 0
-    backpressured: int = 0
-    """New instances and messages refused RESOURCE_EXHAUSTED while ingress lagged."""
-    replies_dropped: int = 0
-    """Replies not written: topic not allowed or missing, partition out of range."""
-
-    def boundary_counters(self) -> dict[str, int]:
-        """What the trust boundary turned away (engine.stream.counters)."""
-        return {
-            "refused": self.refused,
-            "backpressured": self.backpressured,
-            "replies_dropped": self.replies_dropped,
-        }
-
-    """Ingress records refused before reaching the log (not commands, internal intents, ...)."""
-    undecodable: int = 0
-    batches: int = 0
-    aborted: int = 0
-    first_batch_started: float = 0.0
-    """time.monotonic() when the first batch began (0 before), for throughput figures."""
-    last_batch_committed: float = 0.0
 
 
 class ProcessingStateMachine:
@@ -157,8 +108,15 @@ class ProcessingStateMachine:
         self.next_ingress_offset = next_ingress_offset
         """The first ingress offset not yet processed."""
         self.replies = replies if replies is not None else ReplyRoutes(frozenset())
-        self.backpressure = (
-            backpressure if backpressure is not None and backpressure.enabled else None
+        self.admission = Admission(
+            codec,
+            topic=ingress_topic,
+            partition=partition,
+            partition_count=partition_count,
+            route=self._route,
+            backpressure=backpressure
+            if backpressure is not None and backpressure.enabled
+            else None,
         )
         self.ingress_end = ingress_end
         """The end of this partition's ingress (as last fetched; -1 when unknown)."""
@@ -171,7 +129,18 @@ class ProcessingStateMachine:
         self.metrics = ProcessingMetrics()
         self._last_event_offset = -1
         self.awaiting = AwaitedResults()
-        self._in_transaction = False
+        self._batch_awaiting = 0
+        self.transaction = BatchTransaction(
+            producer,
+            topic,
+            partition,
+            codec,
+            self.replies,
+            group_metadata,
+            forget=self._forget,
+            rewind=self._rewind,
+            metrics=self.metrics,
+        )
 
     def _route(self, record: Record) -> int:
         return partition_for_command(record, self.partition_count, self.partition)
@@ -206,18 +175,11 @@ class ProcessingStateMachine:
         context.message_ttl_ms = self.message_ttl_ms
         self._batch_awaiting = self.awaiting.mark()
         last_offset = -1
-        last_ingress = -1
         processed = 0
-        admitted: list[Admitted] = []
-        end = self.ingress_end() if ingress and self.backpressure is not None else -1
-        for message in ingress:
-            offset = _offset(message)
-            if offset >= self.next_ingress_offset:
-                last_ingress = offset
-                self._admit(context, message, offset, admitted, end - offset - 1)
+        admitted, last_ingress = self._admit(context, ingress)
         copies = self._append_copies(admitted) if admitted else []
         for message in messages:
-            offset = _offset(message)
+            offset = offset_of(message)
             if offset < self.next_offset:
                 continue
             last_offset = offset
@@ -264,94 +226,50 @@ class ProcessingStateMachine:
         return processed
 
     def _admit(
-        self,
-        context: ProcessingContext,
-        message: Message,
-        offset: int,
-        admitted: list[Admitted],
-        lag: int,
-    ) -> None:
-        """Admit one ingress record: into `admitted` when it is for this partition, to its
-        partition of the log when it is for another, or refused with a rejection (also when
-        it would start new work while `lag` commands wait behind it, over the limit)."""
-        self.metrics.ingress += 1
-        verdict = admit(
-            self.codec,
-            message,
-            offset,
-            topic=self.ingress_topic,
-            partition=self.partition,
-            partition_count=self.partition_count,
-        )
-        if (
-            self.backpressure is not None
-            and isinstance(verdict, Admitted)
-            and applies_to(verdict.record.value_type, verdict.record.intent)
-        ):
-            overload = self.backpressure.check(self.partition, lag)
-            if overload is not None:
-                self.metrics.backpressured += 1
-                verdict = Refused(
-                    verdict.record, verdict.reply, RejectionType.RESOURCE_EXHAUSTED, overload
-                )
-        if not isinstance(verdict, Admitted):
-            self.metrics.refused += 1
-            self.metrics.rejections += 1
-            context.begin(verdict.placeholder, verdict.reply, int(self.clock() * 1000))
-            context.reject(verdict.rejection_type, verdict.reason)
-            if verdict.rejection_type is not RejectionType.RESOURCE_EXHAUSTED:
-                _LOG.warning("partition %d: refused: %s", self.partition, verdict.reason)
-            return
-        target = self._route(verdict.record)
-        if target == self.partition:
-            admitted.append(verdict)
-            return
-        forward = replace(
-            verdict.record, partition_id=target + 1, timestamp=int(self.clock() * 1000)
-        )
-        headers: Headers = list(record_headers(forward))
-        if verdict.reply is not None:
-            headers.extend(verdict.reply.headers())
-        context.output.forwarded.append((target, self.codec.encode(forward), headers))
-        self.metrics.forwarded += 1
-
-    def _append_copies(self, admitted: list[Admitted]) -> list[tuple[Record, ReplyTo | None]]:
-        """Open the batch's transaction and append the admitted client commands to this
-        partition of the log; returns them with their log positions, once Kafka assigned
-        them. The copies carry `INGRESS_OFFSET`, so the log consumer skips them later."""
-        positions: list[int] = []
-
-        def on_delivery(error: KafkaError | None, message: Message) -> None:
-            if error is None:
-                positions.append(_offset(message))
-
+        self, context: ProcessingContext, ingress: Sequence[Message]
+    ) -> tuple[list[Copy], int]:
+        """Decide on each new ingress record: copies for this partition's log (returned),
+        forwards to other partitions and refusals (written to `context`). Also returns the
+        last ingress offset taken (-1: none)."""
+        copies: list[Copy] = []
+        last_ingress = -1
+        end = self.ingress_end() if ingress and self.admission.backpressure is not None else -1
         now = int(self.clock() * 1000)
-        records = [
-            replace(item.record, partition_id=self.partition + 1, timestamp=now)
-            for item in admitted
-        ]
-        try:
-            self._begin()
-            for item, record in zip(admitted, records, strict=True):
-                self.producer.produce(
-                    self.topic,
-                    self.codec.encode(record),
-                    partition=self.partition,
-                    headers=[*record_headers(record), (INGRESS_OFFSET, str(item.offset))],
-                    on_delivery=on_delivery,
-                )
-            self.producer.flush(_TXN_TIMEOUT_S)
-        except KafkaException as exc:
-            self._on_kafka_error(exc)
-            raise AbortedBatchError(str(exc)) from None
-        if len(positions) != len(admitted):
-            self._rollback()
-            self._abort("client commands could not be appended to the log")
-            raise AbortedBatchError("client commands could not be appended to the log")
-        positions.sort()  # one partition, one producer: offsets follow the produce order
+        for message in ingress:
+            offset = offset_of(message)
+            if offset < self.next_ingress_offset:
+                continue
+            last_ingress = offset
+            self.metrics.ingress += 1
+            verdict = self.admission.decide(message, offset, end - offset - 1, now)
+            if isinstance(verdict, Copy):
+                copies.append(verdict)
+            elif isinstance(verdict, Forward):
+                context.output.forwarded.append((verdict.partition, verdict.value, verdict.headers))
+                self.metrics.forwarded += 1
+            else:
+                self._refuse(context, verdict)
+        return copies, last_ingress
+
+    def _refuse(self, context: ProcessingContext, refused: Refused) -> None:
+        """Answer an ingress record that does not reach the log with its rejection."""
+        self.metrics.rejections += 1
+        if refused.rejection_type is RejectionType.RESOURCE_EXHAUSTED:
+            self.metrics.backpressured += 1
+        else:
+            self.metrics.refused += 1
+            _LOG.warning("partition %d: refused: %s", self.partition, refused.reason)
+        context.begin(refused.placeholder, refused.reply, int(self.clock() * 1000))
+        context.reject(refused.rejection_type, refused.reason)
+
+    def _append_copies(self, copies: list[Copy]) -> list[tuple[Record, ReplyTo | None]]:
+        """Append the admitted client commands to this partition of the log (opening the
+        batch's transaction); returns them with their log positions. The copies carry
+        `INGRESS_OFFSET`, so the log consumer skips them later."""
+        positions = self.transaction.append_copies(copies)
         return [
-            (record.with_position(position), item.reply)
-            for item, record, position in zip(admitted, records, positions, strict=True)
+            (copy.record.with_position(position), copy.reply)
+            for copy, position in zip(copies, positions, strict=True)
         ]
 
     def _process_command(
@@ -492,96 +410,32 @@ class ProcessingStateMachine:
         """
         self.metrics.undecodable += 1
         self.metrics.rejections += 1
-        value_type_name = (header(headers, VALUE_TYPE) or b"").decode("ascii", "replace")
-        intent_name = (header(headers, INTENT) or b"").decode("ascii", "replace")
-        value_type = ValueType.__members__.get(value_type_name)
-        intent = intent_for(value_type, intent_name) if value_type else None
         reason = (
             f"record at offset {offset} of {self.topic}/{self.partition} is not a valid"
             f" command: {exc.reason}"
         )
-        if value_type is not None and intent is not None:
-            placeholder = Record(
-                RecordType.COMMAND, value_type, intent, VALUE_CLASSES[value_type](), position=offset
-            )
-        else:
-            placeholder = Record(
-                RecordType.COMMAND,
-                ValueType.ERROR,
-                ErrorIntent.CREATED,
-                ErrorValue(exception_message=reason, error_event_position=offset),
-                position=offset,
-            )
+        placeholder = refused_placeholder(headers, reason, offset)
         context.begin(placeholder, reply_to(headers), int(self.clock() * 1000))
         context.reject(RejectionType.INVALID_ARGUMENT, reason)
         _LOG.warning("partition %d: %s", self.partition, reason)
 
     # -- the transaction ----------------------------------------------------------------------
 
-    def _begin(self) -> None:
-        if not self._in_transaction:
-            self.producer.begin_transaction()
-            self._in_transaction = True
-
     def _commit(self, output: ProcessingOutput, last_offset: int, last_ingress: int) -> None:
-        producer = self.producer
-        events: list[int] = []
-
-        def on_delivery(error: KafkaError | None, message: Message) -> None:
-            if error is None and message.partition() == self.partition:
-                events.append(_offset(message))
-
-        # Offsets grow in produce order within a partition, so the delivery report of the
-        # last own event is enough to know the batch's last applied position.
-        own = self.partition
-        last_event = -1
-        for index, (partition, record) in enumerate(output.records):
-            if partition == own and record.record_type is RecordType.EVENT:
-                last_event = index
-        encode = self.codec.encode
-        try:
-            self._begin()
-            for index, (partition, record) in enumerate(output.records):
-                producer.produce(
-                    self.topic,
-                    encode(record),
-                    # a command's key as the Kafka key: replay raises the key generator past
-                    # the keys of spilled follow-ups without decoding them
-                    key=command_key(record) if record.record_type is RecordType.COMMAND else None,
-                    partition=partition,
-                    headers=record_headers(record),
-                    on_delivery=on_delivery if index == last_event else None,
+        """Commit the batch's transaction (its outputs and both offsets), then its state."""
+        offsets = []
+        if last_offset >= 0:
+            offsets.append(TopicPartition(self.topic, self.partition, last_offset + 1))
+        if last_ingress >= 0:
+            offsets.append(
+                TopicPartition(
+                    self.ingress_topic,
+                    self.partition,
+                    last_ingress + 1,
+                    metadata=counters.encode(self.metrics.boundary_counters()),
                 )
-            for partition, raw, headers in output.forwarded:
-                producer.produce(self.topic, raw, partition=partition, headers=headers)
-            for topic, partition, job_key, record in output.pushed:
-                producer.produce(
-                    topic,
-                    encode(record),
-                    key=str(job_key).encode(),
-                    partition=partition,
-                    headers=record_headers(record),
-                )
-            self._produce_replies(output.replies)
-            offsets = []
-            if last_offset >= 0:
-                offsets.append(TopicPartition(self.topic, self.partition, last_offset + 1))
-            if last_ingress >= 0:
-                offsets.append(
-                    TopicPartition(
-                        self.ingress_topic,
-                        self.partition,
-                        last_ingress + 1,
-                        metadata=counters.encode(self.metrics.boundary_counters()),
-                    )
-                )
-            if offsets:
-                producer.send_offsets_to_transaction(offsets, self.group_metadata(), _TXN_TIMEOUT_S)
-            self._commit_transaction()
-            producer.poll(0)  # serve delivery reports: our events' offsets
-        except KafkaException as exc:
-            self._on_kafka_error(exc)
-            raise AbortedBatchError(str(exc)) from None
+            )
+        events = self.transaction.commit(output, offsets)
         self.awaiting.commit()
         self.metrics.batches += 1
         self.metrics.last_batch_committed = time.monotonic()
@@ -598,71 +452,10 @@ class ProcessingStateMachine:
         if last_ingress >= 0:
             self.next_ingress_offset = last_ingress + 1
 
-    def _produce_replies(self, replies: list[tuple[ReplyTo, Record]]) -> None:
-        """Write the batch's replies that may be written; drop and count the others, so a
-        hostile or mistaken reply address never aborts or stalls the batch."""
-        for address, record in replies:
-            refusal = self.replies.refusal(address)
-            if refusal is not None:
-                self.replies.drop(self.partition, address, refusal)
-                self.metrics.replies_dropped += 1
-                continue
-            reply_headers = [*record_headers(record), (CORRELATION_ID, address.correlation_id)]
-            if address.partition is None:
-                self.producer.produce(
-                    address.topic, self.codec.encode(record), headers=reply_headers
-                )
-            else:
-                self.producer.produce(
-                    address.topic,
-                    self.codec.encode(record),
-                    partition=address.partition,
-                    headers=reply_headers,
-                )
-
-    def _commit_transaction(self) -> None:
-        """Commit, retrying retriable errors for a while. A commit that stays retriable (the
-        broker restarted under it) is given up: the caller then treats the task as fenced,
-        and the worker joins again with a new producer, whose initialisation aborts it."""
-        deadline = time.monotonic() + 2 * _TXN_TIMEOUT_S
-        while True:
-            try:
-                self.producer.commit_transaction(_TXN_TIMEOUT_S)
-                self._in_transaction = False
-                return
-            except KafkaException as exc:
-                if exc.args[0].retriable() and time.monotonic() < deadline:
-                    continue
-                raise
-
-    def _rollback(self) -> None:
+    def _forget(self) -> None:
         """Forget the batch's changes to state and to the map of awaited results."""
         self.db.rollback()
         self.awaiting.rollback(self._batch_awaiting)
 
-    def _on_kafka_error(self, exc: KafkaException) -> None:
-        error: KafkaError = exc.args[0]
-        self._rollback()
-        if error.fatal() or error.code() in (
-            KafkaError._FENCED,
-            KafkaError.PRODUCER_FENCED,
-            KafkaError.INVALID_PRODUCER_EPOCH,
-        ):
-            raise TaskFencedError(f"partition {self.partition}: {error.str()}") from None
-        if error.txn_requires_abort():
-            self._abort(error.str())
-            return
-        raise TaskFencedError(f"partition {self.partition}: {error.str()}") from None
-
-    def _abort(self, reason: str) -> None:
-        """Abort the open transaction and rewind both inputs to what is committed."""
-        self.metrics.aborted += 1
-        _LOG.warning("partition %d: aborting batch: %s", self.partition, reason)
-        try:
-            self.producer.abort_transaction(_TXN_TIMEOUT_S)
-        except KafkaException as abort_error:
-            raise TaskFencedError(
-                f"partition {self.partition}: abort failed: {abort_error.args[0].str()}"
-            ) from None
-        self._in_transaction = False
+    def _rewind(self) -> None:
         self.rewind(self.next_offset, self.next_ingress_offset)

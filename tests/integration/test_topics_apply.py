@@ -32,12 +32,18 @@ def test_apply_creates_every_topic_with_its_spec_then_is_idempotent(config: Conf
     first = apply_topics(admin, specs)
     second = apply_topics(admin, specs)
 
-    names = {config.log_topic, config.snapshots_topic, config.replies_topic}
+    names = {
+        config.log_topic,
+        config.commands_topic,
+        config.snapshots_topic,
+        config.replies_topic,
+    }
     assert first == dict.fromkeys(names, TopicOutcome.CREATED)
     assert second == dict.fromkeys(names, TopicOutcome.EXISTS)
     metadata = admin.list_topics(timeout=10)
     assert len(metadata.topics[config.log_topic].partitions) == 4
     assert len(metadata.topics[config.snapshots_topic].partitions) == 4
+    assert len(metadata.topics[config.commands_topic].partitions) == 4  # ingress p for log p
     log_config = _describe(config, config.log_topic)
     assert log_config["retention.ms"] == "-1"
     assert log_config["cleanup.policy"] == "delete"

@@ -14,9 +14,9 @@ from engine.protocol.keys import encode_key
 from engine.protocol.records import command
 from engine.protocol.values import JobValue, ProcessInstanceValue
 from engine.state import KeyGenerator, PartitionDb
-from engine.stream.processing import command_key
 from engine.stream.replay import ReplayStateMachine
 from engine.stream.skips import NO_SKIPS
+from engine.stream.transaction import command_key
 from tests.support.memory import MemoryKafka
 from tests.support.memory_consumer import MemoryConsumer
 
