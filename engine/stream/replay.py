@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaError, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from engine.processing import Engine
 from engine.protocol.codec import RecordCodec
@@ -118,7 +118,7 @@ class ReplayStateMachine:
                             f"partition {self.partition}: {self.topic} was truncated during"
                             f" replay: {error.str()}"
                         )
-                    raise RuntimeError(f"replay of partition {self.partition}: {error.str()}")
+                    raise KafkaException(error)  # the worker rejoins on transient ones
                 offset = message.offset()
                 assert offset is not None
                 if offset >= end:

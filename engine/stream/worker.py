@@ -137,9 +137,12 @@ class Worker:
             if task is not None:
                 task.close()  # with standbys on, the next loop keeps it warm from here
         ingress = self.config.commands_topic
-        consumer.incremental_unassign(
-            [*partitions, *(TopicPartition(ingress, tp.partition) for tp in partitions)]
-        )
+        wanted = [*partitions, *(TopicPartition(ingress, tp.partition) for tp in partitions)]
+        # only what is assigned: an assignment callback that failed half-way assigned nothing
+        assigned = {(tp.topic, tp.partition) for tp in consumer.assignment()}
+        present = [tp for tp in wanted if (tp.topic, tp.partition) in assigned]
+        if present:
+            consumer.incremental_unassign(present)
         _LOG.info("revoked partitions %s", sorted(tp.partition for tp in partitions))
 
     # -- main loop ------------------------------------------------------------------------------
@@ -248,14 +251,24 @@ class Worker:
             standby.catch_up()
 
     def _partition_count(self, consumer: Consumer) -> int:
-        """The log's partition count; the ingress topic must exist with the same count."""
-        metadata = consumer.list_topics(timeout=30).topics
+        """The log's partition count; the ingress topic must exist with the same count.
+        Metadata right after a broker restart can lack topics for a moment: asked again for
+        up to 30 s before the worker gives up."""
         log, ingress = self.config.log_topic, self.config.commands_topic
-        if log not in metadata or ingress not in metadata or metadata[ingress].error is not None:
-            raise PartitaError(
-                f"topics {log} and {ingress} must both exist at {self.config.bootstrap}: run"
-                " `partita topics apply` first"
+        deadline = time.monotonic() + 30
+        while True:
+            metadata = consumer.list_topics(timeout=30).topics
+            complete = all(
+                name in metadata and metadata[name].error is None and metadata[name].partitions
+                for name in (log, ingress)
             )
+            if complete:
+                break
+            if time.monotonic() > deadline or self.stopping.wait(1.0):
+                raise PartitaError(
+                    f"topics {log} and {ingress} must both exist at {self.config.bootstrap}:"
+                    " run `partita topics apply` first"
+                )
         count = len(metadata[log].partitions)
         if len(metadata[ingress].partitions) != count:
             raise PartitaError(
