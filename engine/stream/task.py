@@ -25,7 +25,7 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaException, Message, TopicPartition
 
 from engine.log import clients
-from engine.processing import Engine
+from engine.processing import Engine, ProcessingOutput
 from engine.processing.context import DEFAULT_MESSAGE_TTL_MS
 from engine.processing.job_push import JobPush
 from engine.protocol.codec import RecordCodec
@@ -37,7 +37,7 @@ from engine.state import KeyGenerator, PartitionDb
 from engine.state.db import LAST_APPLIED_POSITION, LAST_INGRESS_POSITION, LAST_PROCESSED_POSITION
 from engine.stream import counters
 from engine.stream.backpressure import Backpressure
-from engine.stream.errors import LogTruncatedError, UnappliableRecordError
+from engine.stream.errors import AbortedBatchError, LogTruncatedError, UnappliableRecordError
 from engine.stream.processing import ProcessingStateMachine
 from engine.stream.replay import ReplayResult, ReplayStateMachine
 from engine.stream.replies import ReplyRoutes
@@ -339,15 +339,31 @@ class PartitionTask:
             )
 
     def maybe_snapshot(self) -> None:
-        """Between batches: start a snapshot when one is due; finish one that uploaded."""
+        """Between batches: start a snapshot when one is due; after one uploaded, truncate
+        what it made unnecessary, as the proven owner."""
         if self.snapshotter is None or self.db is None or self.processing is None:
             return
         self.snapshotter.poll()
-        committed = self.processing.metrics.last_batch_committed
-        if self.snapshotter.pending is not None and committed > self.snapshotter.pending_since:
-            self.snapshotter.truncate()  # a batch committed since: still the owner
+        if self.snapshotter.pending is not None:
+            self._truncate_as_owner()
         if self.snapshotter.due(self.db.position(LAST_PROCESSED_POSITION)):
             self.snapshotter.take(self.db)
+
+    def _truncate_as_owner(self) -> None:
+        """Truncate only once a transaction committed after the upload: a fenced zombie's
+        commit fails, so it never deletes records. Without a batch since, an empty
+        transaction (the same committed offset) proves ownership."""
+        assert self.snapshotter is not None and self.processing is not None
+        if self.processing.metrics.last_batch_committed <= self.snapshotter.pending_since:
+            try:
+                self.processing.transaction.commit(
+                    ProcessingOutput(),
+                    [TopicPartition(self.topic, self.partition, self.processing.next_offset)],
+                )
+            except AbortedBatchError:
+                return  # tried again after the next batch
+            self.processing.metrics.last_batch_committed = time.monotonic()
+        self.snapshotter.truncate()
 
     def _ingress_end(self) -> int:
         """The end of this partition's ingress as the consumer last fetched it (no request)."""

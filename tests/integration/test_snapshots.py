@@ -374,3 +374,35 @@ def test_forged_snapshots_are_refused_naming_why_and_write_nothing(
     assert [p.name for p in target.parent.iterdir()] == ["partition-0"]  # no staging left
     with PartitionDb(target) as db:
         assert db.position("last_processed_position") == 10
+
+
+def test_a_warm_store_below_the_log_start_restores_a_snapshot_instead_of_jumping(
+    kafka_bootstrap: str, tmp_path: Path
+) -> None:
+    """Machine a processes, then stops; machine b carries on until the log is truncated past
+    a's store. When a takes the partition again, its store ends below the log start: it is
+    replaced by a snapshot (never replayed from wherever the log now starts), and the state is
+    complete."""
+    config = _config(kafka_bootstrap, tmp_path)
+    a = WorkerProcess(config, tmp_path / "a", "a", BUILTIN_ENGINE, env=FAST_SNAPSHOTS).start()
+    with Client(config, timeout=90) as client:
+        client.deploy(FIXTURES / "one-task.bpmn")
+        _load(client, 10)
+    assert a.stop() == 0, a.tail()
+    with PartitionDb(tmp_path / "a" / "state" / config.namespace / "partition-0") as stale:
+        stale_position = stale.position("last_applied_position")
+
+    b = WorkerProcess(config, tmp_path / "b", "b", BUILTIN_ENGINE, env=FAST_SNAPSHOTS).start()
+    with Client(config, timeout=90) as client:
+        _load(client, 40)
+        wait_until(lambda: _log_start(config) > stale_position + 1, 60, "truncation past a", b.tail)
+    assert b.stop() == 0, b.tail()
+
+    a.start()
+    with Client(config, timeout=90) as client:
+        jobs = client.activate_jobs("work", max_jobs=200)  # every unfinished job, from b too
+        assert len(jobs) == 10 - 5 + 40 - 20
+    assert a.stop() == 0, a.tail()
+    assert "restored snapshot" in a.log.read_text()
+    verify = a.verify_replay()
+    assert verify.returncode == 0 and ": equal" in verify.stdout, verify.stdout + verify.stderr

@@ -20,9 +20,11 @@ from engine.protocol.enums import BpmnElementType, RecordType
 from engine.protocol.headers import record_headers
 from engine.protocol.intents import ProcessInstanceCreationIntent as Creation
 from engine.protocol.intents import ProcessInstanceIntent as Instance
+from engine.protocol.intents import TimerIntent
 from engine.protocol.keys import encode_key
 from engine.protocol.records import command, event
-from engine.protocol.values import ProcessInstanceValue
+from engine.protocol.values import ProcessInstanceValue, TimerValue
+from engine.stream.transaction import command_key
 from tests.integration.workers import (
     CODEC,
     Load,
@@ -252,4 +254,34 @@ def test_a_reset_or_expired_group_offset_never_reprocesses_what_the_store_proces
     assert len(copies) == 18  # each client command copied into the log once
     assert assert_exactly_once(log, 3) == 18
     assert "resuming at" in worker.log.read_text()
+    _verify(worker, 3)
+
+
+def test_after_replay_keys_stay_above_those_of_spilled_follow_up_commands(
+    kafka_bootstrap: str, tmp_path: Path
+) -> None:
+    """A previous owner spilled a follow-up command carrying a key it had just taken (no event
+    of that key exists yet) and died. The new owner replays from the log alone: the key
+    generator must already be past that key, or a new entity would get the same key."""
+    config = _config(kafka_bootstrap, tmp_path)
+    taken = encode_key(1, 5_000)
+    spilled = command(TimerIntent.TRIGGER, TimerValue(), key=taken)
+    previous_owner = clients.transactional_producer(config.bootstrap, config.namespace, 0)
+    previous_owner.init_transactions(30)
+    previous_owner.begin_transaction()
+    previous_owner.produce(
+        config.log_topic,
+        CODEC.encode(replace(spilled, partition_id=1)),
+        key=command_key(spilled),
+        partition=0,
+        headers=record_headers(spilled),
+    )
+    previous_owner.commit_transaction(30)
+
+    worker = WorkerProcess(config, tmp_path / "new-machine").start()
+    produce(config, [(0, creation(1))])
+    log = wait_answered(config, 2, 60, worker)
+    (created,) = [r for r in log.partitions[0] if r.intent is Creation.CREATED]
+    assert created.key > taken
+    assert worker.stop() == 0, worker.tail()
     _verify(worker, 3)
