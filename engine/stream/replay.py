@@ -123,27 +123,13 @@ class ReplayStateMachine:
                 assert offset is not None
                 if offset >= end:
                     return self._finish(applied, pending)
-                if header(message.headers(), RECORD_TYPE) != EVENT:
-                    key = message.key()  # an engine-written command: its record key
-                    if key is not None and len(key) == 8:
-                        self.keys.set_key_if_higher(int.from_bytes(key, "big", signed=True))
+                outcome = apply_logged(
+                    message, offset, self.topic, self.partition, decode, apply, self.db,
+                    self.keys, skipped,
+                )  # fmt: skip
+                if outcome is NOT_AN_EVENT:
                     continue
-                if offset in skipped:
-                    skip(self.topic, self.partition, offset, message)
-                else:
-                    record = None
-                    try:
-                        record = decode(
-                            message.value() or b"",
-                            topic=self.topic,
-                            partition=self.partition,
-                            offset=offset,
-                        )
-                        apply(record, self.db)
-                        self.keys.set_key_if_higher(record.key)
-                    except Exception as failure:
-                        raise UnappliableRecordError.of(message, record, failure) from failure
-                    applied += 1
+                applied += outcome is APPLIED
                 pending += 1
                 if pending >= self.chunk:
                     self.db.commit(last_applied_position=offset)
@@ -158,6 +144,43 @@ class ReplayStateMachine:
         if pending:
             self.db.commit(last_applied_position=self._last)
         return applied
+
+
+NOT_AN_EVENT, APPLIED, SKIPPED = "not an event", "applied", "skipped"
+
+
+def apply_logged(  # noqa: PLR0917 - the per-record step of replay and standbys
+    message: Any,
+    offset: int,
+    topic: str,
+    partition: int,
+    decode: Any,
+    apply: Any,
+    db: PartitionDb,
+    keys: KeyGenerator,
+    skipped: frozenset[int],
+) -> str:
+    """Replay one log record into `db`, the same way for replay and standbys: an EVENT is
+    applied (or left out when the skip list names its offset); an engine-written command
+    raises the key generator past its key (its Kafka key: a spilled follow-up whose events
+    are not on the log yet); anything else is passed over. UnappliableRecordError when an
+    event does not decode or its applier fails."""
+    if header(message.headers(), RECORD_TYPE) != EVENT:
+        key = message.key()
+        if key is not None and len(key) == 8:
+            keys.set_key_if_higher(int.from_bytes(key, "big", signed=True))
+        return NOT_AN_EVENT
+    if offset in skipped:
+        skip(topic, partition, offset, message)
+        return SKIPPED
+    record = None
+    try:
+        record = decode(message.value() or b"", topic=topic, partition=partition, offset=offset)
+        apply(record, db)
+        keys.set_key_if_higher(record.key)
+    except Exception as failure:
+        raise UnappliableRecordError.of(message, record, failure) from failure
+    return APPLIED
 
 
 def skip(topic: str, partition: int, offset: int, message: Any) -> None:

@@ -26,13 +26,12 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from engine.log import clients
 from engine.processing import Engine
 from engine.protocol.codec import RecordCodec
-from engine.protocol.headers import EVENT, RECORD_TYPE, header
 from engine.protocol.keys import partition_id_of_kafka
 from engine.snapshots import restore as restore_snapshot
 from engine.state import KeyGenerator, PartitionDb
 from engine.state.db import LAST_APPLIED_POSITION
 from engine.stream.errors import UnappliableRecordError
-from engine.stream.replay import skip
+from engine.stream.replay import APPLIED, SKIPPED, apply_logged
 from engine.stream.skips import SkipList, from_env
 
 _LOG = logging.getLogger("partita.standby")
@@ -103,28 +102,12 @@ class Standby:
             offset = message.offset()
             assert offset is not None
             last = offset
-            if header(message.headers(), RECORD_TYPE) != EVENT:
-                key = message.key()  # an engine-written command: its record key (see replay)
-                if key is not None and len(key) == 8:
-                    self.keys.set_key_if_higher(int.from_bytes(key, "big", signed=True))
-                continue
-            if offset in skipped_offsets:
-                skip(self.topic, self.partition, offset, message)
-                skipped += 1
-                continue
-            record = None
-            try:
-                record = decode(
-                    message.value() or b"",
-                    topic=self.topic,
-                    partition=self.partition,
-                    offset=offset,
-                )
-                apply(record, self.db)
-                self.keys.set_key_if_higher(record.key)
-            except Exception as failure:
-                raise UnappliableRecordError.of(message, record, failure) from failure
-            applied += 1
+            outcome = apply_logged(
+                message, offset, self.topic, self.partition, decode, apply, self.db, self.keys,
+                skipped_offsets,
+            )  # fmt: skip
+            applied += outcome is APPLIED
+            skipped += outcome is SKIPPED
         if last >= 0:
             self.db.commit(
                 last_applied_position=last if applied or skipped else None,

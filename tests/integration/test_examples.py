@@ -37,7 +37,7 @@ from engine.protocol.intents import (
     ProcessInstanceIntent,
 )
 from engine.protocol.records import Record
-from tests.integration.workers import BUILTIN_ENGINE, WorkerProcess, create_topics, read_log
+from tests.integration.workers import engine_namespace, read_log
 
 pytestmark = [pytest.mark.kafka, pytest.mark.interop]
 
@@ -74,21 +74,11 @@ def node_project() -> Path:
 def engine(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Config]:
     """A namespace with push topics for both job types and a real engine worker; at the end the
     worker stops cleanly and its state equals a replay of the log."""
-    home = tmp_path_factory.mktemp("examples")
-    config = Config(
-        bootstrap_servers=kafka_bootstrap, namespace=f"x{uuid.uuid4().hex[:8]}", home=home
-    )
-    create_topics(config)
-    flags = ["--bootstrap-servers", kafka_bootstrap, "--namespace", config.namespace]
-    assert main(["topics", "apply", "--job-type", "price", "--job-type", "notify", *flags]) == 0
-    worker = WorkerProcess(config, home, engine=BUILTIN_ENGINE).start()
-    try:
+    with engine_namespace(kafka_bootstrap, tmp_path_factory.mktemp("examples"), "x") as config:
+        flags = ["--bootstrap-servers", kafka_bootstrap, "--namespace", config.namespace]
+        jobs = ["--job-type", "price", "--job-type", "notify"]
+        assert main(["topics", "apply", *jobs, *flags]) == 0
         yield config
-        assert worker.stop() == 0, worker.tail()
-        verify = worker.verify_replay()
-        assert verify.returncode == 0, verify.stdout + verify.stderr
-    finally:
-        worker.kill()
 
 
 class Program:

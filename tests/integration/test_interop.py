@@ -32,7 +32,7 @@ from engine.protocol.records import Record
 from engine.protocol.routing import partition_for_correlation_key
 from engine.protocol.schemas import current_schema
 from engine.protocol.values import JobValue, MessageValue, ProcessInstanceCreationValue
-from tests.integration.workers import BUILTIN_ENGINE, WorkerProcess, create_topics, wait_until
+from tests.integration.workers import engine_namespace, wait_until
 from tests.unit.protocol.samples import sample_record
 
 pytestmark = [pytest.mark.kafka, pytest.mark.interop]
@@ -95,19 +95,8 @@ def log_topic(config: Config) -> str:
 def engine(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Config]:
     """A namespace with a real engine worker; at the end it stops cleanly and its state equals
     a replay of the log."""
-    home = tmp_path_factory.mktemp("interop")
-    config = Config(
-        bootstrap_servers=kafka_bootstrap, namespace=f"i{uuid.uuid4().hex[:8]}", home=home
-    )
-    create_topics(config)
-    worker = WorkerProcess(config, home, engine=BUILTIN_ENGINE).start()
-    try:
+    with engine_namespace(kafka_bootstrap, tmp_path_factory.mktemp("interop"), "i") as config:
         yield config
-        assert worker.stop() == 0, worker.tail()
-        verify = worker.verify_replay()
-        assert verify.returncode == 0, verify.stdout + verify.stderr
-    finally:
-        worker.kill()
 
 
 def test_fingerprint_and_partitioner_agree_with_python(other: Runner) -> None:
