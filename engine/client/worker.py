@@ -60,6 +60,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, Topi
 
 from engine.client.client import Client
 from engine.client.connection import producer_config
+from engine.client.offsets import ConsumedOffsets, Taken
 from engine.client.tasks import ActivatedJob, BpmnError, Outcome, Task, TaskFunction, run_task
 from engine.config import Config
 from engine.errors import PartitaError
@@ -121,13 +122,13 @@ class JobWorker:
         """Set once jobs can arrive: every job topic has partitions assigned (push), or at
         once (poll)."""
         self.max_in_flight = 1000
-        self._in_flight: dict[bytes, tuple[int, _Taken | None]] = {}
+        self._in_flight: dict[bytes, tuple[int, Taken | None]] = {}
         """Answers sent and not yet answered by the engine: correlation id -> job key and,
         pushed at least once, its record (settled in `_offsets` when the reply arrives)."""
         self._pool = ThreadPoolExecutor(concurrency, thread_name_prefix=f"task-{self.name}")
-        self._running: dict[Future[Outcome], tuple[int, _Taken | None]] = {}
+        self._running: dict[Future[Outcome], tuple[int, Taken | None]] = {}
         """Tasks running in the pool -> their job key and, pushed at least once, its record."""
-        self._offsets = _ConsumedOffsets()
+        self._offsets = ConsumedOffsets()
 
     def task(
         self,
@@ -234,7 +235,7 @@ class JobWorker:
                 "auto.offset.reset": "earliest",
                 "enable.auto.commit": not self.exactly_once,
                 # at least once: an offset is stored for the auto-commit only once every job
-                # up to it is answered (_ConsumedOffsets)
+                # up to it is answered (ConsumedOffsets)
                 "enable.auto.offset.store": False,
                 "fetch.wait.max.ms": 10,
                 "partition.assignment.strategy": "cooperative-sticky",
@@ -256,7 +257,7 @@ class JobWorker:
         hand from them and commit their offsets first, so their next owner starts past them."""
         revoked = {(tp.topic, tp.partition) for tp in partitions}
 
-        def on_revoked(taken: _Taken | None) -> bool:
+        def on_revoked(taken: Taken | None) -> bool:
             return taken is not None and taken.consumer is consumer and taken.where in revoked
 
         self._finish(None, only=on_revoked)
@@ -310,10 +311,10 @@ class JobWorker:
 
     def _jobs_of(
         self, messages: list[Any], consumer: Consumer | None = None
-    ) -> list[tuple[int, JobValue, _Taken | None]]:
+    ) -> list[tuple[int, JobValue, Taken | None]]:
         """The jobs of pushed records; with `consumer`, each job carries its record, whose
         offset is tracked until every job of it is settled."""
-        jobs: list[tuple[int, JobValue, _Taken | None]] = []
+        jobs: list[tuple[int, JobValue, Taken | None]] = []
         now_ms = int(time.time() * 1000)
         for message in messages:
             error = message.error()
@@ -353,14 +354,14 @@ class JobWorker:
 
     # -- tasks and answers ------------------------------------------------------------------------
 
-    def _start(self, jobs: list[tuple[int, JobValue, _Taken | None]]) -> None:
+    def _start(self, jobs: list[tuple[int, JobValue, Taken | None]]) -> None:
         for key, value, taken in jobs:
             task = self.tasks[value.type]
             future = self._pool.submit(run_task, task, ActivatedJob.of(key, value))
             self._running[future] = (key, taken)
 
     def _finish(
-        self, timeout: float | None, only: Callable[[_Taken | None], bool] | None = None
+        self, timeout: float | None, only: Callable[[Taken | None], bool] | None = None
     ) -> None:
         """Send the answers of the tasks that finished within `timeout` (None: all of them,
         or all of those whose record `only` accepts)."""
@@ -458,7 +459,7 @@ class JobWorker:
                 self.stats.rejections.append(reason)
                 _LOG.warning("%s", reason)
 
-    def _drain(self, only: Callable[[_Taken | None], bool] | None = None) -> None:
+    def _drain(self, only: Callable[[Taken | None], bool] | None = None) -> None:
         """Wait for the replies to answers already sent (those whose record `only` accepts),
         up to the client's timeout."""
 
@@ -475,80 +476,3 @@ class JobWorker:
                 waiting(),
                 self.client.timeout,
             )
-
-
-@dataclass(frozen=True, slots=True, eq=False)
-class _Taken:
-    """One consumed job record (at least once): where it is, and how many of its jobs are
-    taken. Compared by identity: a record consumed twice (after a seek) is two."""
-
-    consumer: Consumer
-    where: tuple[str, int]
-    """(topic, partition)"""
-    offset: int
-
-
-class _ConsumedOffsets:
-    """At least once for pushed jobs: a job topic partition's offset is stored (for the
-    auto-commit) and committable only up to the first record with a job not yet settled, a
-    job being settled once the engine replied to its answer. A worker killed mid-job thus
-    leaves its jobs to the partition's next owner instead of to the job's deadline. Jobs finish
-    in any order (concurrency); offsets advance in order. Never raises for a partition that was
-    revoked meanwhile: its new owner decides."""
-
-    def __init__(self) -> None:
-        self._open: dict[tuple[int, str, int], dict[int, tuple[_Taken, int]]] = {}
-        """(consumer id, topic, partition) -> offset of a record -> it, and its jobs not
-        settled."""
-        self._next: dict[tuple[int, str, int], int] = {}
-        """(consumer id, topic, partition) -> the offset after the last record taken."""
-        self._stored: dict[tuple[int, str, int], tuple[Consumer, int]] = {}
-        """(consumer id, topic, partition) -> the offset stored last, not yet committed."""
-
-    def taken(self, consumer: Consumer, message: Any, jobs: int) -> _Taken:
-        """Track `message`, a record of which `jobs` jobs are taken (0: settled at once)."""
-        topic, partition, offset = message.topic(), message.partition(), message.offset()
-        key = (id(consumer), topic, partition)
-        taken = _Taken(consumer, (topic, partition), offset)
-        self._open.setdefault(key, {})[offset] = (taken, jobs)
-        self._next[key] = max(self._next.get(key, 0), offset + 1)
-        if not jobs:
-            self._advance(taken, 0)
-        return taken
-
-    def settled(self, taken: _Taken) -> None:
-        """One job of the record `taken` is settled."""
-        self._advance(taken, 1)
-
-    def _advance(self, taken: _Taken, jobs: int) -> None:
-        key = (id(taken.consumer), *taken.where)
-        waiting = self._open.get(key, {})
-        record, left = waiting.get(taken.offset, (None, 0))
-        if record is not taken:
-            return  # forgotten (revoked or lost), or consumed again since
-        if left - jobs > 0:
-            waiting[taken.offset] = (taken, left - jobs)
-            return
-        del waiting[taken.offset]
-        store = min(waiting) if waiting else self._next[key]
-        self._stored[key] = (taken.consumer, store)
-        with contextlib.suppress(KafkaException):
-            taken.consumer.store_offsets(offsets=[TopicPartition(*taken.where, store)])
-
-    def committable(
-        self, consumer: Consumer, only: set[tuple[str, int]] | None = None
-    ) -> list[TopicPartition]:
-        """The offsets stored for `consumer` (on `only` partitions) since the last call."""
-        found = []
-        for key, (owner, offset) in list(self._stored.items()):
-            if owner is consumer and (only is None or key[1:] in only):
-                found.append(TopicPartition(key[1], key[2], offset))
-                del self._stored[key]
-        return found
-
-    def forget(self, consumer: Consumer, partitions: set[tuple[str, int]]) -> None:
-        """Stop tracking `partitions` of `consumer`: they are not ours any more."""
-        for key in [k for k in self._open if k[0] == id(consumer) and k[1:] in partitions]:
-            self._open.pop(key, None)
-            self._next.pop(key, None)
-            self._stored.pop(key, None)
