@@ -12,6 +12,7 @@ from engine.client.errors import (
     NotFoundError,
     ProcessingError,
     ReplyTimeoutError,
+    ResourceExhaustedError,
 )
 from engine.client.worker import ActivatedJob, BpmnError, JobWorker, WorkerStats
 
@@ -29,5 +30,6 @@ __all__ = [
     "NotFoundError",
     "ProcessingError",
     "ReplyTimeoutError",
+    "ResourceExhaustedError",
     "WorkerStats",
 ]
