@@ -115,9 +115,11 @@ class HostileRecords:
         )
         return event(ProcessInstanceIntent.ELEMENT_COMPLETED, value, key)
 
-    def _creation(self, reply: Headers) -> tuple[bytes, Headers]:
-        value = ProcessInstanceCreationValue(bpmn_process_id=NOT_DEPLOYED)
-        return self._encoded(command(ProcessInstanceCreationIntent.CREATE, value), reply)
+    def _request(self, partition: int, reply: Headers) -> tuple[bytes, Headers]:
+        """A request its own partition rejects NOT_FOUND (a job that does not exist), so it
+        is answered there whatever happens to its reply."""
+        key = _key(partition, self.rng)
+        return self._encoded(command(JobIntent.COMPLETE, JobValue(), key), reply)
 
     def _garbage(self, _partition: int) -> tuple[bytes, Headers]:
         return self.rng.randbytes(self.rng.randrange(1, 200)), []
@@ -174,19 +176,19 @@ class HostileRecords:
 
     def _reply_to_log(self, partition: int) -> tuple[bytes, Headers]:
         other = (partition + 1) % self.partition_count
-        return self._creation(_reply(f"{self.namespace}.log", other))
+        return self._request(partition, _reply(f"{self.namespace}.log", other))
 
-    def _reply_to_other_namespace_log(self, _partition: int) -> tuple[bytes, Headers]:
-        return self._creation(_reply(f"not{self.namespace}.log", 0))
+    def _reply_to_other_namespace_log(self, partition: int) -> tuple[bytes, Headers]:
+        return self._request(partition, _reply(f"not{self.namespace}.log", 0))
 
-    def _reply_to_other_namespace_replies(self, _partition: int) -> tuple[bytes, Headers]:
-        return self._creation(_reply(f"not{self.namespace}.replies", None))
+    def _reply_to_other_namespace_replies(self, partition: int) -> tuple[bytes, Headers]:
+        return self._request(partition, _reply(f"not{self.namespace}.replies", None))
 
-    def _reply_to_missing_topic(self, _partition: int) -> tuple[bytes, Headers]:
-        return self._creation(_reply(f"{self.namespace}.no-such-topic", None))
+    def _reply_to_missing_topic(self, partition: int) -> tuple[bytes, Headers]:
+        return self._request(partition, _reply(f"{self.namespace}.no-such-topic", None))
 
-    def _reply_partition_out_of_range(self, _partition: int) -> tuple[bytes, Headers]:
-        return self._creation(_reply(f"{self.namespace}.replies", 4096))
+    def _reply_partition_out_of_range(self, partition: int) -> tuple[bytes, Headers]:
+        return self._request(partition, _reply(f"{self.namespace}.replies", 4096))
 
 
 class HostileProducer:

@@ -31,6 +31,20 @@ class RejectionError(Exception):
         self.reason = reason
 
 
+class HandOverError(Exception):
+    """Raised by a processor whose command this partition cannot answer yet but `partition`
+    can: the stream layer undoes the attempt and writes the command, with its reply address,
+    to that partition of the log, where it is processed instead. Used for a creation that
+    names a process this partition has not received yet: partition 0 deploys every process
+    before the deployment's reply is sent, while the distribution to other partitions and a
+    client's next command can arrive in either order."""
+
+    def __init__(self, partition: int, reason: str) -> None:
+        super().__init__(reason)
+        self.partition = partition
+        self.reason = reason
+
+
 @dataclass(slots=True)
 class ProcessingOutput:
     """Everything a batch writes to Kafka, in order."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from engine.processing import processes
-from engine.processing.context import ProcessingContext, RejectionError
+from engine.processing.context import HandOverError, ProcessingContext, RejectionError
 from engine.processing.engine import Engine
 from engine.processing.mappings import set_variable, variables_document
 from engine.protocol.enums import BpmnElementType, RejectionType
@@ -68,6 +68,8 @@ def _find(ctx: ProcessingContext, value: ProcessInstanceCreationValue) -> proces
         found = processes.latest(ctx.state, value.bpmn_process_id)
         what = f"process '{value.bpmn_process_id}'"
     if found is None:
+        if ctx.partition != 0:  # maybe deployed, its distribution not read here yet
+            raise HandOverError(0, f"{what} is not known on partition {ctx.partition}")
         raise RejectionError(RejectionType.NOT_FOUND, f"{what} is not deployed")
     return found
 

@@ -7,7 +7,9 @@ latest version is a duplicate (no new version); new versions get a key and a PRO
 event; DEPLOYMENT CREATED answers the request. A DEPLOYMENT DISTRIBUTE command goes to every
 other partition inside the same transaction, so distribution is atomic with the deployment and
 needs no retries; each partition writes the PROCESS CREATED events and DEPLOYMENT DISTRIBUTED,
-and partition 0 records FULLY_DISTRIBUTED at once.
+and partition 0 records FULLY_DISTRIBUTED at once. A client's creation can reach another
+partition before the distribution does (ingress and the log are two topics): that partition
+hands it to partition 0 (`creation._find`).
 """
 
 from __future__ import annotations

@@ -31,6 +31,7 @@ import logging
 import time
 import traceback
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
 from confluent_kafka import Message, Producer, TopicPartition
@@ -38,7 +39,7 @@ from confluent_kafka import Message, Producer, TopicPartition
 from engine.processing import Engine, ProcessingContext, ProcessingOutput, RejectionError, job_push
 from engine.processing.awaiting import AwaitedResults
 from engine.processing.banning import is_banned
-from engine.processing.context import DEFAULT_MESSAGE_TTL_MS
+from engine.processing.context import DEFAULT_MESSAGE_TTL_MS, HandOverError
 from engine.processing.job_push import JobPush
 from engine.protocol.codec import RecordCodec
 from engine.protocol.enums import RecordType, RejectionType, ValueType
@@ -47,6 +48,7 @@ from engine.protocol.headers import (
     Headers,
     ReplyTo,
     is_pending_command,
+    record_headers,
     reply_to,
 )
 from engine.protocol.intents import ErrorIntent, JobBatchIntent
@@ -328,6 +330,10 @@ class ProcessingStateMachine:
                 context.reject(rejection.rejection_type, rejection.reason)
                 self.metrics.rejections += 1
                 return
+            except HandOverError as hand_over:
+                self._undo(context, mark, command, address)
+                self._hand_over(context, command, address, hand_over.partition)
+                return
             except Exception as exc:
                 self._undo(context, mark, command, address)
                 if attempt == 1:
@@ -343,6 +349,18 @@ class ProcessingStateMachine:
                     return
                 self.db.overlay.release_savepoint()
                 return
+
+    def _hand_over(
+        self, context: ProcessingContext, command: Record, address: ReplyTo | None, target: int
+    ) -> None:
+        """Write `command`, with its reply address, to partition `target` of the log, which
+        processes it instead of this one."""
+        record = replace(command, partition_id=target + 1, source_record_position=-1, position=-1)
+        headers: Headers = list(record_headers(record))
+        if address is not None:
+            headers.extend(address.headers())
+        context.output.forwarded.append((target, self.codec.encode(record), headers))
+        self.metrics.forwarded += 1
 
     def _push_waiting_jobs(self, context: ProcessingContext, job_types: Sequence[str]) -> None:
         """Push jobs that were activatable before their type's job topic existed."""

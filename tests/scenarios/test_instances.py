@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 from engine.processing import instances
+from engine.processing.builtin import build_engine
 from engine.protocol.enums import (
     ErrorType,
     RecordType,
@@ -14,6 +15,7 @@ from engine.protocol.enums import (
 )
 from engine.protocol.headers import ReplyTo
 from engine.protocol.intents import (
+    DeploymentIntent,
     IncidentIntent,
     JobIntent,
     ProcessInstanceCreationIntent,
@@ -24,6 +26,8 @@ from engine.protocol.intents import (
 )
 from engine.protocol.records import command
 from engine.protocol.values import (
+    DeploymentResource,
+    DeploymentValue,
     ProcessInstanceCreationValue,
     ProcessInstanceValue,
     VariableDocumentValue,
@@ -267,3 +271,37 @@ def test_an_awaited_instance_that_is_cancelled_answers_with_a_rejection(
     assert rejection.record_type is RecordType.COMMAND_REJECTION
     assert rejection.rejection_type is RejectionType.INVALID_STATE
     assert "terminated before it completed" in rejection.rejection_reason
+
+
+def test_a_creation_that_overtakes_its_deployment_is_handed_to_partition_0(
+    tmp_path: Path,
+) -> None:
+    """Clients write ingress, the engine distributes deployments on the log: a creation sent
+    to partition 1 right after the deployment's reply can be read there before the
+    distribution. Partition 1 hands it, with its reply address, to partition 0, which deployed
+    the process before answering the deployment, instead of rejecting it NOT_FOUND."""
+    harness = MemoryEngine(build_engine(), tmp_path / "live", partitions=3)
+    try:
+        fixture = Path(__file__).resolve().parents[1] / "fixtures" / "bpmn" / "one-task.bpmn"
+        resource = DeploymentResource("one-task.bpmn", fixture.read_bytes())
+        harness.send(0, command(DeploymentIntent.CREATE, DeploymentValue(resources=(resource,))))
+        reply = ReplyTo(harness.REPLIES, 0, b"early")
+        value = ProcessInstanceCreationValue(bpmn_process_id="one-task")
+        position = harness.send(1, command(ProcessInstanceCreationIntent.CREATE, value), reply)
+        harness.run()
+        assert harness.results_of(1, position) == []  # not rejected there: handed over
+        (created,) = [
+            r for r in harness.events(0) if r.intent is ProcessInstanceCreationIntent.CREATED
+        ]
+        assert created.key >> 51 == 1  # an instance of partition 0
+        answers = [record for correlation, record in harness.replies() if correlation == b"early"]
+        assert [a.intent for a in answers] == [ProcessInstanceCreationIntent.CREATED]
+        # a process deployed nowhere is still NOT_FOUND, answered by partition 0
+        missing = ProcessInstanceCreationValue(bpmn_process_id="nowhere")
+        harness.send(2, command(ProcessInstanceCreationIntent.CREATE, missing))
+        harness.run()
+        rejected = [r for r in harness.records(0) if r.rejection_type is RejectionType.NOT_FOUND]
+        assert [r.rejection_reason for r in rejected] == ["process 'nowhere' is not deployed"]
+        harness.assert_replay_matches(tmp_path)
+    finally:
+        harness.close()
