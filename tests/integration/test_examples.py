@@ -15,18 +15,15 @@ import re
 import shutil
 import signal
 import subprocess
-import uuid
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer, KafkaError, TopicPartition
 
 from engine.cli import main
 from engine.config import Config
-from engine.protocol.codec import RecordCodec
 from engine.protocol.enums import BpmnElementType, RecordType, RejectionType, ValueType
 from engine.protocol.headers import INGRESS_OFFSET, header
 from engine.protocol.intents import (
@@ -37,7 +34,7 @@ from engine.protocol.intents import (
     ProcessInstanceIntent,
 )
 from engine.protocol.records import Record
-from tests.integration.workers import engine_namespace, read_log
+from tests.integration.workers import committed_messages, engine_namespace, read_log
 
 pytestmark = [pytest.mark.kafka, pytest.mark.interop]
 
@@ -126,33 +123,13 @@ def _events(config: Config) -> list[Record]:
 def _topic(config: Config, topic: str) -> dict[int, list[tuple[Record, bytes | None]]]:
     """Every committed record of `topic` by partition, in offset order, with the value of its
     `partitaIngressOffset` header (None when it has none)."""
-    codec = RecordCodec()
-    consumer = Consumer(
-        {
-            "bootstrap.servers": config.bootstrap,
-            "group.id": f"t-{uuid.uuid4()}",
-            "enable.auto.commit": False,
-            "enable.partition.eof": True,
-            "isolation.level": "read_committed",
-        }
-    )
-    out: dict[int, list[tuple[Record, bytes | None]]] = {}
-    try:
-        for partition in consumer.list_topics(topic, timeout=10).topics[topic].partitions:
-            consumer.assign([TopicPartition(topic, partition, 0)])
-            records = out.setdefault(partition, [])
-            while True:
-                msg = consumer.poll(10)
-                assert msg is not None, f"no end of {topic}/{partition} within 10 s"
-                error = msg.error()
-                if error is not None:
-                    assert error.code() == KafkaError._PARTITION_EOF, error
-                    break
-                record = codec.decode(msg.value(), offset=msg.offset())
-                records.append((record, header(msg.headers(), INGRESS_OFFSET)))
-    finally:
-        consumer.close()
-    return out
+    return {
+        partition: [
+            (record, header(msg.headers(), INGRESS_OFFSET))
+            for record, msg in committed_messages(config, topic, partition)
+        ]
+        for partition in range(config.partitions)
+    }
 
 
 @dataclass(frozen=True, slots=True)

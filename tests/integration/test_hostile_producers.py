@@ -16,7 +16,7 @@ import uuid
 from collections.abc import Iterator
 
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Producer
 
 from engine.cli import main
 from engine.client import Client
@@ -52,6 +52,7 @@ from tests.integration.workers import (
     BUILTIN_ENGINE,
     CODEC,
     WorkerProcess,
+    committed_messages,
     create_topics,
     read_log,
     wait_until,
@@ -98,28 +99,10 @@ BACKPRESSURE_LAG = 50
 def log_messages(config: Config, partition: int) -> list[tuple[int, dict[str, bytes], Record]]:
     """(offset, headers, record) of every committed record of one log partition; a record
     the engine wrote that does not decode fails the test."""
-    consumer = Consumer(
-        {
-            "bootstrap.servers": config.bootstrap,
-            "group.id": "hostile-reader",
-            "enable.auto.commit": False,
-            "enable.partition.eof": True,
-            "isolation.level": "read_committed",
-        }
-    )
-    found = []
-    try:
-        consumer.assign([TopicPartition(config.log_topic, partition, 0)])
-        while True:
-            message = consumer.poll(10)
-            assert message is not None, f"no end of {config.log_topic}/{partition} in 10 s"
-            if message.error() is not None:
-                return found
-            headers = {k: v for k, v in message.headers() or [] if isinstance(v, bytes)}
-            record = CODEC.decode(message.value(), offset=message.offset())
-            found.append((message.offset(), headers, record))
-    finally:
-        consumer.close()
+    return [
+        (record.position, {k: v for k, v in msg.headers() or [] if isinstance(v, bytes)}, record)
+        for record, msg in committed_messages(config, config.log_topic, partition)
+    ]
 
 
 def copy_of(config: Config, partition: int, ingress_offset: int) -> Record | None:

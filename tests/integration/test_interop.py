@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka import Consumer, Producer, TopicPartition
 
 from engine.config import Config
 from engine.log.admin import admin_client
@@ -32,7 +32,7 @@ from engine.protocol.records import Record
 from engine.protocol.routing import partition_for_correlation_key
 from engine.protocol.schemas import current_schema
 from engine.protocol.values import JobValue, MessageValue, ProcessInstanceCreationValue
-from tests.integration.workers import engine_namespace, wait_until
+from tests.integration.workers import committed_messages, engine_namespace, wait_until
 from tests.unit.protocol.samples import sample_record
 
 pytestmark = [pytest.mark.kafka, pytest.mark.interop]
@@ -128,33 +128,6 @@ def _read(config: Config, topic: str, at: list[tuple[int, int]]) -> list[tuple[R
     return out
 
 
-def _log_partition(config: Config, partition: int) -> list[tuple[Record, Any]]:
-    """Every committed record of one log partition with its message, in offset order."""
-    topic = config.log_topic
-    consumer = Consumer(
-        {
-            "bootstrap.servers": config.bootstrap,
-            "group.id": f"t-{uuid.uuid4()}",
-            "enable.auto.commit": False,
-            "enable.partition.eof": True,
-            "isolation.level": "read_committed",
-        }
-    )
-    out = []
-    try:
-        consumer.assign([TopicPartition(topic, partition, 0)])
-        while True:
-            msg = consumer.poll(10)
-            assert msg is not None, f"no end of {topic}/{partition} within 10 s"
-            error = msg.error()
-            if error is not None:
-                assert error.code() == KafkaError._PARTITION_EOF, error
-                return out
-            out.append((CODEC.decode(msg.value(), offset=msg.offset()), msg))
-    finally:
-        consumer.close()
-
-
 def _processed(
     config: Config, partition: int, ingress_offset: int, timeout: float = 60
 ) -> tuple[Record, Any, list[Record]]:
@@ -164,7 +137,7 @@ def _processed(
     found: dict[str, tuple[Record, Any, list[Record]]] = {}
 
     def done() -> bool:
-        records = _log_partition(config, partition)
+        records = committed_messages(config, config.log_topic, partition)
         for record, msg in records:
             offset = headers.header(msg.headers(), headers.INGRESS_OFFSET)
             if record.record_type is RecordType.COMMAND and offset == str(ingress_offset).encode():

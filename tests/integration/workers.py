@@ -15,7 +15,14 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka import (
+    OFFSET_BEGINNING,
+    Consumer,
+    KafkaError,
+    Message,
+    Producer,
+    TopicPartition,
+)
 
 from engine.config import Config
 from engine.log.admin import admin_client
@@ -186,6 +193,33 @@ def read_log(config: Config, topic: str | None = None) -> Log:
     finally:
         consumer.close()
     return log
+
+
+def committed_messages(config: Config, topic: str, partition: int) -> list[tuple[Record, Message]]:
+    """Every committed record of `topic`/`partition` from its start, decoded, with its message
+    (for headers), in offset order."""
+    consumer = Consumer(
+        {
+            "bootstrap.servers": config.bootstrap,
+            "group.id": f"t-{uuid.uuid4()}",
+            "enable.auto.commit": False,
+            "enable.partition.eof": True,
+            "isolation.level": "read_committed",
+        }
+    )
+    out = []
+    try:
+        consumer.assign([TopicPartition(topic, partition, OFFSET_BEGINNING)])
+        while True:
+            msg = consumer.poll(10)
+            assert msg is not None, f"no end of {topic}/{partition} within 10 s"
+            error = msg.error()
+            if error is not None:
+                assert error.code() == KafkaError._PARTITION_EOF, error
+                return out
+            out.append((CODEC.decode(msg.value(), offset=msg.offset()), msg))
+    finally:
+        consumer.close()
 
 
 def wait_until(
