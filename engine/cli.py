@@ -8,8 +8,9 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from engine import __version__, cli_analytics, cli_bench, cli_client, cli_ops
-from engine.config import Config
+from engine.config import Config, KafkaRole
 from engine.errors import PartitaError
+from engine.log.security import kafka_access
 
 if TYPE_CHECKING:
     from engine.localkafka import LocalBroker
@@ -20,7 +21,7 @@ def _progress(message: str) -> None:
 
 
 def _config(args: argparse.Namespace) -> Config:
-    return Config.from_env().with_overrides(
+    return Config.from_env(kafka_config=getattr(args, "kafka_config", None)).with_overrides(
         bootstrap_servers=getattr(args, "bootstrap_servers", None),
         namespace=getattr(args, "namespace", None),
         partitions=getattr(args, "partitions", None),
@@ -44,7 +45,7 @@ def cmd_kafka_up(args: argparse.Namespace) -> int:
     if not config.uses_local_broker:
         from engine.log.admin import wait_for_metadata
 
-        wait_for_metadata(config.bootstrap, timeout=15.0)
+        wait_for_metadata(kafka_access(config, KafkaRole.OPERATOR), timeout=15.0)
         print(f"Using the existing Kafka cluster at {config.bootstrap}; nothing started.")
         return 0
     status = _local_broker(config).up(_progress)
@@ -76,7 +77,7 @@ def cmd_kafka_status(args: argparse.Namespace) -> int:
     if not config.uses_local_broker:
         from engine.log.admin import answers_metadata
 
-        up = answers_metadata(config.bootstrap)
+        up = answers_metadata(kafka_access(config, KafkaRole.OPERATOR))
         print(f"external cluster {config.bootstrap}: {'reachable' if up else 'NOT reachable'}")
         return 0 if up else 1
     status = _local_broker(config).status()
@@ -95,13 +96,16 @@ def cmd_kafka_status(args: argparse.Namespace) -> int:
 
 def cmd_topics_apply(args: argparse.Namespace) -> int:
     from engine.log.admin import admin_client, wait_for_metadata
-    from engine.log.topics import apply_topics, job_topic_spec, load_specs
+    from engine.log.topics import apply_topics, export_topic_specs, job_topic_spec, load_specs
 
     config = _config(args)
-    wait_for_metadata(config.bootstrap, timeout=15.0)
+    access = kafka_access(config, KafkaRole.OPERATOR)
+    wait_for_metadata(access, timeout=15.0)
     specs = load_specs(config)
     specs += [job_topic_spec(config, t) for t in getattr(args, "job_types", None) or ()]
-    outcomes = apply_topics(admin_client(config.bootstrap), specs)
+    if getattr(args, "export", False):
+        specs += export_topic_specs(config)
+    outcomes = apply_topics(admin_client(access), specs)
     for spec in specs:
         print(f"{outcomes[spec.name].value:8} {spec.name} ({spec.partitions} partitions)")
     return 0
@@ -210,6 +214,8 @@ def cmd_verify_replay(args: argparse.Namespace) -> int:
 
 
 def _add_cluster_flags(parser: argparse.ArgumentParser) -> None:
+    from pathlib import Path
+
     group = parser.add_argument_group("cluster (flags override PARTITA_* variables)")
     group.add_argument(
         "--bootstrap-servers",
@@ -217,6 +223,13 @@ def _add_cluster_flags(parser: argparse.ArgumentParser) -> None:
         help="use this existing cluster; no local broker is started (KAFKA_BOOTSTRAP_SERVERS)",
     )
     group.add_argument("--namespace", help="topic prefix (PARTITA_NAMESPACE, default: partita)")
+    group.add_argument(
+        "--kafka-config",
+        metavar="FILE",
+        type=Path,
+        help="Kafka client properties (security.protocol, sasl.*, ssl.*) for every client"
+        " (PARTITA_KAFKA_CONFIG; see docs/security.md)",
+    )
     group.add_argument(
         "--partitions",
         type=int,
@@ -321,6 +334,11 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         metavar="TYPE",
         help="also create <ns>.jobs.TYPE, so jobs of TYPE are pushed (repeatable)",
+    )
+    apply.add_argument(
+        "--export",
+        action="store_true",
+        help="also create the topics of `partita export` (<ns>.export.<value-type>)",
     )
 
     verify = add(

@@ -29,6 +29,13 @@ Every setting has a default that works on a laptop; CLI flags override the envir
 - `PARTITA_REPLY_TOPICS` (`<ns>.replies`): comma-separated topics the engine may answer to
   (`kafka_replyTopic`); a request naming any other topic gets no reply (the drop is counted).
   The log, ingress, snapshot and job topics of any namespace are never allowed.
+- `PARTITA_KAFKA_CONFIG` (none): a Kafka client properties file (the format of Kafka's own
+  `client.properties`: `security.protocol`, `sasl.mechanism`, `sasl.jaas.config`,
+  `ssl.truststore.location`, ...) merged into every Kafka client Partita creates. Its
+  `bootstrap.servers` is the cluster when `KAFKA_BOOTSTRAP_SERVERS` is not set.
+- `PARTITA_KAFKA_CONFIG_<ROLE>` (none), ROLE one of ENGINE, CLIENT, JOB_WORKER, ANALYTICS,
+  EXPORTER, OPERATOR: a properties file merged over `PARTITA_KAFKA_CONFIG` for the clients of that
+  role only, so each part can run under its own principal (see docs/security.md).
 """
 
 from __future__ import annotations
@@ -37,15 +44,34 @@ import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
 from engine.errors import ConfigError
+from engine.log.properties import read_properties
 
 DEFAULT_NAMESPACE = "partita"
 DEFAULT_PARTITIONS = 3
 DEFAULT_KAFKA_PORT = 9092
 DEFAULT_CONTROLLER_PORT = 9093
+
+
+class KafkaRole(StrEnum):
+    """What a Kafka client does for Partita, and so which principal and ACLs it needs."""
+
+    ENGINE = "engine"
+    CLIENT = "client"
+    JOB_WORKER = "job-worker"
+    ANALYTICS = "analytics"
+    EXPORTER = "exporter"
+    OPERATOR = "operator"
+
+    @property
+    def variable(self) -> str:
+        """The environment variable naming this role's own properties file."""
+        return f"PARTITA_KAFKA_CONFIG_{self.name}"
+
 
 _NAMESPACE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,99}$")
 
@@ -102,6 +128,10 @@ class Config:
     backpressure_lag: int = 10_000
     reply_topics: tuple[str, ...] = ()
     """Extra topics replies may go to, besides `<ns>.replies` (see `allowed_reply_topics`)."""
+    kafka_config: Path | None = None
+    """PARTITA_KAFKA_CONFIG: Kafka client properties merged into every client."""
+    kafka_role_configs: tuple[tuple[KafkaRole, Path], ...] = ()
+    """PARTITA_KAFKA_CONFIG_<ROLE>: properties merged over `kafka_config` for one role."""
 
     def __post_init__(self) -> None:
         if not _NAMESPACE_RE.match(self.namespace):
@@ -175,13 +205,33 @@ class Config:
         """A copy with the given fields replaced; `None` values are ignored."""
         return replace(self, **{k: v for k, v in overrides.items() if v is not None})
 
+    def role_config(self, role: KafkaRole) -> Path | None:
+        """The properties file of `role` (PARTITA_KAFKA_CONFIG_<ROLE>), if one is set."""
+        return dict(self.kafka_role_configs).get(role)
+
     @classmethod
-    def from_env(cls, env: Mapping[str, str] | None = None) -> Config:
-        """Build from environment variables (see the module docs); unset ones keep defaults."""
+    def from_env(
+        cls, env: Mapping[str, str] | None = None, *, kafka_config: Path | None = None
+    ) -> Config:
+        """Build from environment variables (see the module docs); unset ones keep defaults.
+        `kafka_config` (the `--kafka-config` flag) wins over PARTITA_KAFKA_CONFIG; the file's
+        `bootstrap.servers` names the cluster unless KAFKA_BOOTSTRAP_SERVERS is set."""
         env = os.environ if env is None else env
         bootstrap = env.get("PARTITA_BOOTSTRAP_SERVERS") or env.get("KAFKA_BOOTSTRAP_SERVERS")
+        if kafka_config is None and env.get("PARTITA_KAFKA_CONFIG"):
+            kafka_config = Path(env["PARTITA_KAFKA_CONFIG"]).expanduser()
+        if kafka_config is not None and not bootstrap:
+            bootstrap = read_properties(kafka_config, "PARTITA_KAFKA_CONFIG").get(
+                "bootstrap.servers"
+            )
         home = env.get("PARTITA_HOME")
         return cls(
+            kafka_config=kafka_config,
+            kafka_role_configs=tuple(
+                (role, Path(env[role.variable]).expanduser())
+                for role in KafkaRole
+                if env.get(role.variable)
+            ),
             bootstrap_servers=bootstrap or None,
             namespace=env.get("PARTITA_NAMESPACE") or DEFAULT_NAMESPACE,
             partitions=_int(env, "PARTITA_PARTITIONS", DEFAULT_PARTITIONS),

@@ -26,7 +26,9 @@ from pathlib import Path
 
 from engine.errors import PartitaError
 from engine.localkafka.distribution import KafkaDistribution, require_java
+from engine.config import KafkaRole
 from engine.log.admin import answers_metadata, port_open
+from engine.log.security import KafkaAccess
 
 _READY_TIMEOUT_S = 120.0
 _STOP_TIMEOUT_S = 60.0
@@ -58,6 +60,11 @@ class _RunState:
     @property
     def bootstrap(self) -> str:
         return f"127.0.0.1:{self.port}"
+
+
+def _plain(bootstrap: str) -> KafkaAccess:
+    """The local broker's plaintext listener, as its operator sees it."""
+    return KafkaAccess(bootstrap=bootstrap, role=KafkaRole.OPERATOR)
 
 
 def _kafka_uuid() -> str:
@@ -122,7 +129,7 @@ class LocalBroker:
         state = self._read_state()
         if state is not None and _pid_alive(state.pid):
             return BrokerStatus(
-                running=answers_metadata(state.bootstrap, timeout=3.0),
+                running=answers_metadata(_plain(state.bootstrap), timeout=3.0),
                 bootstrap=state.bootstrap,
                 pid=state.pid,
                 log_file=self.log_file,
@@ -147,7 +154,7 @@ class LocalBroker:
                     f" (controller port {state.controller_port}); run `partita kafka down` before"
                     " starting it on other ports"
                 )
-            if answers_metadata(state.bootstrap, timeout=5.0):
+            if answers_metadata(_plain(state.bootstrap), timeout=5.0):
                 return BrokerStatus(True, state.bootstrap, state.pid, self.log_file, reused=True)
             progress(f"Broker process {state.pid} is alive but not answering yet; waiting...")
             self._wait_ready(state.pid, time.monotonic())
@@ -277,7 +284,7 @@ logger.state.level = WARN
                     f"the Kafka broker exited during start-up; last lines of {self.log_file}:\n"
                     + self._log_tail()
                 )
-            if port_open("127.0.0.1", self.port) and answers_metadata(self.bootstrap, 2.0):
+            if port_open("127.0.0.1", self.port) and answers_metadata(_plain(self.bootstrap), 2.0):
                 return
             time.sleep(0.25)
         raise BrokerError(

@@ -1,4 +1,9 @@
-"""Admin access to a Kafka cluster and the readiness probe used by `partita kafka up`."""
+"""Admin access to a Kafka cluster and the readiness probe every command runs first.
+
+The probe fails fast on what retrying cannot fix: refused credentials, an untrusted
+certificate, a listener speaking another protocol are reported within a second or two with the
+setting to check, instead of after the whole timeout (librdkafka itself retries forever).
+"""
 
 from __future__ import annotations
 
@@ -7,10 +12,12 @@ import socket
 import time
 from typing import Any
 
-from confluent_kafka import KafkaException
+from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient
 
 from engine.errors import PartitaError
+from engine.log.clients import ErrorReporter, explain, is_security_error, new_admin
+from engine.log.security import KafkaAccess
 
 _QUIET = logging.getLogger("partita.librdkafka.probe")
 _QUIET.addHandler(logging.NullHandler())
@@ -21,11 +28,13 @@ class KafkaUnavailableError(PartitaError):
     """The cluster did not answer; the message names the address and what to try."""
 
 
-def admin_client(bootstrap: str, **extra: Any) -> AdminClient:
-    """An AdminClient for `bootstrap`. librdkafka's connection noise goes to a quiet logger."""
-    conf: dict[str, Any] = {"bootstrap.servers": bootstrap, "logger": _QUIET}
-    conf.update(extra)
-    return AdminClient(conf)
+class KafkaAccessError(KafkaUnavailableError):
+    """The cluster answered but refused this client (credentials, TLS trust, protocol)."""
+
+
+def admin_client(access: KafkaAccess, **extra: Any) -> AdminClient:
+    """An AdminClient of `access`. librdkafka's connection noise goes to a quiet logger."""
+    return new_admin(access, {"logger": _QUIET, **extra})
 
 
 def port_open(host: str, port: int, timeout: float = 0.5) -> bool:
@@ -37,26 +46,39 @@ def port_open(host: str, port: int, timeout: float = 0.5) -> bool:
         return False
 
 
-def answers_metadata(bootstrap: str, timeout: float = 3.0) -> bool:
+def answers_metadata(access: KafkaAccess, timeout: float = 3.0) -> bool:
     """True when the cluster returns metadata with at least one broker within `timeout`."""
     try:
-        metadata = admin_client(bootstrap).list_topics(timeout=timeout)
+        metadata = admin_client(access).list_topics(timeout=timeout)
     except KafkaException:
         return False
     return len(metadata.brokers) > 0
 
 
-def wait_for_metadata(bootstrap: str, timeout: float) -> None:
-    """Block until the cluster answers metadata requests; KafkaUnavailableError after timeout."""
+def wait_for_metadata(access: KafkaAccess, timeout: float) -> None:
+    """Block until the cluster answers this client's metadata requests.
+
+    KafkaAccessError as soon as librdkafka reports an authentication, TLS or authorization
+    failure (never later than `timeout`); KafkaUnavailableError when nothing answered in time.
+    Both name the setting to check."""
+    reporter = ErrorReporter(access, _QUIET)
+    admin = admin_client(access, error_cb=reporter)
     deadline = time.monotonic() + timeout
     while True:
-        remaining = deadline - time.monotonic()
-        if answers_metadata(bootstrap, timeout=max(0.5, min(3.0, remaining))):
-            return
+        try:
+            if admin.list_topics(timeout=0.5).brokers:
+                return
+        except KafkaException as exc:
+            error = exc.args[0]
+            if isinstance(error, KafkaError) and is_security_error(error):
+                raise KafkaAccessError(explain(error, access)) from None
+        if reporter.fatal and reporter.problem is not None:
+            raise KafkaAccessError(reporter.problem)
         if time.monotonic() >= deadline:
+            seen = f" Last error: {reporter.problem}" if reporter.problem else ""
             raise KafkaUnavailableError(
-                f"Kafka at {bootstrap} did not answer metadata requests within {timeout:.0f} s."
+                f"Kafka at {access.bootstrap} did not answer metadata requests within"
+                f" {timeout:.0f} s ({access.describe()}, settings from {access.where})."
                 " Check the address (KAFKA_BOOTSTRAP_SERVERS) or start a local broker with"
-                " `partita kafka up`."
+                f" `partita kafka up`.{seen}"
             )
-        time.sleep(0.2)

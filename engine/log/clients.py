@@ -1,5 +1,9 @@
-"""confluent-kafka client configurations of the engine, in one place.
+"""The one place Partita constructs confluent-kafka clients; every other module asks here.
 
+- Every client gets the role's `KafkaAccess` (address, TLS, SASL, tuning from the properties
+  files of `engine.log.security`) on top of the caller's settings, and an error callback that
+  turns librdkafka's connection errors into one readable line per distinct problem (what failed
+  and which setting to check), never a line per retry.
 - The group consumer reads `read_committed`, commits offsets only inside transactions
   (`enable.auto.commit=false`) and uses cooperative rebalancing, so a rebalance moves only the
   partitions that change owner.
@@ -11,13 +15,153 @@
 from __future__ import annotations
 
 import logging
-from typing import Any
+import threading
+import time
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
 
-from confluent_kafka import Consumer, Message, Producer
+from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer
+from confluent_kafka.admin import AdminClient
 
+from engine.errors import ConfigError
+from engine.log.security import KafkaAccess
 from engine.protocol.codec import PRODUCER_MAX_BYTES
 
 _LOG = logging.getLogger("partita.kafka")
+_T = TypeVar("_T")
+_REPEAT_AFTER_S = 60.0
+
+
+def new_consumer(access: KafkaAccess, conf: Mapping[str, Any]) -> Consumer:
+    """A Consumer with `conf`, the access's settings over it, and a readable error callback."""
+    return _build(Consumer, access, conf)
+
+
+def new_producer(access: KafkaAccess, conf: Mapping[str, Any]) -> Producer:
+    return _build(Producer, access, conf)
+
+
+def new_admin(access: KafkaAccess, conf: Mapping[str, Any] | None = None) -> AdminClient:
+    return _build(AdminClient, access, conf or {})
+
+
+def client_settings(access: KafkaAccess, conf: Mapping[str, Any]) -> dict[str, Any]:
+    """The settings a client of `access` gets: `conf`, then the files', then the address."""
+    settings: dict[str, Any] = {"logger": _LOG, **conf}
+    settings.update(access.settings)
+    settings["bootstrap.servers"] = access.bootstrap
+    settings.setdefault("error_cb", ErrorReporter(access))
+    return settings
+
+
+def _build(
+    kind: Callable[[dict[str, Any]], _T], access: KafkaAccess, conf: Mapping[str, Any]
+) -> _T:
+    try:
+        return kind(client_settings(access, conf))
+    except KafkaException as exc:
+        error = exc.args[0]
+        reason = error.str() if isinstance(error, KafkaError) else str(error)
+        raise ConfigError(
+            f"Kafka client settings rejected: {reason} (settings from {access.where})"
+        ) from None
+
+
+class ErrorReporter:
+    """librdkafka's error callback: logs each distinct problem once a minute with advice, and
+    remembers the last one (`problem`) so a caller waiting on the cluster can fail with it."""
+
+    def __init__(self, access: KafkaAccess, logger: logging.Logger = _LOG) -> None:
+        self._access = access
+        self._logger = logger
+        self._lock = threading.Lock()
+        self._last_logged: dict[str, float] = {}
+        self.problem: str | None = None
+        self.fatal = False
+
+    def __call__(self, error: KafkaError) -> None:
+        message = explain(error, self._access)
+        security = is_security_error(error)
+        with self._lock:
+            if security or self.problem is None:
+                self.problem = message
+            self.fatal = self.fatal or security
+            now = time.monotonic()
+            last = self._last_logged.get(message)
+            if last is not None and now - last < _REPEAT_AFTER_S:
+                return
+            self._last_logged[message] = now
+        self._logger.error("%s", message) if security else self._logger.warning("%s", message)
+
+
+def is_security_error(error: KafkaError) -> bool:
+    """Authentication, TLS or authorization: retrying with the same settings cannot help."""
+    text = error.str()
+    return error.code() in (
+        KafkaError._AUTHENTICATION,
+        KafkaError._SSL,
+        KafkaError.SASL_AUTHENTICATION_FAILED,
+        KafkaError.UNSUPPORTED_SASL_MECHANISM,
+        KafkaError.TOPIC_AUTHORIZATION_FAILED,
+        KafkaError.GROUP_AUTHORIZATION_FAILED,
+        KafkaError.CLUSTER_AUTHORIZATION_FAILED,
+        KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+    ) or any(marker in text for marker in ("SSL handshake failed", "SASL authentication"))
+
+
+def explain(error: KafkaError, access: KafkaAccess) -> str:
+    """One line: what librdkafka reported, what it means, which setting of which file to check."""
+    text = error.str()
+    code = error.code()
+    who = f"{access.role} client ({access.describe()})"
+    if code in (KafkaError._AUTHENTICATION, KafkaError.SASL_AUTHENTICATION_FAILED) or (
+        "SASL authentication" in text
+    ):
+        return (
+            f"Kafka refused to authenticate the {who}: {text}. Check the user name and password"
+            " (sasl.jaas.config, or sasl.username and sasl.password) and sasl.mechanism in"
+            f" {access.where}; the user must exist on the cluster for that mechanism."
+        )
+    if code == KafkaError.UNSUPPORTED_SASL_MECHANISM:
+        return (
+            f"The broker does not offer sasl.mechanism={access.mechanism} to the {who}: {text}."
+            f" Set a mechanism its listener enables in {access.where}."
+        )
+    if "certificate verify failed" in text or "could not be verified" in text:
+        return (
+            f"The {who} does not trust the broker's TLS certificate: {text}. Point"
+            " ssl.truststore.location (a PEM file, ssl.truststore.type=PEM) or ssl.ca.location"
+            f" in {access.where} at the CA that signed the broker's certificate."
+        )
+    if code == KafkaError._SSL or "SSL handshake failed" in text:
+        return (
+            f"TLS handshake with Kafka failed for the {who}: {text}. Check that"
+            f" security.protocol ({access.protocol}) is what the listener at {access.bootstrap}"
+            f" expects and the certificate settings in {access.where}."
+        )
+    if code in (
+        KafkaError.TOPIC_AUTHORIZATION_FAILED,
+        KafkaError.GROUP_AUTHORIZATION_FAILED,
+        KafkaError.CLUSTER_AUTHORIZATION_FAILED,
+        KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+    ):
+        principal = f"User:{access.username}" if access.username else "its principal"
+        return (
+            f"Kafka denied the {who}: {text}. `partita acls --role {access.role} --principal"
+            f" {principal}` prints the ACLs this role needs."
+        )
+    if "Disconnected while requesting ApiVersion" in text or "Disconnected (after 0ms" in text:
+        return (
+            f"Kafka at {access.bootstrap} closed the connection of the {who} during the"
+            f" handshake: {text}. The listener probably expects another security.protocol than"
+            f" {access.protocol} (set it in {access.where})."
+        )
+    if code in (KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN, KafkaError._RESOLVE):
+        return (
+            f"Cannot reach Kafka at {access.bootstrap} ({access.role} client): {text}. Check the"
+            " address (KAFKA_BOOTSTRAP_SERVERS or bootstrap.servers) and that the broker runs."
+        )
+    return f"Kafka error for the {who}: {text}"
 
 
 def engine_group(namespace: str) -> str:
@@ -28,9 +172,8 @@ def transactional_id(namespace: str, partition: int) -> str:
     return f"{namespace}.engine.{partition}"
 
 
-def group_consumer(bootstrap: str, namespace: str, **overrides: Any) -> Consumer:
+def group_consumer(access: KafkaAccess, namespace: str, **overrides: Any) -> Consumer:
     conf: dict[str, Any] = {
-        "bootstrap.servers": bootstrap,
         "group.id": engine_group(namespace),
         "enable.auto.commit": False,
         "enable.auto.offset.store": False,
@@ -41,41 +184,38 @@ def group_consumer(bootstrap: str, namespace: str, **overrides: Any) -> Consumer
         "heartbeat.interval.ms": 1000,
         "max.poll.interval.ms": 300000,
         "fetch.wait.max.ms": 10,
-        "logger": _LOG,
     }
     conf.update(overrides)
-    return Consumer(conf)
+    return new_consumer(access, conf)
 
 
-def restore_consumer(bootstrap: str, namespace: str, partition: int) -> Consumer:
+def restore_consumer(access: KafkaAccess, namespace: str, partition: int) -> Consumer:
     """An assign-only consumer that reads one partition's events during replay (also standbys,
     verify-replay and snapshot restore). `auto.offset.reset=error`: a position the log no
     longer holds is an error, never a silent jump to wherever the log now starts or ends."""
-    return Consumer(
+    return new_consumer(
+        access,
         {
-            "bootstrap.servers": bootstrap,
             "group.id": f"{namespace}.restore.{partition}",  # never joins or commits
             "enable.auto.commit": False,
             "isolation.level": "read_committed",
             "enable.partition.eof": True,
             "auto.offset.reset": "error",
             "fetch.wait.max.ms": 10,
-            "logger": _LOG,
-        }
+        },
     )
 
 
-def transactional_producer(bootstrap: str, namespace: str, partition: int) -> Producer:
-    return Producer(
+def transactional_producer(access: KafkaAccess, namespace: str, partition: int) -> Producer:
+    return new_producer(
+        access,
         {
-            "bootstrap.servers": bootstrap,
             "transactional.id": transactional_id(namespace, partition),
             "transaction.timeout.ms": 30000,
             "linger.ms": 1,
             "retry.backoff.ms": 10,  # back-to-back transactions (confluent-kafka-python #967)
             "message.max.bytes": PRODUCER_MAX_BYTES,
-            "logger": _LOG,
-        }
+        },
     )
 
 

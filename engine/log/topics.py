@@ -21,6 +21,7 @@ from confluent_kafka.cimpl import NewTopic
 
 from engine.config import Config
 from engine.errors import PartitaError
+from engine.protocol.enums import ValueType
 from engine.resources import contract_dir
 
 _TIMEOUT_S = 30.0
@@ -90,6 +91,30 @@ def job_topic_spec(config: Config, job_type: str, text: str | None = None) -> To
     if len(spec.name) > 249:
         raise TopicSpecError(f"job topic name {spec.name!r} is longer than Kafka's 249 characters")
     return spec
+
+
+EXPORT_RETENTION_MS = str(7 * 24 * 3600 * 1000)
+
+
+def export_topic_name(namespace: str, value_type: ValueType) -> str:
+    """`<ns>.export.process-instance` for PROCESS_INSTANCE: where `partita export` writes."""
+    return f"{namespace}.export.{value_type.name.lower().replace('_', '-')}"
+
+
+def export_topic_specs(config: Config) -> list[TopicSpec]:
+    """The topics of `partita export`, one per value type, with the log's partition count;
+    `partita topics apply --export` creates them, so the exporter needs no Create right."""
+    return [
+        TopicSpec(
+            key="export",
+            name=export_topic_name(config.namespace, value_type),
+            partitions=config.partitions,
+            replication_factor=config.replication_factor,
+            config={"cleanup.policy": "delete", "retention.ms": EXPORT_RETENTION_MS},
+            description="the log's events of one value type as JSON (partita export)",
+        )
+        for value_type in ValueType
+    ]
 
 
 def _spec(key: str, raw: Mapping[str, Any], config: Config) -> TopicSpec:
