@@ -8,6 +8,7 @@ const path = require('path');
 const { parseArgs } = require('util');
 const avro = require('avsc');
 const { Kafka, Partitioners, logLevel } = require('kafkajs');
+const kafkaConfig = require('./kafka-config');
 
 const PROTOCOL = 'io.partita.protocol.';
 const ENGINE_VERSION = 'node-example/1.0';
@@ -17,17 +18,25 @@ const DEFAULT_SCHEMA = path.join(__dirname, '..', '..', 'avro', 'record.avsc');
 
 const CLUSTER_OPTIONS = {
   'bootstrap-servers': { type: 'string' },
+  'kafka-config': { type: 'string' },
   namespace: { type: 'string' },
   schema: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 };
 
-const CLUSTER_USAGE = `  --bootstrap-servers HOST:PORT  Kafka (KAFKA_BOOTSTRAP_SERVERS, default 127.0.0.1:9092)
+const CLUSTER_USAGE = `  --bootstrap-servers HOST:PORT  Kafka (KAFKA_BOOTSTRAP_SERVERS, else the file's bootstrap.servers,
+                                 default 127.0.0.1:9092)
+  --kafka-config FILE            Kafka client properties (security.protocol, sasl.*, ssl.*; see
+                                 kafka-config.js): PARTITA_KAFKA_CONFIG, PARTITA_KAFKA_CONFIG_<ROLE> over it
   --namespace NS                 topic prefix (PARTITA_NAMESPACE, default partita)
   --schema FILE                  the engine's Avro schema (PARTITA_SCHEMA, default ../../avro/record.avsc)`;
 
-/** Parses argv with the cluster flags plus `options`; prints `usage` and exits on --help or a bad flag. */
-function settings(argv, options, usage) {
+/**
+ * Parses argv with the cluster flags plus `options`; prints `usage` and exits on --help or a bad
+ * flag. `role` (CLIENT, JOB_WORKER) picks the properties file PARTITA_KAFKA_CONFIG_<ROLE>. Throws
+ * a KafkaConfigError naming the file and key when the Kafka properties cannot be used.
+ */
+function settings(argv, options, usage, role) {
   let values;
   try {
     ({ values } = parseArgs({ args: argv, options: { ...CLUSTER_OPTIONS, ...options } }));
@@ -40,8 +49,11 @@ function settings(argv, options, usage) {
     process.exit(0);
   }
   const namespace = values.namespace ?? process.env.PARTITA_NAMESPACE ?? 'partita';
+  const kafka = kafkaConfig.kafkaConfig(process.env, role, values['kafka-config']);
   return {
-    bootstrap: values['bootstrap-servers'] ?? process.env.KAFKA_BOOTSTRAP_SERVERS ?? '127.0.0.1:9092',
+    bootstrap: values['bootstrap-servers'] || process.env.KAFKA_BOOTSTRAP_SERVERS || kafka.bootstrap
+      || '127.0.0.1:9092',
+    kafka,
     namespace,
     schema: values.schema ?? process.env.PARTITA_SCHEMA ?? DEFAULT_SCHEMA,
     // Clients write commands to the ingress topic, never to the log (docs/producing.md).
@@ -52,8 +64,19 @@ function settings(argv, options, usage) {
 }
 
 function kafka(config, clientId) {
-  const brokers = config.bootstrap.split(',');
-  return new Kafka({ clientId, brokers, logLevel: logLevel.ERROR, logCreator });
+  const brokers = config.bootstrap.split(',').map((broker) => broker.trim()).filter(Boolean);
+  const { ssl, sasl } = config.kafka;
+  return new Kafka({ clientId, brokers, ssl, sasl, logLevel: logLevel.ERROR, logCreator });
+}
+
+/** The start line's cluster, e.g. `127.0.0.1:9094 over SASL_SSL (scram-sha-512 as 'x'), settings from ...`. */
+function cluster(config) {
+  return `${config.bootstrap}${kafkaConfig.describe(config.kafka)}`;
+}
+
+/** One line for a failure, with what to check when the cluster refused a login, certificate or ACL. */
+function explain(err) {
+  return `${err.message}${kafkaConfig.hint(err)}`;
 }
 
 // kafkajs's errors as one line each on stderr; it retries most of them by itself.
@@ -269,6 +292,8 @@ async function request(sender, replies, topic, partition, record, timeoutMs) {
 module.exports = {
   Codec,
   Replies,
+  cluster,
+  explain,
   kafka,
   partitionOfKey,
   producer,

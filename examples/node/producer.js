@@ -62,7 +62,7 @@ async function main() {
     count: { type: 'string', default: '5' },
     variables: { type: 'string', default: '{}' },
     timeout: { type: 'string', default: '60' },
-  }, USAGE);
+  }, USAGE, 'CLIENT');
   const { values } = config;
   const timeoutMs = Number(values.timeout) * 1000;
   const count = Number(values.count);
@@ -104,6 +104,6 @@ async function main() {
 }
 
 main().then((code) => process.exit(code)).catch((err) => {
-  console.error(`producer: ${err.message}`);
+  console.error(`producer: ${partita.explain(err)}`);
   process.exit(1);
 });

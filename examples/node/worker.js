@@ -66,7 +66,7 @@ class Worker {
     await this.consumer.subscribe({ topic: this.jobTopic, fromBeginning: true });
     this.consumer.on(this.consumer.events.CRASH, ({ payload }) => {
       if (!payload.restart) { // kafkajs gave up: say so and leave, rather than sit idle
-        console.error(`node worker: the consumer failed for good: ${payload.error}`);
+        console.error(`node worker: the consumer failed for good: ${partita.explain(payload.error)}`);
         this.failed = true;
         this.stop();
       }
@@ -145,20 +145,20 @@ async function main() {
   const config = partita.settings(process.argv.slice(2), {
     'job-type': { type: 'string', default: 'notify' },
     'max-jobs': { type: 'string', default: '0' },
-  }, USAGE);
+  }, USAGE, 'JOB_WORKER');
   const maxJobs = Number(config.values['max-jobs']);
   const worker = new Worker(config, notify, maxJobs);
   for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => worker.stop());
   await worker.start();
   const until = maxJobs > 0 ? `stopping after ${maxJobs} jobs` : 'Ctrl-C to stop';
   console.log(`node worker: ${config.values['job-type']} jobs from ${worker.jobTopic}`
-    + ` (group ${worker.group}) at ${config.bootstrap}, ${until}`);
+    + ` (group ${worker.group}) at ${partita.cluster(config)}, ${until}`);
   await worker.stopped;
   console.log(`node worker stopped: ${worker.summary()}`);
   return worker.failed ? 1 : 0;
 }
 
 main().then((code) => process.exit(code)).catch((err) => {
-  console.error(`node worker: ${err.message}`);
+  console.error(`node worker: ${partita.explain(err)}`);
   process.exit(1);
 });

@@ -11,6 +11,7 @@ and answers there.
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import signal
@@ -271,3 +272,24 @@ def test_an_unknown_process_is_rejected_not_found(engine: Config, node_project: 
     assert rejection.record_type is RecordType.COMMAND_REJECTION
     assert rejection.rejection_type is RejectionType.NOT_FOUND
     assert rejection.intent is ProcessInstanceCreationIntent.CREATE_WITH_AWAITING_RESULT
+
+
+def test_a_kafka_properties_file_that_cannot_be_read_is_named(
+    java_worker: list[str], node_project: Path, tmp_path: Path
+) -> None:
+    missing = tmp_path / "no-such-client.properties"
+    env = {**os.environ, "PARTITA_KAFKA_CONFIG": str(missing)}
+    programs = [
+        (java_worker, EXAMPLES / "java-worker", "price worker"),
+        (["node", "producer.js"], node_project, "producer"),
+        (["node", "worker.js"], node_project, "node worker"),
+    ]
+    for cmd, cwd, name in programs:
+        result = subprocess.run(
+            cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=60, check=False
+        )
+        assert (result.returncode, result.stderr.strip()) == (
+            1,
+            f"{name}: PARTITA_KAFKA_CONFIG={missing}: cannot read the Kafka client properties"
+            " file (no such file)",
+        ), result.stdout

@@ -6,7 +6,6 @@ import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Properties;
 import java.util.UUID;
 import java.util.concurrent.Future;
 import org.apache.avro.generic.GenericRecord;
@@ -52,23 +51,19 @@ final class JobWorker implements AutoCloseable {
     this.settings = settings;
     this.codec = codec;
     this.handler = handler;
-    Properties consumerProps = new Properties();
-    consumerProps.put("bootstrap.servers", settings.bootstrapServers());
-    consumerProps.put("group.id", settings.group());
-    consumerProps.put("isolation.level", "read_committed"); // only jobs the engine committed
-    consumerProps.put("auto.offset.reset", "earliest"); // jobs pushed before the group existed
-    consumerProps.put("enable.auto.commit", "false");
-    consumerProps.put("key.deserializer", ByteArrayDeserializer.class.getName());
-    consumerProps.put("value.deserializer", ByteArrayDeserializer.class.getName());
-    this.consumer = new KafkaConsumer<>(consumerProps);
-    Properties producerProps = new Properties();
-    producerProps.put("bootstrap.servers", settings.bootstrapServers());
-    producerProps.put("enable.idempotence", "true");
-    producerProps.put("linger.ms", "5");
-    producerProps.put("key.serializer", ByteArraySerializer.class.getName());
-    producerProps.put("value.serializer", ByteArraySerializer.class.getName());
-    this.producer = new KafkaProducer<>(producerProps);
-    this.replies = new Replies(settings.bootstrapServers(), settings.repliesTopic(), codec);
+    this.consumer = new KafkaConsumer<>(settings.client(Map.of(
+        "group.id", settings.group(),
+        "isolation.level", "read_committed", // only jobs the engine committed
+        "auto.offset.reset", "earliest", // jobs pushed before the group existed
+        "enable.auto.commit", "false",
+        "key.deserializer", ByteArrayDeserializer.class.getName(),
+        "value.deserializer", ByteArrayDeserializer.class.getName())));
+    this.producer = new KafkaProducer<>(settings.client(Map.of(
+        "enable.idempotence", "true",
+        "linger.ms", "5",
+        "key.serializer", ByteArraySerializer.class.getName(),
+        "value.serializer", ByteArraySerializer.class.getName())));
+    this.replies = new Replies(settings, codec);
   }
 
   /** Works until {@link #stop()} or until {@code maxJobs} jobs are answered. */

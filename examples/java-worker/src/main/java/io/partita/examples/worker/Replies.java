@@ -6,7 +6,6 @@ import java.time.Duration;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Properties;
 import java.util.Set;
 import java.util.concurrent.ThreadLocalRandom;
 import org.apache.avro.generic.GenericRecord;
@@ -28,16 +27,15 @@ final class Replies implements AutoCloseable {
   private final String topic;
   private final int partition;
 
-  Replies(String bootstrap, String topic, PartitaCodec codec) {
-    Properties props = new Properties();
-    props.put("bootstrap.servers", bootstrap);
-    props.put("key.deserializer", ByteArrayDeserializer.class.getName());
-    props.put("value.deserializer", ByteArrayDeserializer.class.getName());
-    props.put("isolation.level", "read_committed");
-    props.put("enable.auto.commit", "false");
+  /** Reads {@code settings.repliesTopic()}; assigned a partition, so it joins no group. */
+  Replies(Settings settings, PartitaCodec codec) {
     this.codec = codec;
-    this.topic = topic;
-    this.consumer = new KafkaConsumer<>(props);
+    this.topic = settings.repliesTopic();
+    this.consumer = new KafkaConsumer<>(settings.client(Map.of(
+        "key.deserializer", ByteArrayDeserializer.class.getName(),
+        "value.deserializer", ByteArrayDeserializer.class.getName(),
+        "isolation.level", "read_committed",
+        "enable.auto.commit", "false")));
     int partitions = consumer.partitionsFor(topic).size();
     if (partitions == 0) {
       throw new IllegalStateException("there is no topic " + topic + ": run `partita topics apply`");
