@@ -190,7 +190,8 @@ def cmd_verify_replay(args: argparse.Namespace) -> int:
     if args.partition is not None:
         partitions = [args.partition]
     else:
-        topic = admin_client(config.bootstrap).list_topics(config.log_topic, timeout=30)
+        operator = kafka_access(config, KafkaRole.OPERATOR)
+        topic = admin_client(operator).list_topics(config.log_topic, timeout=30)
         partitions = sorted(topic.topics[config.log_topic].partitions)
     different = 0
     for partition in partitions:

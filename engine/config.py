@@ -205,6 +205,13 @@ class Config:
         """A copy with the given fields replaced; `None` values are ignored."""
         return replace(self, **{k: v for k, v in overrides.items() if v is not None})
 
+    def kafka_env(self) -> dict[str, str]:
+        """The environment variables that give a child process these Kafka settings."""
+        env = {role.variable: str(path) for role, path in self.kafka_role_configs}
+        if self.kafka_config is not None:
+            env["PARTITA_KAFKA_CONFIG"] = str(self.kafka_config)
+        return env
+
     def role_config(self, role: KafkaRole) -> Path | None:
         """The properties file of `role` (PARTITA_KAFKA_CONFIG_<ROLE>), if one is set."""
         return dict(self.kafka_role_configs).get(role)

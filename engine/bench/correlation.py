@@ -18,10 +18,11 @@ from typing import Any
 from confluent_kafka import Consumer, TopicPartition
 
 from engine.client import Client
-from engine.config import Config
+from engine.config import Config, KafkaRole
 from engine.demo import EngineWorkerProcess, percentile
 from engine.log.admin import admin_client
-from engine.log.clients import consume_available
+from engine.log.clients import consume_available, new_consumer
+from engine.log.security import kafka_access
 from engine.log.topics import apply_topics, job_topic_spec
 from engine.processing.job_push import job_topic
 from engine.protocol.codec import RecordCodec
@@ -59,7 +60,9 @@ def run(
     rate: float = 200.0,
     progress: Callable[[str], None] = print,
 ) -> dict[str, Any]:
-    apply_topics(admin_client(config.bootstrap), [job_topic_spec(config, JOB_TYPE)])
+    apply_topics(
+        admin_client(kafka_access(config, KafkaRole.OPERATOR)), [job_topic_spec(config, JOB_TYPE)]
+    )
     config.home.mkdir(parents=True, exist_ok=True)
     bpmn = config.home / "bench-correlation.bpmn"
     bpmn.write_text(BPMN)
@@ -89,13 +92,13 @@ def run(
 
 def _job_consumer(config: Config, run_id: str) -> Consumer:
     """Reads the job topic from its current end (taken before anything is published)."""
-    consumer = Consumer(
+    consumer = new_consumer(
+        kafka_access(config, KafkaRole.JOB_WORKER),
         {
-            "bootstrap.servers": config.bootstrap,
             "group.id": f"{config.namespace}.bench.{run_id}",  # assign only: never joins
             "isolation.level": "read_committed",
             "fetch.wait.max.ms": 5,
-        }
+        },
     )
     topic = job_topic(config.namespace, JOB_TYPE)
     partitions = consumer.list_topics(topic, timeout=30).topics[topic].partitions

@@ -33,15 +33,17 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import TopicPartition
 
 from engine.bench import loop
 from engine.bench.procstats import ProcessSample, sample, usage
 from engine.client import Client
-from engine.config import Config
+from engine.config import Config, KafkaRole
 from engine.errors import PartitaError
 from engine.log import clients
 from engine.log.admin import admin_client
+from engine.log.clients import new_consumer
+from engine.log.security import kafka_access
 from engine.log.topics import apply_topics, job_topic_spec, load_specs
 from engine.processing.builtin import build_engine
 from engine.protocol.codec import RecordCodec
@@ -103,7 +105,7 @@ class _Child:
 
 def _log_end(config: Config) -> int:
     """Records on the log so far (read_uncommitted: the true end), all partitions."""
-    consumer = Consumer({"bootstrap.servers": config.bootstrap, "group.id": "bench-e2e"})
+    consumer = new_consumer(kafka_access(config, KafkaRole.OPERATOR), {"group.id": "bench-e2e"})
     try:
         total = 0
         for partition in range(config.partitions):
@@ -128,7 +130,14 @@ def _load(config: Config, workload: Workload, instances: int, rate: float, in_fl
         str(rate),
         str(in_flight),
     ]
-    result = subprocess.run(args, capture_output=True, text=True, timeout=1800, check=False)
+    result = subprocess.run(
+        args,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+        check=False,
+        env={**os.environ, **config.kafka_env()},
+    )
     if result.returncode != 0:
         raise PartitaError(f"the load generator failed:\n{result.stderr[-2000:]}")
     return json.loads(result.stdout.strip().splitlines()[-1])
@@ -137,7 +146,9 @@ def _load(config: Config, workload: Workload, instances: int, rate: float, in_fl
 def _replay(config: Config, partition: int) -> dict[str, float]:
     with tempfile.TemporaryDirectory(prefix="partita-bench-replay-") as scratch:
         db = PartitionDb(Path(scratch) / "state")
-        consumer = clients.restore_consumer(config.bootstrap, config.namespace, partition)
+        consumer = clients.restore_consumer(
+            kafka_access(config, KafkaRole.ENGINE), config.namespace, partition
+        )
         try:
             keys = KeyGenerator(db, partition_id_of_kafka(partition))
             result = ReplayStateMachine(
@@ -165,14 +176,15 @@ def run_workload(  # noqa: PLR0917 - the benchmark's knobs, spelled out
 ) -> dict[str, Any]:
     home = config.home
     apply_topics(
-        admin_client(config.bootstrap), [*load_specs(config), job_topic_spec(config, JOB_TYPE)]
+        admin_client(kafka_access(config, KafkaRole.OPERATOR)),
+        [*load_specs(config), job_topic_spec(config, JOB_TYPE)],
     )
     cluster = ["--bootstrap-servers", config.bootstrap, "--namespace", config.namespace]
     engine_worker = _Child(
         "engine worker",
         [sys.executable, "-m", "engine.cli", "worker", *cluster, "--home", str(home)],
         home / "engine-worker.log",
-        {"PARTITA_TRUNCATE": "false"},  # the whole log stays, for the replay measurement
+        {**config.kafka_env(), "PARTITA_TRUNCATE": "false"},  # the whole log stays (replay)
     )
     jobs = _Child(
         "job worker",
@@ -186,7 +198,7 @@ def run_workload(  # noqa: PLR0917 - the benchmark's knobs, spelled out
             str(job_concurrency),
         ],
         home / "job-worker.log",
-        {},
+        config.kafka_env(),
     )
     try:
         jobs.wait_for_line("ready", 120)
@@ -270,7 +282,9 @@ def run(
         raw_config = replace(
             config, namespace=f"raw{uuid.uuid4().hex[:8]}", partitions=1, home=Path(scratch)
         )
-        apply_topics(admin_client(raw_config.bootstrap), load_specs(raw_config))
+        apply_topics(
+            admin_client(kafka_access(raw_config, KafkaRole.OPERATOR)), load_specs(raw_config)
+        )
         raw = loop.run_raw(raw_config, baseline_commands)
     out["raw_loop_records_per_s"] = raw["records_per_s"]
     for name in workloads:

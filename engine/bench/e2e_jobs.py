@@ -17,7 +17,7 @@ from engine.config import Config
 
 def main(argv: list[str]) -> int:
     bootstrap, namespace, job_type, concurrency = argv
-    config = Config(bootstrap_servers=bootstrap, namespace=namespace)
+    config = Config.from_env().with_overrides(bootstrap_servers=bootstrap, namespace=namespace)
     worker = JobWorker(config, f"bench-{job_type}", concurrency=int(concurrency))
 
     @worker.task(job_type)

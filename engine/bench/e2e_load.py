@@ -23,7 +23,7 @@ from engine.demo import AwaitedCreations, percentile
 def run(  # noqa: PLR0917 - the command line, spelled out
     bootstrap: str, namespace: str, process_id: str, instances: int, rate: float, in_flight: int
 ) -> dict[str, float | int]:
-    config = Config(bootstrap_servers=bootstrap, namespace=namespace)
+    config = Config.from_env().with_overrides(bootstrap_servers=bootstrap, namespace=namespace)
     with Client(config, timeout=120) as client:
         awaited = AwaitedCreations(client)
         cpu_before = sample()

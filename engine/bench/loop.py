@@ -26,11 +26,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import TopicPartition
 from confluent_kafka.cimpl import NewTopic
 
-from engine.config import Config
+from engine.config import Config, KafkaRole
 from engine.log.admin import admin_client
+from engine.log.clients import new_consumer, new_producer
+from engine.log.security import kafka_access
 from engine.log.topics import apply_topics, load_specs
 from engine.processing import Engine, ProcessingContext, banning
 from engine.protocol.codec import RecordCodec
@@ -80,8 +82,8 @@ def _command(i: int) -> Record:
     return command(Creation.CREATE, value)
 
 
-def _fill(bootstrap: str, topic: str, values: list[tuple[bytes, Any]]) -> None:
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20})
+def _fill(config: Config, topic: str, values: list[tuple[bytes, Any]]) -> None:
+    producer = new_producer(kafka_access(config, KafkaRole.CLIENT), {"linger.ms": 20})
     for value, headers in values:
         producer.produce(topic, value, partition=0, headers=headers)
         producer.poll(0)
@@ -92,7 +94,7 @@ def run_engine(config: Config, commands: int) -> dict[str, float]:
     codec = RecordCodec()
     records = [_command(i) for i in range(commands)]
     _fill(
-        config.bootstrap,
+        config,
         config.commands_topic,
         [(codec.encode(r), record_headers(r)) for r in records],
     )
@@ -126,7 +128,8 @@ def run_raw(config: Config, commands: int) -> dict[str, float]:
     """The same shape of work with nothing but confluent-kafka."""
     codec = RecordCodec()
     topic, ingress = f"{config.namespace}.raw", f"{config.namespace}.raw.commands"
-    admin = admin_client(config.bootstrap)
+    access = kafka_access(config, KafkaRole.ENGINE)
+    admin = admin_client(kafka_access(config, KafkaRole.OPERATOR))
     replicas = 1 if config.replication_factor < 1 else config.replication_factor
     for created in admin.create_topics(
         [NewTopic(topic, 1, replicas), NewTopic(ingress, 1, replicas)]
@@ -139,27 +142,27 @@ def run_raw(config: Config, commands: int) -> dict[str, float]:
     )
     event_value, event_headers = codec.encode(sample_event), record_headers(sample_event)
     _fill(
-        config.bootstrap,
+        config,
         ingress,
         [(codec.encode(r), record_headers(r)) for r in (_command(i) for i in range(commands))],
     )
-    consumer = Consumer(
+    consumer = new_consumer(
+        access,
         {
-            "bootstrap.servers": config.bootstrap,
             "group.id": f"{config.namespace}.raw",
             "enable.auto.commit": False,
             "auto.offset.reset": "earliest",
             "isolation.level": "read_committed",
             "fetch.wait.max.ms": 10,
-        }
+        },
     )
-    producer = Producer(
+    producer = new_producer(
+        access,
         {
-            "bootstrap.servers": config.bootstrap,
             "transactional.id": f"{config.namespace}.raw",
             "linger.ms": 1,
             "retry.backoff.ms": 10,
-        }
+        },
     )
     producer.init_transactions(60)
     consumer.assign([TopicPartition(topic, 0, 0), TopicPartition(ingress, 0, 0)])
@@ -210,7 +213,9 @@ def run(config: Config, commands: int = 20_000) -> dict[str, Any]:
     namespace = f"bench{uuid.uuid4().hex[:8]}"
     with tempfile.TemporaryDirectory(prefix="partita-bench-loop-") as home:
         bench_config = replace(config, namespace=namespace, partitions=1, home=Path(home))
-        apply_topics(admin_client(bench_config.bootstrap), load_specs(bench_config))
+        apply_topics(
+            admin_client(kafka_access(bench_config, KafkaRole.OPERATOR)), load_specs(bench_config)
+        )
         engine = run_engine(bench_config, commands)
         raw = run_raw(bench_config, commands)
     return {

@@ -26,9 +26,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from confluent_kafka import TopicPartition
+
 from engine.client import Client
-from engine.config import Config
+from engine.config import Config, KafkaRole
 from engine.log.admin import admin_client
+from engine.log.clients import new_consumer
+from engine.log.security import kafka_access
 from engine.log.topics import apply_topics, load_specs
 from engine.protocol.intents import ProcessInstanceCreationIntent
 from engine.protocol.values import ProcessInstanceCreationValue
@@ -100,9 +104,7 @@ def _create(client: Client, count: int) -> None:
 
 def _wait_for_standby(config: Config, home: Path, timeout: float = 300) -> None:
     """Until the standby's store has applied the log up to (about) its end."""
-    from confluent_kafka import Consumer, TopicPartition
-
-    probe = Consumer({"bootstrap.servers": config.bootstrap, "group.id": "bench-probe"})
+    probe = new_consumer(kafka_access(config, KafkaRole.OPERATOR), {"group.id": "bench-probe"})
     path = state_dir(home, config.namespace, 0)
     deadline = time.monotonic() + timeout
     try:
@@ -138,7 +140,7 @@ def _failover(client: Client, owner: _Worker, start: Callable[[], Any]) -> float
 
 def _one_size(base: Config, instances: int, progress: Callable[[str], None]) -> dict[str, Any]:
     config = replace(base, namespace=f"bench{uuid.uuid4().hex[:6]}", partitions=1)
-    apply_topics(admin_client(config.bootstrap), load_specs(config))
+    apply_topics(admin_client(kafka_access(config, KafkaRole.OPERATOR)), load_specs(config))
     work = Path(tempfile.mkdtemp(prefix="partita-bench-recovery-"))
     bpmn = work / "bench.bpmn"
     bpmn.write_text(BPMN)
@@ -187,7 +189,7 @@ def _snapshot_and_restore(config: Config, work: Path) -> dict[str, Any]:
         processed = db.position(LAST_PROCESSED_POSITION)
         applied = db.position(LAST_APPLIED_POSITION)
         checkpoint = db.checkpoint(work / "checkpoint")
-    producer = store.snapshot_producer(config.bootstrap)
+    producer = store.snapshot_producer(kafka_access(config, KafkaRole.ENGINE))
     began = time.monotonic()
     manifest = store.upload(
         producer,
@@ -203,7 +205,7 @@ def _snapshot_and_restore(config: Config, work: Path) -> dict[str, Any]:
         "snapshot_s": round(time.monotonic() - began, 2),
     }
     began = time.monotonic()
-    restore(config.bootstrap, config.namespace, 0, work / "restored" / "p")
+    restore(kafka_access(config, KafkaRole.ENGINE), config.namespace, 0, work / "restored" / "p")
     with PartitionDb(work / "restored" / "p"):
         pass
     figures["restore_s"] = round(time.monotonic() - began, 2)

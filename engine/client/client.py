@@ -20,7 +20,7 @@ from engine.client.commands import Request
 from engine.client.connection import Connection
 from engine.client.errors import ResourceExhaustedError, rejection_error, timeout_error
 from engine.client.retry import RetryPolicy, is_backpressure
-from engine.config import Config
+from engine.config import Config, KafkaRole
 from engine.protocol.enums import RecordType
 from engine.protocol.intents import Intent
 from engine.protocol.records import Record
@@ -28,12 +28,20 @@ from engine.protocol.values import JobBatchValue, JobValue, RecordValue
 
 
 class Client:
-    def __init__(self, config: Config, *, timeout: float = 30.0, retry_for: float = 30.0) -> None:
+    def __init__(
+        self,
+        config: Config,
+        *,
+        timeout: float = 30.0,
+        retry_for: float = 30.0,
+        role: KafkaRole = KafkaRole.CLIENT,
+    ) -> None:
+        """Connects as `role`: PARTITA_KAFKA_CONFIG_<ROLE> gives it its own principal."""
         self.config = config
         self.timeout = timeout
         self.retry = RetryPolicy(retry_for=retry_for)
         """Back-off for RESOURCE_EXHAUSTED rejections; replace it to tune more than `retry_for`."""
-        self.connection = Connection(config, timeout)
+        self.connection = Connection(config, timeout, role=role)
         self.codec = self.connection.codec
         self.producer = self.connection.producer
         self.partition_count = self.connection.partition_count

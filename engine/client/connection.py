@@ -13,21 +13,23 @@ import itertools
 import time
 import uuid
 
-from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka import KafkaException, Producer, TopicPartition
 
 from engine.client.commands import Request
-from engine.config import Config
+from engine.config import Config, KafkaRole
 from engine.errors import PartitaError
-from engine.log.clients import consume_available
+from engine.log.admin import cluster_metadata
+from engine.log.clients import ErrorReporter, consume_available, new_consumer, new_producer
+from engine.log.security import kafka_access
 from engine.protocol.codec import PRODUCER_MAX_BYTES, RecordCodec
 from engine.protocol.headers import CORRELATION_ID, ReplyTo, header, record_headers
 from engine.protocol.records import Record, command
 from engine.protocol.routing import partition_for_command
 
 
-def producer_config(config: Config) -> dict[str, object]:
+def producer_config() -> dict[str, object]:
+    """Settings of a client's command producer (the access adds address and security)."""
     return {
-        "bootstrap.servers": config.bootstrap,
         "enable.idempotence": True,
         "partitioner": "murmur2_random",  # Kafka's Java default: routes like any producer
         "linger.ms": 0,
@@ -36,20 +38,31 @@ def producer_config(config: Config) -> dict[str, object]:
 
 
 class Connection:
-    def __init__(self, config: Config, timeout: float, producer: Producer | None = None) -> None:
+    def __init__(
+        self,
+        config: Config,
+        timeout: float,
+        producer: Producer | None = None,
+        role: KafkaRole = KafkaRole.CLIENT,
+    ) -> None:
+        """Connects as `role` (a job worker's commands go out under its own principal).
+        KafkaAccessError at once when the cluster refuses the credentials or certificate."""
         self.config = config
         self.codec = RecordCodec()
-        self.producer = producer or Producer(producer_config(config))
-        self.consumer = Consumer(
+        self.access = kafka_access(config, role)
+        reporter = ErrorReporter(self.access)
+        self.producer = producer or new_producer(self.access, producer_config())
+        self.consumer = new_consumer(
+            self.access,
             {
-                "bootstrap.servers": config.bootstrap,
                 "group.id": f"{config.namespace}.client",  # never joins: assign only
                 "enable.auto.commit": False,
                 "isolation.level": "read_committed",
                 "fetch.wait.max.ms": 10,
-            }
+                "error_cb": reporter,
+            },
         )
-        topics = self.consumer.list_topics(timeout=timeout).topics
+        topics = cluster_metadata(self.consumer, reporter, self.access, timeout).topics
         if config.commands_topic not in topics or config.replies_topic not in topics:
             raise PartitaError(
                 f"topics {config.commands_topic} and {config.replies_topic} are missing: run"

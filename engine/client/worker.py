@@ -62,9 +62,11 @@ from engine.client.client import Client
 from engine.client.connection import producer_config
 from engine.client.offsets import ConsumedOffsets, Taken
 from engine.client.tasks import ActivatedJob, BpmnError, Outcome, Task, TaskFunction, run_task
-from engine.config import Config
+from engine.config import Config, KafkaRole
 from engine.errors import PartitaError
-from engine.log.clients import consume_available
+from engine.log.admin import admin_client
+from engine.log.clients import consume_available, new_consumer, new_producer
+from engine.log.topics import apply_topics, job_topic_spec
 from engine.processing.job_push import job_topic
 from engine.protocol.enums import RecordType
 from engine.protocol.intents import JobBatchIntent
@@ -113,7 +115,7 @@ class JobWorker:
         self.mode = mode
         self.concurrency = concurrency
         self.exactly_once = exactly_once
-        self.client = client or Client(config)
+        self.client = client or Client(config, role=KafkaRole.JOB_WORKER)
         self._owns_client = client is None
         self.tasks: dict[str, Task] = {}
         self.stats = WorkerStats()
@@ -185,14 +187,31 @@ class JobWorker:
                 self.client.close()
         return self.stats
 
-    def _run_push(self, done: Callable[[], bool]) -> None:
-        from engine.log.admin import admin_client
-        from engine.log.topics import apply_topics, job_topic_spec
-
+    def _check_job_topics(self) -> None:
+        """The job topics must exist (`partita topics apply --job-type T` makes them, so a
+        worker needs no Create right); on a cluster that lets this worker create topics, the
+        missing ones are created here for convenience."""
+        topics = self.client.connection.consumer.list_topics(timeout=self.client.timeout).topics
+        missing = [t for t in self.tasks if job_topic(self.config.namespace, t) not in topics]
+        if not missing:
+            return
         # job topics have the log's partition count, whatever PARTITA_PARTITIONS says here
         actual = dataclasses.replace(self.config, partitions=self.client.partition_count)
-        specs = [job_topic_spec(actual, t) for t in self.tasks]
-        apply_topics(admin_client(self.config.bootstrap), specs)
+        try:
+            apply_topics(
+                admin_client(self.client.connection.access),
+                [job_topic_spec(actual, t) for t in missing],
+            )
+        except PartitaError as error:
+            flags = " ".join(f"--job-type {t}" for t in missing)
+            raise PartitaError(
+                f"job topics {', '.join(job_topic(self.config.namespace, t) for t in missing)}"
+                f" do not exist and this worker cannot create them ({error}); an operator"
+                f" creates them with `partita topics apply {flags}`"
+            ) from None
+
+    def _run_push(self, done: Callable[[], bool]) -> None:
+        self._check_job_topics()
         consumers = [self._consumer(job_type) for job_type in self.tasks]
         producers = [self._producer(t) for t in self.tasks] if self.exactly_once else []
         try:
@@ -226,9 +245,9 @@ class JobWorker:
                 producer.flush(10)
 
     def _consumer(self, job_type: str) -> Consumer:
-        consumer = Consumer(
+        consumer = new_consumer(
+            self.client.connection.access,
             {
-                "bootstrap.servers": self.config.bootstrap,
                 "group.id": f"{self.config.namespace}.workers.{job_type}",
                 "client.id": f"{self.name}.{job_type}",
                 "isolation.level": "read_committed",
@@ -243,7 +262,7 @@ class JobWorker:
                 # exactly-once workers have unique, stable names: a restarted one takes its
                 # partitions back at once instead of after the session timeout
                 **({"group.instance.id": self.name} if self.exactly_once else {}),
-            }
+            },
         )
         topic = job_topic(self.config.namespace, job_type)
         if self.exactly_once:  # nothing in hand between transactions
@@ -299,12 +318,13 @@ class JobWorker:
                 time.sleep(0.1)
 
     def _producer(self, job_type: str) -> Producer:
-        producer = Producer(
+        producer = new_producer(
+            self.client.connection.access,
             {
-                **producer_config(self.config),
+                **producer_config(),
                 "transactional.id": f"{self.config.namespace}.workers.{job_type}.{self.name}",
                 "transaction.timeout.ms": TRANSACTION_TIMEOUT_MS,
-            }
+            },
         )
         producer.init_transactions(30)
         return producer

@@ -16,9 +16,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from engine.client import ActivatedJob, Client, JobWorker
-from engine.config import Config
+from engine.config import Config, KafkaRole
 from engine.errors import PartitaError
 from engine.log.admin import admin_client
+from engine.log.security import kafka_access
 from engine.log.topics import apply_topics, job_topic_spec
 from engine.protocol.enums import RecordType
 from engine.protocol.intents import ProcessInstanceCreationIntent
@@ -153,7 +154,10 @@ def run(
     """Start an engine worker and a job worker, deploy, create `instances` at `rate` per
     second with CREATE_WITH_AWAITING_RESULT, and time each until its result arrives."""
     logging.getLogger("partita").setLevel(logging.WARNING)
-    apply_topics(admin_client(config.bootstrap), [job_topic_spec(config, t) for t in JOB_TYPES])
+    apply_topics(
+        admin_client(kafka_access(config, KafkaRole.OPERATOR)),
+        [job_topic_spec(config, t) for t in JOB_TYPES],
+    )
     with EngineWorkerProcess(config) as engine_worker, Client(config, timeout=90) as client:
         progress(f"Starting an engine worker (log: {engine_worker.log_path}) and deploying...")
         deployment = client.deploy(BPMN).value

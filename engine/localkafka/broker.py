@@ -24,9 +24,10 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from engine.errors import PartitaError
-from engine.localkafka.distribution import KafkaDistribution, require_java
 from engine.config import KafkaRole
+from engine.errors import PartitaError
+from engine.localkafka.credentials import write_private
+from engine.localkafka.distribution import KafkaDistribution, require_java
 from engine.log.admin import answers_metadata, port_open
 from engine.log.security import KafkaAccess
 
@@ -56,6 +57,12 @@ class _RunState:
     port: int
     controller_port: int
     version: str
+    mtls_port: int | None = None
+    """The secured broker's mutual-TLS listener (`engine.localkafka.secure`)."""
+
+    @property
+    def ports(self) -> tuple[int, int, int | None]:
+        return (self.port, self.controller_port, self.mtls_port)
 
     @property
     def bootstrap(self) -> str:
@@ -89,7 +96,12 @@ def _pid_alive(pid: int) -> bool:
 
 
 class LocalBroker:
-    """Start, stop and inspect the local broker of one PARTITA_HOME."""
+    """Start, stop and inspect the local broker of one PARTITA_HOME.
+
+    A subclass with another listener layout (`SecureLocalBroker`) overrides the hooks under
+    "what this broker is"; starting, waiting and stopping are the same for both."""
+
+    folder = "kafka"
 
     def __init__(
         self,
@@ -106,7 +118,7 @@ class LocalBroker:
         self.controller_port = controller_port
         self.heap = heap
         self.internal_partitions = internal_partitions
-        self.dir = home / "kafka"
+        self.dir = home / self.folder
         self.data_dir = self.dir / "data"
         self.log_file = self.dir / "broker.log"
         self.state_file = self.dir / "broker.json"
@@ -115,6 +127,36 @@ class LocalBroker:
     @property
     def bootstrap(self) -> str:
         return f"127.0.0.1:{self.port}"
+
+    # -- what this broker is ------------------------------------------------------------------
+
+    def _ports(self) -> dict[str, int]:
+        """The ports it listens on, keyed by the setting that chooses each."""
+        return {"PARTITA_KAFKA_PORT": self.port, "PARTITA_CONTROLLER_PORT": self.controller_port}
+
+    def _run_state(self, pid: int) -> _RunState:
+        return _RunState(pid, self.port, self.controller_port, self.distribution.version)
+
+    def _probe(self, bootstrap: str) -> KafkaAccess:
+        """How the readiness probe and `status` reach the broker."""
+        return _plain(bootstrap)
+
+    def _prepare(self, progress: Callable[[str], None]) -> None:
+        """Anything the broker needs before its configuration is written (nothing here)."""
+
+    def _listeners(self) -> str:
+        """The listener and security part of `server.properties`."""
+        return f"""\
+listeners=PLAINTEXT://127.0.0.1:{self.port},CONTROLLER://127.0.0.1:{self.controller_port}
+advertised.listeners=PLAINTEXT://127.0.0.1:{self.port}
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
+controller.listener.names=CONTROLLER
+inter.broker.listener.name=PLAINTEXT
+"""
+
+    def _format_args(self) -> list[str]:
+        """Extra `StorageTool format` arguments (none here)."""
+        return []
 
     # -- inspection ---------------------------------------------------------------------------
 
@@ -129,7 +171,7 @@ class LocalBroker:
         state = self._read_state()
         if state is not None and _pid_alive(state.pid):
             return BrokerStatus(
-                running=answers_metadata(_plain(state.bootstrap), timeout=3.0),
+                running=answers_metadata(self._probe(state.bootstrap), timeout=3.0),
                 bootstrap=state.bootstrap,
                 pid=state.pid,
                 log_file=self.log_file,
@@ -148,22 +190,19 @@ class LocalBroker:
         """
         state = self._read_state()
         if state is not None and _pid_alive(state.pid):
-            if (state.port, state.controller_port) != (self.port, self.controller_port):
+            if state.ports != self._run_state(state.pid).ports:
                 raise BrokerError(
-                    f"a local broker from {self.home} already runs at {state.bootstrap}"
+                    f"a local broker from {self.dir} already runs at {state.bootstrap}"
                     f" (controller port {state.controller_port}); run `partita kafka down` before"
                     " starting it on other ports"
                 )
-            if answers_metadata(_plain(state.bootstrap), timeout=5.0):
+            if answers_metadata(self._probe(state.bootstrap), timeout=5.0):
                 return BrokerStatus(True, state.bootstrap, state.pid, self.log_file, reused=True)
             progress(f"Broker process {state.pid} is alive but not answering yet; waiting...")
             self._wait_ready(state.pid, time.monotonic())
             return BrokerStatus(True, state.bootstrap, state.pid, self.log_file, reused=True)
 
-        for name, port in (
-            ("PARTITA_KAFKA_PORT", self.port),
-            ("PARTITA_CONTROLLER_PORT", self.controller_port),
-        ):
+        for name, port in self._ports().items():
             if port_open("127.0.0.1", port):
                 raise BrokerError(
                     f"port {port} on 127.0.0.1 is already in use by another process. Stop it,"
@@ -175,15 +214,12 @@ class LocalBroker:
         self.distribution.ensure(progress)
         started = time.monotonic()
         self.dir.mkdir(parents=True, exist_ok=True)
+        self._prepare(progress)
         self._write_config()
         self._format_storage(progress)
         progress(f"Starting Kafka {self.distribution.version} on {self.bootstrap}...")
         pid = self._spawn()
-        self.state_file.write_text(
-            json.dumps(
-                asdict(_RunState(pid, self.port, self.controller_port, self.distribution.version))
-            )
-        )
+        self.state_file.write_text(json.dumps(asdict(self._run_state(pid))))
         self._wait_ready(pid, started)
         return BrokerStatus(
             True, self.bootstrap, pid, self.log_file, started_in_s=time.monotonic() - started
@@ -196,12 +232,7 @@ class LocalBroker:
 process.roles=broker,controller
 node.id=1
 controller.quorum.voters=1@127.0.0.1:{self.controller_port}
-listeners=PLAINTEXT://127.0.0.1:{self.port},CONTROLLER://127.0.0.1:{self.controller_port}
-advertised.listeners=PLAINTEXT://127.0.0.1:{self.port}
-listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
-controller.listener.names=CONTROLLER
-inter.broker.listener.name=PLAINTEXT
-log.dirs={self.data_dir}
+{self._listeners()}log.dirs={self.data_dir}
 num.partitions=1
 auto.create.topics.enable=false
 offsets.topic.replication.factor=1
@@ -214,7 +245,7 @@ share.coordinator.state.topic.min.isr=1
 group.initial.rebalance.delay.ms=0
 message.max.bytes=8388608
 """
-        (self.dir / "server.properties").write_text(properties)
+        write_private(self.dir / "server.properties", properties)
         (self.dir / "log4j2.properties").write_text(
             """\
 status = warn
@@ -255,6 +286,7 @@ logger.state.level = WARN
             f"--cluster-id={_kafka_uuid()}",  # one argument: an id may begin with "-"
             "-c",
             str(self.dir / "server.properties"),
+            *self._format_args(),
         )
         result = subprocess.run(cmd, capture_output=True, text=True, check=False)
         if result.returncode != 0:
@@ -284,7 +316,9 @@ logger.state.level = WARN
                     f"the Kafka broker exited during start-up; last lines of {self.log_file}:\n"
                     + self._log_tail()
                 )
-            if port_open("127.0.0.1", self.port) and answers_metadata(_plain(self.bootstrap), 2.0):
+            if port_open("127.0.0.1", self.port) and answers_metadata(
+                self._probe(self.bootstrap), 2.0
+            ):
                 return
             time.sleep(0.25)
         raise BrokerError(

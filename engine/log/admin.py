@@ -12,8 +12,8 @@ import socket
 import time
 from typing import Any
 
-from confluent_kafka import KafkaError, KafkaException
-from confluent_kafka.admin import AdminClient
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
+from confluent_kafka.admin import AdminClient, ClusterMetadata
 
 from engine.errors import PartitaError
 from engine.log.clients import ErrorReporter, explain, is_security_error, new_admin
@@ -62,12 +62,23 @@ def wait_for_metadata(access: KafkaAccess, timeout: float) -> None:
     failure (never later than `timeout`); KafkaUnavailableError when nothing answered in time.
     Both name the setting to check."""
     reporter = ErrorReporter(access, _QUIET)
-    admin = admin_client(access, error_cb=reporter)
+    cluster_metadata(admin_client(access, error_cb=reporter), reporter, access, timeout)
+
+
+def cluster_metadata(
+    handle: AdminClient | Consumer | Producer,
+    reporter: ErrorReporter,
+    access: KafkaAccess,
+    timeout: float,
+) -> ClusterMetadata:
+    """`handle.list_topics()` within `timeout`, failing fast like `wait_for_metadata` (the
+    handle must have been built with `reporter` as its `error_cb`)."""
     deadline = time.monotonic() + timeout
     while True:
         try:
-            if admin.list_topics(timeout=0.5).brokers:
-                return
+            metadata = handle.list_topics(timeout=min(0.5, max(0.05, timeout)))
+            if metadata.brokers:
+                return metadata
         except KafkaException as exc:
             error = exc.args[0]
             if isinstance(error, KafkaError) and is_security_error(error):

@@ -50,7 +50,9 @@ def client_settings(access: KafkaAccess, conf: Mapping[str, Any]) -> dict[str, A
     settings: dict[str, Any] = {"logger": _LOG, **conf}
     settings.update(access.settings)
     settings["bootstrap.servers"] = access.bootstrap
-    settings.setdefault("error_cb", ErrorReporter(access))
+    logger = settings["logger"]
+    reporter_logger = logger if isinstance(logger, logging.Logger) else _LOG
+    settings.setdefault("error_cb", ErrorReporter(access, reporter_logger))
     return settings
 
 

@@ -48,12 +48,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka import KafkaError, Producer
+from confluent_kafka import KafkaError
 
-from engine.config import Config
+from engine.config import Config, KafkaRole
 from engine.errors import PartitaError
 from engine.localkafka import KafkaDistribution, LocalBroker
 from engine.log.admin import admin_client
+from engine.log.clients import new_producer
+from engine.log.security import kafka_access
 from engine.log.topics import apply_topics, job_topic_spec, load_specs
 from engine.ops.chaos_log import TRACKER_GROUP, LogTracker, replay_seen, uncommitted_offsets
 from engine.ops.hostile import HostileProducer, other_namespace, records_in_namespace
@@ -172,7 +174,7 @@ class ChaosRun:
         self.delivered: set[int] = set()
         self.undelivered = 0
         self.hostile = HostileProducer(
-            self.config.bootstrap,
+            kafka_access(self.config, KafkaRole.CLIENT),
             self.config.namespace,
             self.config.commands_topic,
             settings.partitions,
@@ -272,14 +274,15 @@ class ChaosRun:
         self.broker.up(self.progress)
         specs = [*load_specs(self.config), job_topic_spec(self.config, JOB_TYPE)]
         specs += load_specs(other_namespace(self.config))  # what hostile reply headers name
-        admin = admin_client(self.config.bootstrap, logger=QUIET)
+        operator = kafka_access(self.config, KafkaRole.OPERATOR)
+        admin = admin_client(operator, logger=QUIET)
         apply_topics(admin, specs)
         del admin  # an idle client would log every reconnection while the broker restarts
         self.workers = [self._engine_worker(i).start() for i in range(2)]
         self.job_worker = self._job_worker().start()
         self._deploy()
         tracker = LogTracker(
-            self.config.bootstrap,
+            operator,
             self.config.log_topic,
             self.config.commands_topic,
             settings.partitions,
@@ -290,9 +293,9 @@ class ChaosRun:
             replay = self._consolidate_and_verify(tracker)
             committed = tracker.findings.offsets
             starts, uncommitted = uncommitted_offsets(
-                self.config.bootstrap, self.config.log_topic, settings.partitions
+                operator, self.config.log_topic, settings.partitions
             )
-            elsewhere = records_in_namespace(self.config.bootstrap, other_namespace(self.config))
+            elsewhere = records_in_namespace(operator, other_namespace(self.config))
         finally:
             tracker.close()
             for child in [*self.workers, self.job_worker]:
@@ -340,15 +343,15 @@ class ChaosRun:
     def _load_with_faults(self, tracker: LogTracker) -> None:
         settings = self.settings
         codec = RecordCodec()
-        producer = Producer(
+        producer = new_producer(
+            kafka_access(self.config, KafkaRole.CLIENT),
             {
-                "bootstrap.servers": self.config.bootstrap,
                 "enable.idempotence": True,
                 "message.timeout.ms": 600_000,  # outlast broker restarts
                 "message.max.bytes": PRODUCER_MAX_BYTES,
                 "linger.ms": 5,
                 "logger": QUIET,  # the broker restarts on purpose: no connection noise
-            }
+            },
         )
 
         def delivered(n: int) -> Callable[[KafkaError | None, Any], None]:

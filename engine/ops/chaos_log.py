@@ -26,13 +26,14 @@ from pathlib import Path
 
 from confluent_kafka import (
     OFFSET_BEGINNING,
-    Consumer,
     KafkaError,
     KafkaException,
     Message,
     TopicPartition,
 )
 
+from engine.log.clients import new_consumer
+from engine.log.security import KafkaAccess
 from engine.processing import Engine
 from engine.protocol.codec import RecordCodec
 from engine.protocol.enums import BpmnElementType, RecordType
@@ -117,21 +118,23 @@ _COMMIT_EVERY_S = 1.0
 
 
 class LogTracker:
-    def __init__(self, bootstrap: str, topic: str, ingress_topic: str, partitions: int) -> None:
+    def __init__(
+        self, access: KafkaAccess, topic: str, ingress_topic: str, partitions: int
+    ) -> None:
         self.topic = topic
         self.codec = RecordCodec()
         self.findings = Findings()
         self.refusal = re.compile(rf"record at offset (\d+) of {re.escape(ingress_topic)}/(\d+)\b")
-        self.consumer = Consumer(
+        self.consumer = new_consumer(
+            access,
             {
-                "bootstrap.servers": bootstrap,
                 "group.id": TRACKER_GROUP,  # assign only; commits what it read
                 "enable.auto.commit": False,
                 "auto.offset.reset": "earliest",
                 "logger": _QUIET,
                 "isolation.level": "read_committed",
                 "fetch.wait.max.ms": 100,
-            }
+            },
         )
         self.consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
         self._next_commit = 0.0
@@ -227,19 +230,19 @@ def replay_seen(findings: Findings, engine: Engine, partition: int, live: Path) 
 
 
 def uncommitted_offsets(
-    bootstrap: str, topic: str, partitions: int
+    access: KafkaAccess, topic: str, partitions: int
 ) -> tuple[dict[int, int], dict[int, set[int]]]:
     """Where each partition now starts (truncation moves it) and the offsets of its data
     records from there, read_uncommitted (transaction markers are never delivered, so they
     are not among them)."""
-    consumer = Consumer(
+    consumer = new_consumer(
+        access,
         {
-            "bootstrap.servers": bootstrap,
             "group.id": "chaos-uncommitted",
             "enable.auto.commit": False,
             "enable.partition.eof": True,
             "isolation.level": "read_uncommitted",
-        }
+        },
     )
     seen: dict[int, set[int]] = defaultdict(set)
     starts: dict[int, int] = {}

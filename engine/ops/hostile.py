@@ -24,9 +24,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka import KafkaError, TopicPartition
 
 from engine.config import Config
+from engine.log.clients import new_consumer, new_producer
+from engine.log.security import KafkaAccess
 from engine.protocol.codec import RecordCodec
 from engine.protocol.enums import BpmnElementType, RecordType, RejectionType, ValueType
 from engine.protocol.headers import INTENT, RECORD_TYPE, VALUE_TYPE, Headers, ReplyTo
@@ -195,7 +197,13 @@ class HostileProducer:
     """A thread writing `rate` hostile records per second to ingress until `stop()`."""
 
     def __init__(  # noqa: PLR0917 - the run's knobs, spelled out
-        self, bootstrap: str, namespace: str, topic: str, partitions: int, rate: float, seed: int
+        self,
+        access: KafkaAccess,
+        namespace: str,
+        topic: str,
+        partitions: int,
+        rate: float,
+        seed: int,
     ) -> None:
         self.topic = topic
         self.partitions = partitions
@@ -207,13 +215,13 @@ class HostileProducer:
         self._stopping = threading.Event()
         self._lock = threading.Lock()
         self._thread = threading.Thread(target=self._run, name="hostile-producer", daemon=True)
-        self._producer = Producer(
+        self._producer = new_producer(
+            access,
             {
-                "bootstrap.servers": bootstrap,
                 "enable.idempotence": True,
                 "message.timeout.ms": 600_000,  # outlast broker restarts
                 "logger": _QUIET,
-            }
+            },
         )
 
     def start(self) -> HostileProducer:
@@ -266,11 +274,11 @@ def other_namespace(config: Config) -> Config:
     return replace(config, namespace=f"not{config.namespace}", partitions=1)
 
 
-def records_in_namespace(bootstrap: str, namespace: Config) -> int:
+def records_in_namespace(access: KafkaAccess, namespace: Config) -> int:
     """Records on every topic of `namespace` (for the other namespace: nothing may have
     written there)."""
     prefix = f"{namespace.namespace}."
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "chaos-probe"})
+    consumer = new_consumer(access, {"group.id": "chaos-probe"})
     try:
         total = 0
         for name, topic in consumer.list_topics(timeout=30).topics.items():

@@ -22,9 +22,10 @@ from typing import Any
 from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from engine.config import Config
+from engine.config import Config, KafkaRole
 from engine.log.admin import admin_client
-from engine.log.clients import engine_group
+from engine.log.clients import engine_group, new_consumer
+from engine.log.security import kafka_access
 from engine.snapshots.store import manifests
 from engine.stream.counters import decode as decode_counters
 from engine.stream.stopped import StoppedMarker
@@ -86,14 +87,15 @@ class Status:
 
 
 def collect(config: Config) -> Status:
-    admin = admin_client(config.bootstrap)
-    consumer = Consumer(
+    access = kafka_access(config, KafkaRole.OPERATOR)
+    admin = admin_client(access)
+    consumer = new_consumer(
+        access,
         {
-            "bootstrap.servers": config.bootstrap,
             "group.id": f"{config.namespace}.status",  # never joins: metadata and offsets only
             "enable.auto.commit": False,
             "isolation.level": "read_committed",
-        }
+        },
     )
     try:
         topics = consumer.list_topics(timeout=_TIMEOUT).topics

@@ -15,11 +15,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import TopicPartition
 
 from engine.analytics.skipped import SkippedRecords
-from engine.config import Config
-from engine.log.clients import consume_available
+from engine.config import Config, KafkaRole
+from engine.log.clients import consume_available, new_consumer
+from engine.log.security import kafka_access
 from engine.protocol.codec import RecordCodec
 from engine.protocol.headers import INTENT, RECORD_TYPE, VALUE_TYPE
 from engine.protocol.records import Record
@@ -108,14 +109,14 @@ def tail(
     skipped = skipped if skipped is not None else SkippedRecords("tail")
     if skipped.emit is None:
         skipped.emit = out
-    consumer = Consumer(
+    consumer = new_consumer(
+        kafka_access(config, KafkaRole.OPERATOR),
         {
-            "bootstrap.servers": config.bootstrap,
             "group.id": f"{config.namespace}.tail",  # assign only: never joins, never commits
             "enable.auto.commit": False,
             "isolation.level": "read_committed",
             "fetch.wait.max.ms": 100,
-        }
+        },
     )
     printed = 0
     try:

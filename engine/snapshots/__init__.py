@@ -25,6 +25,7 @@ from confluent_kafka import ConsumerGroupTopicPartitions, Producer, TopicPartiti
 from confluent_kafka.admin import AdminClient
 
 from engine.log import clients
+from engine.log.security import KafkaAccess
 from engine.snapshots import store
 from engine.snapshots.store import Manifest, SnapshotError
 from engine.state import PartitionDb
@@ -48,14 +49,14 @@ class Snapshotter:
     def __init__(
         self,
         *,
-        bootstrap: str,
+        access: KafkaAccess,
         namespace: str,
         topic: str,
         partition: int,
         work_dir: Path,
         settings: SnapshotSettings,
     ) -> None:
-        self.bootstrap = bootstrap
+        self.access = access
         self.namespace = namespace
         self.log_topic = topic
         self.topic = f"{namespace}.snapshots"
@@ -106,7 +107,7 @@ class Snapshotter:
     def _upload(self, checkpoint: Path, processed: int, applied: int) -> None:
         try:
             if self._producer is None:
-                self._producer = store.snapshot_producer(self.bootstrap)
+                self._producer = store.snapshot_producer(self.access)
             started = time.monotonic()
             manifest = store.upload(
                 self._producer,
@@ -159,7 +160,7 @@ class Snapshotter:
             self._clean_up_and_truncate(manifest)
 
     def _clean_up_and_truncate(self, manifest: Manifest) -> None:
-        admin = AdminClient({"bootstrap.servers": self.bootstrap})
+        admin = clients.new_admin(self.access)
         kept = self.taken[-self.settings.keep :]
         oldest_kept = min(m.first_offset for m in kept if m.first_offset >= 0)
         if len(self.taken) > self.settings.keep and oldest_kept > 0:
@@ -207,7 +208,7 @@ def _delete_before(admin: AdminClient, topic: str, partition: int, offset: int) 
 
 
 def restore(
-    bootstrap: str,
+    access: KafkaAccess,
     namespace: str,
     partition: int,
     target: Path,
@@ -221,7 +222,7 @@ def restore(
     unsafe file name, a chunk missing or failing its checksum: `store.download`) is logged and
     passed over; nothing of it is written outside `target`'s staging folder, and `target` is
     only touched once a snapshot has verified completely."""
-    consumer = clients.restore_consumer(bootstrap, namespace, partition)
+    consumer = clients.restore_consumer(access, namespace, partition)
     topic = f"{namespace}.snapshots"
     try:
         for manifest in store.manifests(consumer, topic, partition):

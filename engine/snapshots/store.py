@@ -33,7 +33,8 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 
 from engine.errors import PartitaError
-from engine.log.clients import consume_available
+from engine.log.clients import consume_available, new_producer
+from engine.log.security import KafkaAccess
 
 _LOG = logging.getLogger("partita.snapshots")
 
@@ -81,16 +82,16 @@ class Manifest:
         return cls(**raw)
 
 
-def snapshot_producer(bootstrap: str) -> Producer:
+def snapshot_producer(access: KafkaAccess) -> Producer:
     """A producer whose record limit fits the chunks (librdkafka's default is 1 MB)."""
-    return Producer(
+    return new_producer(
+        access,
         {
-            "bootstrap.servers": bootstrap,
             "enable.idempotence": True,
             "linger.ms": 5,
             "message.max.bytes": 2 * CHUNK_BYTES,
             "compression.type": "lz4",
-        }
+        },
     )
 
 

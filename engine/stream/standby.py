@@ -24,6 +24,7 @@ from pathlib import Path
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from engine.log import clients
+from engine.log.security import KafkaAccess
 from engine.processing import Engine
 from engine.protocol.codec import RecordCodec
 from engine.protocol.keys import partition_id_of_kafka
@@ -41,7 +42,7 @@ class Standby:
     def __init__(
         self,
         *,
-        bootstrap: str,
+        access: KafkaAccess,
         namespace: str,
         topic: str,
         partition: int,
@@ -59,17 +60,14 @@ class Standby:
         self.applied = 0
         self.skipped = (from_env() if skips is None else skips).offsets(partition)
         self.stopped: UnappliableRecordError | None = None
-        self.consumer: Consumer = clients.restore_consumer(bootstrap, namespace, partition)
+        self.consumer: Consumer = clients.restore_consumer(access, namespace, partition)
         tp = TopicPartition(topic, partition)
         log_start, _ = self.consumer.get_watermark_offsets(tp, timeout=30, cached=False)
         self.db = PartitionDb.open_current(path)
         applied = self.db.position(LAST_APPLIED_POSITION)
         if applied < 0 or applied + 1 < log_start:  # empty or too old: a snapshot first
             self.db.close()
-            if (
-                restore_snapshot(bootstrap, namespace, partition, path, not_before=log_start)
-                is None
-            ):
+            if restore_snapshot(access, namespace, partition, path, not_before=log_start) is None:
                 shutil.rmtree(path, ignore_errors=True)
             self.db = PartitionDb.open_current(path)
         self.keys = KeyGenerator(self.db, partition_id_of_kafka(partition))

@@ -25,6 +25,7 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaException, Message, TopicPartition
 
 from engine.log import clients
+from engine.log.security import KafkaAccess
 from engine.processing import Engine, ProcessingOutput
 from engine.processing.context import DEFAULT_MESSAGE_TTL_MS
 from engine.processing.job_push import JobPush
@@ -65,7 +66,7 @@ class PartitionTask:
     def __init__(
         self,
         *,
-        bootstrap: str,
+        access: KafkaAccess,
         namespace: str,
         topic: str,
         partition: int,
@@ -83,7 +84,7 @@ class PartitionTask:
         replies: ReplyRoutes | None = None,
         backpressure: Backpressure | None = None,
     ) -> None:
-        self.bootstrap = bootstrap
+        self.access = access
         self.namespace = namespace
         self.topic = topic
         self.partition = partition
@@ -125,9 +126,7 @@ class PartitionTask:
         self._started = time.monotonic()
         self.state = TaskState.OPENING
         self.db = PartitionDb.open_current(state_dir(self.home, self.namespace, self.partition))
-        self.producer = clients.transactional_producer(
-            self.bootstrap, self.namespace, self.partition
-        )
+        self.producer = clients.transactional_producer(self.access, self.namespace, self.partition)
         self.producer.init_transactions(60)
 
     def open(self) -> None:
@@ -136,7 +135,7 @@ class PartitionTask:
             self.fence()
         assert self.db is not None
         self.state = TaskState.REPLAYING
-        restore = clients.restore_consumer(self.bootstrap, self.namespace, self.partition)
+        restore = clients.restore_consumer(self.access, self.namespace, self.partition)
         try:
             for attempt in (1, 2):
                 self._restore_if_needed(restore)
@@ -197,7 +196,7 @@ class PartitionTask:
             self._clear_stopped_marker()
         if self.snapshot_settings is not None:
             self.snapshotter = Snapshotter(
-                bootstrap=self.bootstrap,
+                access=self.access,
                 namespace=self.namespace,
                 topic=self.topic,
                 partition=self.partition,
@@ -312,7 +311,7 @@ class PartitionTask:
         self.db.close()
         self.db = None
         manifest = restore_snapshot(
-            self.bootstrap,
+            self.access,
             self.namespace,
             self.partition,
             path,

@@ -19,9 +19,10 @@ from pathlib import Path
 
 from confluent_kafka import TopicPartition
 
-from engine.config import Config
+from engine.config import Config, KafkaRole
 from engine.errors import PartitaError
 from engine.log import clients
+from engine.log.security import kafka_access
 from engine.processing import Engine
 from engine.protocol.codec import RecordCodec
 from engine.protocol.keys import partition_id_of_kafka
@@ -53,6 +54,7 @@ def verify_replay(
     `skips` None: the process's PARTITA_SKIP_RECORDS. UnappliableRecordError at an event the
     replay cannot apply; PartitaError when there is no live store or the log cannot be
     replayed from its start."""
+    access = kafka_access(config, KafkaRole.ENGINE)
     live_path = state_dir(config.home, config.namespace, partition)
     if not live_path.exists():
         raise PartitaError(f"no state store for partition {partition} at {live_path}")
@@ -61,7 +63,7 @@ def verify_replay(
         live_digest = live.digest()
     scratch = Path(tempfile.mkdtemp(prefix=f"partita-verify-{partition}-"))
     try:
-        watcher = clients.restore_consumer(config.bootstrap, config.namespace, partition)
+        watcher = clients.restore_consumer(access, config.namespace, partition)
         try:
             tp = TopicPartition(config.log_topic, partition)
             log_start, _ = watcher.get_watermark_offsets(tp, timeout=30, cached=False)
@@ -69,7 +71,7 @@ def verify_replay(
             watcher.close()
         if log_start > 0:  # truncated: start from a snapshot, replay the rest
             manifest = restore_snapshot(
-                config.bootstrap,
+                access,
                 config.namespace,
                 partition,
                 scratch / "replayed",
@@ -83,7 +85,7 @@ def verify_replay(
                 )
         with PartitionDb(scratch / "replayed") as fresh:
             keys = KeyGenerator(fresh, partition_id_of_kafka(partition))
-            consumer = clients.restore_consumer(config.bootstrap, config.namespace, partition)
+            consumer = clients.restore_consumer(access, config.namespace, partition)
             try:
                 result = ReplayStateMachine(
                     consumer,

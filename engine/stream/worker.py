@@ -25,9 +25,10 @@ from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 
-from engine.config import Config
+from engine.config import Config, KafkaRole
 from engine.errors import PartitaError
 from engine.log import clients
+from engine.log.security import kafka_access
 from engine.processing import Engine
 from engine.processing.job_push import JobPush, job_topic
 from engine.protocol.codec import RecordCodec
@@ -80,6 +81,7 @@ class Worker:
         self.standbys: dict[int, Standby] = {}
         self.replies = ReplyRoutes(config.allowed_reply_topics)
         self.backpressure = Backpressure(config.backpressure_lag, 0, config.commands_topic)
+        self.access = kafka_access(config, KafkaRole.ENGINE)
 
     # -- rebalance callbacks (run inside consume()) ----------------------------------------------
 
@@ -90,7 +92,7 @@ class Worker:
                 standby.close()
         tasks = [
             PartitionTask(
-                bootstrap=self.config.bootstrap,
+                access=self.access,
                 namespace=self.config.namespace,
                 topic=self.config.log_topic,
                 partition=tp.partition,
@@ -173,7 +175,7 @@ class Worker:
 
     def _run_member(self) -> None:
         consumer = clients.group_consumer(
-            self.config.bootstrap, self.config.namespace, **self.consumer_overrides
+            self.access, self.config.namespace, **self.consumer_overrides
         )
         self.consumer = consumer
         self.partition_count = self._partition_count(consumer)
@@ -239,7 +241,7 @@ class Worker:
             if partition in self.tasks or partition in self.standbys:
                 continue
             self.standbys[partition] = Standby(
-                bootstrap=self.config.bootstrap,
+                access=self.access,
                 namespace=self.config.namespace,
                 topic=self.config.log_topic,
                 partition=partition,

@@ -20,8 +20,9 @@ from typing import Any
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from engine.config import Config
+from engine.config import Config, KafkaRole
 from engine.log.admin import admin_client
+from engine.log.security import kafka_access
 from engine.log.topics import apply_topics, load_specs
 from engine.protocol import headers
 from engine.protocol.codec import RecordCodec
@@ -86,7 +87,7 @@ def other(request: pytest.FixtureRequest) -> Runner:
 @pytest.fixture
 def log_topic(config: Config) -> str:
     """The log of a namespace no engine runs in: the test writes it as the engine would."""
-    admin = admin_client(config.bootstrap)
+    admin = admin_client(kafka_access(config, KafkaRole.OPERATOR))
     apply_topics(admin, load_specs(config))
     return config.log_topic
 

@@ -8,9 +8,11 @@ from pathlib import Path
 import pytest
 
 from engine.cli import main
+from engine.config import KafkaRole
 from engine.localkafka import LocalBroker
 from engine.localkafka.distribution import ToolMissingError, require_java
 from engine.log.admin import admin_client, answers_metadata
+from engine.log.security import KafkaAccess
 from tests.conftest import free_port, shared_distribution
 
 pytestmark = pytest.mark.kafka
@@ -45,7 +47,7 @@ def test_up_status_reuse_down_and_fast_restart_keeping_data(
         assert main(["kafka", "up", *cli_env]) == 0
         out = capsys.readouterr().out
         assert f"bootstrap.servers={bootstrap}" in out
-        assert answers_metadata(bootstrap)
+        assert answers_metadata(KafkaAccess(bootstrap, KafkaRole.OPERATOR))
 
         assert main(["kafka", "up", *cli_env]) == 0
         assert "already running" in capsys.readouterr().out
@@ -58,12 +60,17 @@ def test_up_status_reuse_down_and_fast_restart_keeping_data(
 
         assert main(["kafka", "down", *cli_env]) == 0
         assert "Kafka stopped." in capsys.readouterr().out
-        assert not answers_metadata(bootstrap, timeout=1.0)
+        assert not answers_metadata(KafkaAccess(bootstrap, KafkaRole.OPERATOR), timeout=1.0)
         assert main(["kafka", "status", *cli_env]) == 3
         assert "not running" in capsys.readouterr().out
 
         assert main(["kafka", "up", *cli_env]) == 0  # restart: no format, no resolution
-        assert "keep.log" in admin_client(bootstrap).list_topics(timeout=10).topics
+        assert (
+            "keep.log"
+            in admin_client(KafkaAccess(bootstrap, KafkaRole.OPERATOR))
+            .list_topics(timeout=10)
+            .topics
+        )
     finally:
         main(["kafka", "down", *cli_env])
 

@@ -19,8 +19,9 @@ from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from engine.analytics.export import export_topic
 from engine.cli import main
 from engine.client import Client
-from engine.config import Config
+from engine.config import Config, KafkaRole
 from engine.log.admin import admin_client
+from engine.log.security import kafka_access
 from engine.protocol.codec import RecordCodec
 from engine.protocol.enums import RecordType, ValueType
 from engine.protocol.headers import record_headers
@@ -243,7 +244,7 @@ def test_export_refuses_a_gap_left_by_truncation(
     assert main(["export", "--once", *flags]) == 0
     assert "exported 5 events" in capsys.readouterr().out
     produce(5)  # offsets 5..9, then truncated without waiting for the exporter
-    admin = admin_client(config.bootstrap)
+    admin = admin_client(kafka_access(config, KafkaRole.OPERATOR))
     futures = admin.delete_records([TopicPartition(config.log_topic, 0, 8)], request_timeout=30)
     for future in futures.values():
         future.result()

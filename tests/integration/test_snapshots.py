@@ -17,7 +17,8 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from engine.client import Client, CommandRejectedError
-from engine.config import Config
+from engine.config import Config, KafkaRole
+from engine.log.security import kafka_access
 from engine.protocol.enums import RejectionType
 from engine.snapshots import restore, store
 from engine.state import ColumnFamilies, PartitionDb
@@ -152,7 +153,7 @@ def test_incomplete_and_corrupt_snapshots_are_passed_over(
     ]
 
     target = tmp_path / "restored"
-    restored = restore(config.bootstrap, config.namespace, 0, target)
+    restored = restore(kafka_access(config, KafkaRole.ENGINE), config.namespace, 0, target)
     assert restored is not None and restored.snapshot_id == good.snapshot_id
     with PartitionDb(target) as db:
         assert db.position("last_processed_position") == 10
@@ -241,9 +242,13 @@ def test_a_store_larger_than_one_chunk_round_trips(
         db.commit(last_processed_position=7, last_applied_position=7)
         digest = db.digest()
         checkpoint = db.checkpoint(tmp_path / "big-checkpoint")
-    manifest = _upload(config, store.snapshot_producer(config.bootstrap), checkpoint, 7)
+    manifest = _upload(
+        config, store.snapshot_producer(kafka_access(config, KafkaRole.ENGINE)), checkpoint, 7
+    )
     assert max(c.size for c in manifest.chunks) == store.CHUNK_BYTES  # really chunked
-    restored = restore(config.bootstrap, config.namespace, 0, tmp_path / "restored")
+    restored = restore(
+        kafka_access(config, KafkaRole.ENGINE), config.namespace, 0, tmp_path / "restored"
+    )
     assert restored is not None and restored.snapshot_id == manifest.snapshot_id
     with PartitionDb(tmp_path / "restored") as db:
         assert db.digest() == digest
@@ -359,7 +364,7 @@ def test_forged_snapshots_are_refused_naming_why_and_write_nothing(
     target = tmp_path / "machine" / "state" / "partition-0"
     target.parent.mkdir(parents=True)
     with caplog.at_level("WARNING", logger="partita.snapshots"):
-        restored = restore(config.bootstrap, config.namespace, 0, target)
+        restored = restore(kafka_access(config, KafkaRole.ENGINE), config.namespace, 0, target)
     assert restored is not None and restored.snapshot_id == good.snapshot_id  # the fallback
     refusals = [r.getMessage() for r in caplog.records if "snapshot refused" in r.getMessage()]
     assert len(refusals) == 3, refusals

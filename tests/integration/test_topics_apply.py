@@ -8,8 +8,9 @@ import pytest
 from confluent_kafka.admin import NewTopic
 
 from engine.cli import main
-from engine.config import Config
+from engine.config import Config, KafkaRole
 from engine.log.admin import admin_client
+from engine.log.security import kafka_access
 from engine.log.topics import TopicConflictError, TopicOutcome, apply_topics, load_specs
 
 pytestmark = pytest.mark.kafka
@@ -18,7 +19,7 @@ pytestmark = pytest.mark.kafka
 def _describe(config: Config, topic: str) -> dict[str, str]:
     from confluent_kafka.admin import ConfigResource
 
-    admin = admin_client(config.bootstrap)
+    admin = admin_client(kafka_access(config, KafkaRole.OPERATOR))
     resource = ConfigResource(ConfigResource.Type.TOPIC, topic)
     entries = admin.describe_configs([resource])[resource].result()
     return {k: v.value for k, v in entries.items()}
@@ -26,7 +27,7 @@ def _describe(config: Config, topic: str) -> dict[str, str]:
 
 def test_apply_creates_every_topic_with_its_spec_then_is_idempotent(config: Config) -> None:
     config = replace(config, partitions=4)
-    admin = admin_client(config.bootstrap)
+    admin = admin_client(kafka_access(config, KafkaRole.OPERATOR))
     specs = load_specs(config)
 
     first = apply_topics(admin, specs)
@@ -51,7 +52,7 @@ def test_apply_creates_every_topic_with_its_spec_then_is_idempotent(config: Conf
 
 
 def test_apply_refuses_a_log_topic_with_another_partition_count(config: Config) -> None:
-    admin = admin_client(config.bootstrap)
+    admin = admin_client(kafka_access(config, KafkaRole.OPERATOR))
     admin.create_topics([NewTopic(config.log_topic, 1, 1)])[config.log_topic].result()
 
     with pytest.raises(TopicConflictError) as raised:
@@ -66,7 +67,7 @@ def test_apply_refuses_a_log_topic_with_another_partition_count(config: Config) 
 
 
 def test_apply_refuses_a_topic_with_a_conflicting_config(config: Config) -> None:
-    admin = admin_client(config.bootstrap)
+    admin = admin_client(kafka_access(config, KafkaRole.OPERATOR))
     topic = NewTopic(config.log_topic, 3, 1, config={"retention.ms": "60000"})
     admin.create_topics([topic])[config.log_topic].result()
 

@@ -8,15 +8,18 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import NewTopic
 
-from engine.config import Config
+from engine.config import Config, KafkaRole
 from engine.log.admin import admin_client
+from engine.log.security import kafka_access
 
 pytestmark = pytest.mark.kafka
 
 
 def _topic(config: Config) -> str:
     name = f"{config.namespace}.txn"
-    admin = admin_client(config.bootstrap)  # keep a reference until the future resolves
+    admin = admin_client(
+        kafka_access(config, KafkaRole.OPERATOR)
+    )  # keep a reference until the future resolves
     admin.create_topics([NewTopic(name, 1, 1)])[name].result()
     return name
 

@@ -14,8 +14,9 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
-from engine.config import Config
+from engine.config import Config, KafkaRole
 from engine.log import clients
+from engine.log.security import kafka_access
 from engine.protocol.codec import RecordCodec
 from engine.snapshots import SnapshotSettings
 from engine.stream.errors import TaskFencedError
@@ -28,7 +29,7 @@ pytestmark = pytest.mark.kafka
 
 def _task(config: Config, home: Path, consumer: Consumer) -> PartitionTask:
     return PartitionTask(
-        bootstrap=config.bootstrap,
+        access=kafka_access(config, KafkaRole.ENGINE),
         namespace=config.namespace,
         topic=config.log_topic,
         partition=0,
@@ -58,8 +59,8 @@ def test_a_fenced_task_never_truncates_after_its_snapshot_uploads(
         partitions=1,
     )
     create_topics(config)
-    consumer_a = clients.group_consumer(config.bootstrap, config.namespace)
-    consumer_b = clients.group_consumer(config.bootstrap, config.namespace)
+    consumer_a = clients.group_consumer(kafka_access(config, KafkaRole.ENGINE), config.namespace)
+    consumer_b = clients.group_consumer(kafka_access(config, KafkaRole.ENGINE), config.namespace)
     a = _task(config, tmp_path / "a", consumer_a)
     b = _task(config, tmp_path / "b", consumer_b)
     try:

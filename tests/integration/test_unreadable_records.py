@@ -19,8 +19,9 @@ from engine.analytics.appliers import Tables, fold, wanted
 from engine.analytics.export import Exporter, export_topic
 from engine.analytics.skipped import SkippedRecords
 from engine.cli import main
-from engine.config import Config
+from engine.config import Config, KafkaRole
 from engine.log.clients import engine_group, transactional_producer
+from engine.log.security import kafka_access
 from engine.ops.status import collect, render
 from engine.ops.tail import TailFilter, tail
 from engine.protocol.codec import RecordCodec
@@ -217,7 +218,7 @@ def test_the_owner_marks_a_partition_stopped_in_a_transaction_and_its_next_commi
     group = Consumer(
         {"bootstrap.servers": config.bootstrap, "group.id": engine_group(config.namespace)}
     )
-    producer = transactional_producer(config.bootstrap, config.namespace, 2)
+    producer = transactional_producer(kafka_access(config, KafkaRole.ENGINE), config.namespace, 2)
     producer.init_transactions(30)
     error = UnappliableRecordError(config.log_topic, 2, 5, "JOB", "COMPLETED", "its body does not")
 

@@ -13,9 +13,10 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from engine.config import Config
+from engine.config import Config, KafkaRole
 from engine.log import clients
 from engine.log.admin import admin_client
+from engine.log.security import kafka_access
 from engine.protocol.enums import BpmnElementType, RecordType
 from engine.protocol.headers import record_headers
 from engine.protocol.intents import ProcessInstanceCreationIntent as Creation
@@ -153,7 +154,9 @@ def test_commands_appended_before_earlier_events_wait_for_replay(
         )
     assert plain.flush(30) == 0
 
-    previous_owner = clients.transactional_producer(config.bootstrap, config.namespace, 0)
+    previous_owner = clients.transactional_producer(
+        kafka_access(config, KafkaRole.ENGINE), config.namespace, 0
+    )
     previous_owner.init_transactions(30)
     previous_owner.begin_transaction()
     created = replace(create.value, process_instance_key=instance)
@@ -217,7 +220,9 @@ def test_a_fenced_task_makes_the_worker_rejoin_and_nothing_is_lost(
 
     send(0, 10)
     wait_answered(config, 10, 60, worker)
-    usurper = clients.transactional_producer(config.bootstrap, config.namespace, 0)
+    usurper = clients.transactional_producer(
+        kafka_access(config, KafkaRole.ENGINE), config.namespace, 0
+    )
     usurper.init_transactions(30)  # the worker's producer for partition 0 is now fenced
     send(10, 10)
 
@@ -241,7 +246,7 @@ def test_a_reset_or_expired_group_offset_never_reprocesses_what_the_store_proces
     wait_answered(config, 12, 60, worker)
     assert worker.stop() == 0, worker.tail()
 
-    admin = admin_client(config.bootstrap)
+    admin = admin_client(kafka_access(config, KafkaRole.OPERATOR))
     group = clients.engine_group(config.namespace)
     for future in admin.delete_consumer_groups([group], request_timeout=30).values():
         future.result()
@@ -266,7 +271,9 @@ def test_after_replay_keys_stay_above_those_of_spilled_follow_up_commands(
     config = _config(kafka_bootstrap, tmp_path)
     taken = encode_key(1, 5_000)
     spilled = command(TimerIntent.TRIGGER, TimerValue(), key=taken)
-    previous_owner = clients.transactional_producer(config.bootstrap, config.namespace, 0)
+    previous_owner = clients.transactional_producer(
+        kafka_access(config, KafkaRole.ENGINE), config.namespace, 0
+    )
     previous_owner.init_transactions(30)
     previous_owner.begin_transaction()
     previous_owner.produce(

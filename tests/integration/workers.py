@@ -24,8 +24,9 @@ from confluent_kafka import (
     TopicPartition,
 )
 
-from engine.config import Config
+from engine.config import Config, KafkaRole
 from engine.log.admin import admin_client
+from engine.log.security import kafka_access
 from engine.log.topics import apply_topics, load_specs
 from engine.protocol.codec import RecordCodec
 from engine.protocol.enums import RecordType
@@ -41,7 +42,7 @@ CODEC = RecordCodec()
 
 
 def create_topics(config: Config) -> None:
-    apply_topics(admin_client(config.bootstrap), load_specs(config))
+    apply_topics(admin_client(kafka_access(config, KafkaRole.OPERATOR)), load_specs(config))
 
 
 class WorkerProcess:

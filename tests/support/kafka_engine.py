@@ -13,9 +13,10 @@ from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 
-from engine.config import Config
+from engine.config import Config, KafkaRole
 from engine.log import clients
 from engine.log.admin import admin_client
+from engine.log.security import KafkaAccess
 from engine.log.topics import TopicSpec, apply_topics
 from engine.processing import Engine
 from engine.processing.job_push import JobPush
@@ -47,7 +48,7 @@ class KafkaEngine(Harness):
         self.REPLIES = f"{self.namespace}.replies"
         config = Config(bootstrap_servers=bootstrap, namespace=self.namespace)
         apply_topics(
-            admin_client(bootstrap),
+            admin_client(KafkaAccess(bootstrap, KafkaRole.OPERATOR)),
             [
                 TopicSpec("log", self.TOPIC, partitions, config.replication_factor),
                 TopicSpec("replies", self.REPLIES, 1, config.replication_factor),
@@ -90,7 +91,9 @@ class KafkaEngine(Harness):
             )
             consumer.assign([TopicPartition(self.TOPIC, partition, 0)])
             self._wait_until_readable(consumer, partition)
-            producer = clients.transactional_producer(bootstrap, self.namespace, partition)
+            producer = clients.transactional_producer(
+                KafkaAccess(bootstrap, KafkaRole.ENGINE), self.namespace, partition
+            )
             producer.init_transactions(30)
             self.dbs.append(db)
             self.consumers.append(consumer)
@@ -212,7 +215,9 @@ class KafkaEngine(Harness):
         broker's log: the digests must equal the live ones."""
         for partition, live in enumerate(self.dbs):
             fresh = PartitionDb(home / f"replayed-{partition}")
-            restore = clients.restore_consumer(self.bootstrap, self.namespace, partition)
+            restore = clients.restore_consumer(
+                KafkaAccess(self.bootstrap, KafkaRole.ENGINE), self.namespace, partition
+            )
             try:
                 keys = KeyGenerator(fresh, partition + 1)
                 ReplayStateMachine(

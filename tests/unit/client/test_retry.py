@@ -88,7 +88,7 @@ def scripted(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Record]]:
     monkeypatch.setattr(
         client_module,
         "Connection",
-        lambda config, timeout: ScriptedConnection(config, timeout, script),
+        lambda config, timeout, **_: ScriptedConnection(config, timeout, script),
     )
     yield script
 

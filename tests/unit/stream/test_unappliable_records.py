@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from engine.config import Config
+from engine.config import Config, KafkaRole
 from engine.errors import ConfigError
+from engine.log.security import KafkaAccess
 from engine.processing.builtin import build_engine
 from engine.protocol.headers import record_headers
 from engine.protocol.intents import JobBatchIntent, VariableIntent
@@ -134,7 +135,7 @@ def _standby(
     )
     monkeypatch.setattr(standby_module, "restore_snapshot", lambda *_, **__: None)
     return Standby(
-        bootstrap="unused:9092",
+        access=KafkaAccess("unused:9092", KafkaRole.ENGINE),
         namespace="mem",
         topic=TOPIC,
         partition=PARTITION,
