@@ -2,33 +2,59 @@
 
 `partita analytics` runs the faust app of `engine.analytics`; `instances` and `incidents` read
 the JSON it serves (`--url`, default http://127.0.0.1:6066) and print tables.
+
+- `PARTITA_ANALYTICS_HOST` (`127.0.0.1`; `--bind` wins): the address the page listens on.
+- `PARTITA_ANALYTICS_TOKEN` (none; `--token` wins): the page's access token. `partita
+  analytics` then answers 401 to any request without it, and `instances`/`incidents` send it.
+  Prefer the variable: a `--token` on the command line is visible to every local user.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engine.errors import PartitaError
+
+if TYPE_CHECKING:
+    from engine.analytics.app import AnalyticsSettings
+    from engine.config import Config
 
 AddCommand = Callable[..., argparse.ArgumentParser]
 
 DEFAULT_PORT = 6066
+DEFAULT_HOST = "127.0.0.1"
 DEFAULT_URL = f"http://127.0.0.1:{DEFAULT_PORT}"
 STATES = ("active", "completed", "terminated")
+HOST_VARIABLE = "PARTITA_ANALYTICS_HOST"
+TOKEN_VARIABLE = "PARTITA_ANALYTICS_TOKEN"
 
 ANALYTICS_EPILOG = """\
 examples:
   partita analytics                      # http://127.0.0.1:6066/ for the local broker
   partita analytics --port 7000 --bind 0.0.0.0 --bootstrap-servers kafka:9092
+  PARTITA_ANALYTICS_TOKEN=$(python -c 'import secrets; print(secrets.token_urlsafe(32))') \\
+    partita analytics --bind 0.0.0.0     # every request needs the token
+  curl -H "Authorization: Bearer $PARTITA_ANALYTICS_TOKEN" http://127.0.0.1:6066/api/summary
+  open "http://127.0.0.1:6066/?token=$PARTITA_ANALYTICS_TOKEN"   # a browser: ?token=
+  PARTITA_KAFKA_CONFIG_ANALYTICS=analytics.properties partita analytics   # its own principal
   PARTITA_DOWNSTREAM_GROUPS=partita.analytics partita worker   # keep the log for analytics
+
+The page listens on 127.0.0.1 unless --bind (PARTITA_ANALYTICS_HOST) says otherwise. With a
+token (PARTITA_ANALYTICS_TOKEN, or --token; at least 16 characters) every page and JSON
+endpoint answers 401 without `Authorization: Bearer <token>` or `?token=<token>`.
+
+Kafka: the analytics role's properties (PARTITA_KAFKA_CONFIG, then
+PARTITA_KAFKA_CONFIG_ANALYTICS) with SASL PLAIN, SCRAM-SHA-256/512, TLS or mTLS (PEM
+certificates); OAUTHBEARER and GSSAPI are not available to the analytics.
 
 The consumer group is <namespace>.analytics. It reads the log from its start (read_committed)
 and keeps its tables under --data-dir (default <PARTITA_HOME>/analytics). Endpoints: /,
@@ -42,7 +68,8 @@ examples:
   partita instances --state active --process order
   partita instances --limit 100 --json           # the raw JSON of /api/instances
 
-Needs `partita analytics` running (--url, default http://127.0.0.1:6066).
+Needs `partita analytics` running (--url, default http://127.0.0.1:6066); sends its token
+(PARTITA_ANALYTICS_TOKEN or --token) when it requires one.
 """
 
 INCIDENTS_EPILOG = """\
@@ -60,24 +87,22 @@ resolving sends a RESOLVE command to the engine.
 
 
 def cmd_analytics(args: argparse.Namespace) -> int:
-    from engine.analytics.app import AnalyticsSettings, run
+    from engine.analytics.app import run
     from engine.cli import _config, _progress
 
     config = _config(args)
-    settings = AnalyticsSettings(
-        bootstrap=config.bootstrap,
-        namespace=config.namespace,
-        partitions=config.partitions,
-        data_dir=(args.data_dir or config.home / "analytics").expanduser().resolve(),
-        port=args.port,
-        bind=args.bind,
-        replication_factor=config.replication_factor,
-    )
+    settings = analytics_settings(config, args, os.environ)
     print(
         f"Analytics of {settings.log_topic} at {config.bootstrap}: {settings.url}"
-        f" (group {settings.group}, tables in {settings.data_dir / settings.group})",
+        f" (group {settings.group}, tables in {settings.data_dir / settings.group})"
+        + (", token required" if settings.token else ""),
         flush=True,
     )
+    if settings.token is None and settings.bind not in ("127.0.0.1", "localhost", "::1"):
+        _progress(
+            f"Note: the analytics page listens on {settings.bind} without a token; anyone who"
+            f" reaches the port can read it. Set {TOKEN_VARIABLE} to require one."
+        )
     if settings.group not in config.downstream_groups:
         _progress(
             f"Note: PARTITA_DOWNSTREAM_GROUPS does not list {settings.group}; engine workers may"
@@ -86,17 +111,52 @@ def cmd_analytics(args: argparse.Namespace) -> int:
     return run(settings, loglevel=args.log_level)
 
 
+def analytics_settings(
+    config: Config, args: argparse.Namespace, env: Mapping[str, str]
+) -> AnalyticsSettings:
+    """The analytics' settings from the config, the flags and the environment (flags win)."""
+    from engine.analytics.app import AnalyticsSettings
+    from engine.analytics.web_token import check_token
+    from engine.config import KafkaRole
+    from engine.log.security import kafka_access
+
+    token = args.token or env.get(TOKEN_VARIABLE) or None
+    return AnalyticsSettings(
+        access=kafka_access(config, KafkaRole.ANALYTICS),
+        namespace=config.namespace,
+        partitions=config.partitions,
+        data_dir=(args.data_dir or config.home / "analytics").expanduser().resolve(),
+        port=args.web_port,
+        bind=args.bind or env.get(HOST_VARIABLE) or DEFAULT_HOST,
+        replication_factor=config.replication_factor,
+        token=check_token(token) if token is not None else None,
+    )
+
+
 # -- querying the running analytics -----------------------------------------------------------
 
 
-def fetch(url: str, path: str, params: dict[str, object] | None = None) -> Any:
-    """GET `path` from the analytics at `url` and decode its JSON; PartitaError if unreachable."""
+def fetch(
+    url: str, path: str, params: dict[str, object] | None = None, token: str | None = None
+) -> Any:
+    """GET `path` from the analytics at `url` and decode its JSON, sending `token` (else
+    PARTITA_ANALYTICS_TOKEN) as a bearer token; PartitaError if unreachable or refused."""
     query = urllib.parse.urlencode({k: v for k, v in (params or {}).items() if v is not None})
     address = url.rstrip("/") + path + (f"?{query}" if query else "")
+    token = token or os.environ.get(TOKEN_VARIABLE) or None
+    request = urllib.request.Request(address)
+    if token:
+        request.add_header("Authorization", f"Bearer {token.strip()}")
     try:
-        with urllib.request.urlopen(address, timeout=10) as response:
+        with urllib.request.urlopen(request, timeout=10) as response:
             return json.loads(response.read())
     except urllib.error.HTTPError as error:
+        if error.code == 401:
+            raise PartitaError(
+                f"the analytics at {url} "
+                + ("refused the token" if token else "require a token")
+                + f": set {TOKEN_VARIABLE} (or --token) to the token `partita analytics` runs with"
+            ) from None
         raise PartitaError(f"{address} answered {error.code}: {error.read()[:200]!r}") from None
     except (urllib.error.URLError, OSError) as error:
         reason = getattr(error, "reason", error)
@@ -136,6 +196,7 @@ def cmd_instances(args: argparse.Namespace) -> int:
         args.url,
         "/api/instances",
         {"state": args.state, "process": args.process, "limit": args.limit},
+        token=getattr(args, "token", None),
     )
     if args.json:
         print(json.dumps(found, indent=2))
@@ -168,7 +229,12 @@ def cmd_instances(args: argparse.Namespace) -> int:
 
 
 def cmd_incidents_list(args: argparse.Namespace) -> int:
-    found = fetch(args.url, "/api/incidents", {"process": getattr(args, "process", None)})
+    found = fetch(
+        args.url,
+        "/api/incidents",
+        {"process": getattr(args, "process", None)},
+        token=getattr(args, "token", None),
+    )
     if getattr(args, "json", False):
         print(json.dumps(found, indent=2))
         return 0
@@ -218,6 +284,11 @@ def _add_query_flags(parser: argparse.ArgumentParser, *, in_subcommand: bool = F
     parser.add_argument(
         "--json", action="store_true", default=default(False), help="print the raw JSON"
     )
+    parser.add_argument(
+        "--token",
+        default=default(None),
+        help=f"the analytics' access token, if they require one ({TOKEN_VARIABLE})",
+    )
 
 
 def register_incidents_list(incidents: argparse.ArgumentParser, actions: Any) -> None:
@@ -248,10 +319,21 @@ def register(commands: Any, add: AddCommand) -> None:
     analytics.formatter_class = argparse.RawDescriptionHelpFormatter
     analytics.epilog = ANALYTICS_EPILOG
     analytics.add_argument(
-        "--port", type=int, default=DEFAULT_PORT, help=f"HTTP port (default: {DEFAULT_PORT})"
+        "--port",
+        dest="web_port",  # not `port`: that is the local broker's port in the shared Config
+        type=int,
+        default=DEFAULT_PORT,
+        help=f"HTTP port (default: {DEFAULT_PORT})",
     )
     analytics.add_argument(
-        "--bind", default="127.0.0.1", help="HTTP address to listen on (default: 127.0.0.1)"
+        "--bind",
+        metavar="HOST",
+        help=f"HTTP address to listen on ({HOST_VARIABLE}, default: {DEFAULT_HOST})",
+    )
+    analytics.add_argument(
+        "--token",
+        help=f"require this access token on every request ({TOKEN_VARIABLE}, which keeps it"
+        " out of the process list; default: none)",
     )
     analytics.add_argument(
         "--data-dir",

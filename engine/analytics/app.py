@@ -19,8 +19,24 @@
   or whose folding fails is logged (topic, partition, offset, value type, intent, what failed),
   counted (`/api/skipped`) and skipped.
 
+- Kafka access: the analytics role's (`PARTITA_KAFKA_CONFIG`, then
+  `PARTITA_KAFKA_CONFIG_ANALYTICS`), translated to faust's credentials by
+  `engine.analytics.credentials` (SASL PLAIN and SCRAM, TLS and mTLS); `run` first waits for
+  the cluster to answer with those settings, so a refused credential fails within seconds.
+  The role reads `<ns>.log`, and under the group's prefix `<ns>.analytics` creates and writes
+  the tables' changelog topics (`<ns>.analytics-<table>-changelog`) and uses transactional ids
+  (`<ns>.analytics-<n>-<partition>`).
+
 Figures are merged over the partitions this worker is assigned: run one analytics worker per
 namespace (a second one would split the partitions and each would serve only its share).
+
+The web page and its JSON (`/`, `/api/*`):
+
+- Listens on 127.0.0.1 unless told otherwise (`--bind` or `PARTITA_ANALYTICS_HOST`, e.g.
+  `0.0.0.0` in a container), port 6066 (`--port`).
+- With a token (`PARTITA_ANALYTICS_TOKEN` or `--token`, at least 16 characters), every request
+  must carry it: `Authorization: Bearer <token>`, or in a browser `http://host:6066/?token=<token>`
+  (the page passes it on as the header). Anything else gets 401; see `web_token`.
 """
 
 from __future__ import annotations
@@ -32,15 +48,20 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from engine.analytics import views
 from engine.analytics.appliers import Tables, fold, wanted
+from engine.analytics.credentials import faust_broker_settings
 from engine.analytics.dashboard import PAGE
 from engine.analytics.skipped import SkippedRecords
+from engine.analytics.web_token import token_middleware
 from engine.errors import PartitaError
+from engine.log.admin import admin_client, wait_for_metadata
+from engine.log.clients import explain, is_security_error
+from engine.log.security import KafkaAccess
 from engine.protocol.codec import RecordCodec
 from engine.protocol.headers import INTENT, RECORD_TYPE, VALUE_TYPE
 
@@ -55,13 +76,16 @@ class AnalyticsError(PartitaError):
 class AnalyticsSettings:
     """Where the analytics read from, keep their tables and serve their figures."""
 
-    bootstrap: str
+    access: KafkaAccess
+    """The analytics role's Kafka access (`kafka_access(config, KafkaRole.ANALYTICS)`)."""
     namespace: str
     partitions: int
     data_dir: Path
     port: int = 6066
     bind: str = "127.0.0.1"
     replication_factor: int = -1
+    token: str | None = field(default=None, repr=False)
+    """With a token, every web request must carry it (see the module docs)."""
 
     @property
     def group(self) -> str:
@@ -87,15 +111,17 @@ def now_ms() -> int:
     return int(time.time() * 1000)
 
 
-def build_app(settings: AnalyticsSettings) -> Any:
-    """A faust App with the fold agent, the tables and the web pages (not started)."""
+def build_app(settings: AnalyticsSettings, broker: dict[str, Any] | None = None) -> Any:
+    """A faust App with the fold agent, the tables and the web pages (not started). `broker`:
+    `faust_broker_settings(settings.access)`, computed here when not given."""
     import faust
 
     datadir = settings.data_dir / settings.group
     (datadir / "tables").mkdir(parents=True, exist_ok=True)
+    middlewares = [token_middleware(settings.token)] if settings.token else []
     app = faust.App(
         settings.group,
-        broker=[f"kafka://{server.strip()}" for server in settings.bootstrap.split(",")],
+        **(broker if broker is not None else faust_broker_settings(settings.access)),
         store="rocksdb://",
         datadir=str(datadir),
         tabledir=str(datadir / "tables"),
@@ -110,6 +136,7 @@ def build_app(settings: AnalyticsSettings) -> Any:
         web_tables_enabled=False,
         web_stats_enabled=False,
         web_graph_enabled=False,
+        web_application_options={"middlewares": middlewares},
         key_serializer="raw",
         value_serializer="raw",
     )
@@ -203,9 +230,13 @@ def _add_pages(app: Any, tables: Tables, skipped: SkippedRecords) -> None:
     app.page("/")(dashboard)
 
 
-def run(settings: AnalyticsSettings, loglevel: str = "warning") -> int:
+def run(
+    settings: AnalyticsSettings, loglevel: str = "warning", connect_timeout: float = 30.0
+) -> int:
     """Run the analytics worker until SIGINT/SIGTERM; returns the exit code.
 
+    Settings the analytics cannot apply (ConfigError) and a cluster that refuses or does not
+    answer them (KafkaUnavailableError, within `connect_timeout`) stop it before faust starts.
     The local RocksDB copies of the tables are deleted first and rebuilt from the changelog
     topics: faust writes them before its Kafka transaction commits, so a copy left by a stopped
     or crashed worker may hold updates whose transaction was aborted. The changelog, read
@@ -213,9 +244,11 @@ def run(settings: AnalyticsSettings, loglevel: str = "warning") -> int:
     """
     import faust
 
+    broker = faust_broker_settings(settings.access)
+    wait_for_metadata(settings.access, connect_timeout)
     shutil.rmtree(settings.data_dir / settings.group / "tables", ignore_errors=True)
     settings = replace(settings, partitions=log_partitions(settings))
-    app = build_app(settings)
+    app = build_app(settings, broker)
     create_changelogs(settings, [table.changelog_topic_name for table in app.tables.values()])
     worker = faust.Worker(app, loglevel=loglevel, quiet=True, redirect_stdouts=False)
     worker.spinner = None  # no terminal control codes in the output
@@ -229,18 +262,19 @@ def run(settings: AnalyticsSettings, loglevel: str = "warning") -> int:
 
 
 def log_partitions(settings: AnalyticsSettings, timeout: float = 30.0) -> int:
-    """The partition count of the log topic, waiting for it to exist; AnalyticsError if not."""
-    from confluent_kafka.admin import AdminClient
-
-    admin = AdminClient({"bootstrap.servers": settings.bootstrap})
+    """The partition count of the log topic, waiting for it to exist; AnalyticsError if not,
+    at once when the analytics' principal may not see it."""
+    admin = admin_client(settings.access)
     deadline = time.monotonic() + timeout
     while True:
         metadata = admin.list_topics(settings.log_topic, timeout=10).topics[settings.log_topic]
         if metadata.error is None and metadata.partitions:
             return len(metadata.partitions)
+        if metadata.error is not None and is_security_error(metadata.error):
+            raise AnalyticsError(explain(metadata.error, settings.access))
         if time.monotonic() > deadline:
             raise AnalyticsError(
-                f"topic {settings.log_topic} does not exist at {settings.bootstrap}"
+                f"topic {settings.log_topic} does not exist at {settings.access.bootstrap}"
                 f" ({metadata.error}); create it with `partita topics apply`"
             )
         time.sleep(0.5)
@@ -254,9 +288,9 @@ def create_changelogs(settings: AnalyticsSettings, names: list[str], timeout: fl
     0 partitions there, and the check then crashes the agent. Topics that exist are kept.
     """
     from confluent_kafka import KafkaError, KafkaException
-    from confluent_kafka.admin import AdminClient, NewTopic
+    from confluent_kafka.admin import NewTopic
 
-    admin = AdminClient({"bootstrap.servers": settings.bootstrap})
+    admin = admin_client(settings.access)
     topics = [
         NewTopic(
             name,
@@ -270,8 +304,14 @@ def create_changelogs(settings: AnalyticsSettings, names: list[str], timeout: fl
         try:
             future.result(timeout)
         except KafkaException as error:
-            if error.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
-                raise AnalyticsError(f"cannot create changelog topic {name}: {error}") from None
+            kafka_error = error.args[0]
+            if kafka_error.code() == KafkaError.TOPIC_ALREADY_EXISTS:
+                continue
+            if is_security_error(kafka_error):
+                raise AnalyticsError(
+                    f"cannot create changelog topic {name}: {explain(kafka_error, settings.access)}"
+                ) from None
+            raise AnalyticsError(f"cannot create changelog topic {name}: {error}") from None
     deadline = time.monotonic() + timeout
     for name in names:
         while True:

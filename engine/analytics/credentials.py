@@ -42,12 +42,13 @@ import ssl
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
-
-from faust.auth import Credentials, SASLCredentials, SSLCredentials
+from typing import TYPE_CHECKING, Any
 
 from engine.errors import ConfigError
 from engine.log.security import KafkaAccess
+
+if TYPE_CHECKING:  # faust is the optional `analytics` extra
+    from faust.auth import Credentials
 
 SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 """The SASL mechanisms the analytics (faust over aiokafka) authenticate with."""
@@ -89,6 +90,8 @@ def faust_broker_settings(access: KafkaAccess) -> dict[str, Any]:
 
 def broker_credentials(access: KafkaAccess) -> Credentials | None:
     """faust credentials for `access`: SASL (with TLS for SASL_SSL), TLS alone, or None."""
+    from faust.auth import SASLCredentials, SSLCredentials
+
     protocol = access.protocol
     mechanism = access.mechanism
     if mechanism is not None and mechanism not in SASL_MECHANISMS:

@@ -208,8 +208,12 @@ function table(columns, rows, empty_text) {
   return t;
 }
 
+// the page's own ?token= (see engine.analytics.web_token), sent on as a header
+const token = new URLSearchParams(location.search).get("token");
+const headers = token ? {Authorization: `Bearer ${token}`} : {};
+
 async function json(path) {
-  const response = await fetch(path, {cache: "no-store"});
+  const response = await fetch(path, {cache: "no-store", headers});
   if (!response.ok) throw new Error(`${path}: ${response.status}`);
   return response.json();
 }

@@ -1,7 +1,12 @@
 """`partita export`: the log's EVENTs re-published as JSON, one topic per value type.
 
 Records go to `<ns>.export.<value-type>` (e.g. `partita.export.process-instance`, see
-`records_json` for the document), keyed by process instance key, with the log's partition count.
+`records_json` for the document), keyed by process instance key. The exporter never creates
+topics: `partita topics apply --export` does (`engine.log.topics.export_topic_specs`), and
+`Exporter.run` stops with ExportTopicsMissingError, naming that command, when one it would
+write is missing. Its clients use the exporter role's Kafka access (PARTITA_KAFKA_CONFIG, then
+PARTITA_KAFKA_CONFIG_EXPORTER); `run` first waits for the cluster to answer with it, so a
+refused credential fails within seconds.
 
 Exactly once: the exporter reads the log read_committed in the consumer group `<ns>.export`
 and commits each batch's JSON records together with the consumed offsets in one Kafka
@@ -39,32 +44,32 @@ from confluent_kafka import (
     TopicPartition,
 )
 
-from engine.analytics.records_json import export_key, record_json, topic_suffix
+from engine.analytics.records_json import export_key, record_json
 from engine.analytics.skipped import SkippedRecords
-from engine.config import Config
+from engine.config import Config, KafkaRole
 from engine.errors import PartitaError
-from engine.log.admin import admin_client
-from engine.log.clients import consume_available
-from engine.log.topics import TopicSpec, apply_topics
+from engine.log.admin import admin_client, wait_for_metadata
+from engine.log.clients import consume_available, new_consumer, new_producer
+from engine.log.security import kafka_access
+from engine.log.topics import export_topic_name, export_topic_specs
 from engine.protocol.codec import RecordCodec
 from engine.protocol.enums import ValueType
 from engine.protocol.headers import EVENT, RECORD_TYPE, VALUE_TYPE
 
 Progress = Callable[[str], None]
 TRANSACTION_TIMEOUT_MS = 30_000
-EXPORT_RETENTION_MS = str(7 * 24 * 3600 * 1000)
 
 
 class ExportGapError(PartitaError):
     """The log was truncated past the exporter's committed position."""
 
 
+class ExportTopicsMissingError(PartitaError):
+    """An export topic does not exist (or the exporter's principal cannot see it)."""
+
+
 def export_group(namespace: str) -> str:
     return f"{namespace}.export"
-
-
-def export_topic(namespace: str, value_type: ValueType) -> str:
-    return f"{namespace}.export.{topic_suffix(value_type)}"
 
 
 @dataclass(slots=True)
@@ -88,8 +93,11 @@ class Exporter:
         batch_size: int = 500,
         skip_truncated: bool = False,
         progress: Progress = lambda _: None,
+        connect_timeout: float = 30.0,
     ) -> None:
         self.config = config
+        self.access = kafka_access(config, KafkaRole.EXPORTER)
+        self.connect_timeout = connect_timeout
         self.value_types = frozenset(value_types)
         self._wanted = frozenset(t.name.encode() for t in self.value_types)
         self.name = name or socket.gethostname()
@@ -99,16 +107,41 @@ class Exporter:
         self.codec = RecordCodec()
         self.stats = ExportStats()
         self.skipped = SkippedRecords("export")
-        self._topics_made: set[str] = set()
         self._assigned: list[TopicPartition] = []
-        self._admin = admin_client(config.bootstrap)
+
+    @property
+    def topics(self) -> list[str]:
+        """The export topics this exporter writes: those of the value types it exports."""
+        wanted = {export_topic_name(self.config.namespace, t) for t in self.value_types}
+        return [
+            spec.name
+            for spec in export_topic_specs(self.config)
+            if not wanted or spec.name in wanted
+        ]
+
+    def check(self) -> None:
+        """Wait for the cluster to answer the exporter's access and verify its topics exist.
+        KafkaUnavailableError/KafkaAccessError (engine.log.admin) or ExportTopicsMissingError,
+        each saying what to do; never creates anything."""
+        wait_for_metadata(self.access, self.connect_timeout)
+        visible = admin_client(self.access).list_topics(timeout=self.connect_timeout).topics
+        missing = [name for name in [self.config.log_topic, *self.topics] if name not in visible]
+        if missing:
+            shown = ", ".join(missing[:3]) + (f" and {len(missing) - 3} more" * (len(missing) > 3))
+            raise ExportTopicsMissingError(
+                f"{shown} not found at {self.access.bootstrap}: run `partita topics"
+                f" apply --export --namespace {self.config.namespace}` (it creates the export"
+                " topics; the exporter does not). If they exist, the exporter's principal"
+                " cannot see them: `partita acls --role exporter` prints what it needs."
+            )
 
     def run(self, *, once: bool = False, stop: Callable[[], bool] = lambda: False) -> ExportStats:
         """Export until `stop()` returns True, or (with `once`) until every partition of the
-        log is exported up to where it ended when the exporter got it."""
-        consumer = Consumer(
+        log is exported up to where it ended when the exporter got it. `check()` first."""
+        self.check()
+        consumer = new_consumer(
+            self.access,
             {
-                "bootstrap.servers": self.config.bootstrap,
                 "group.id": export_group(self.config.namespace),
                 "isolation.level": "read_committed",
                 "enable.auto.commit": False,
@@ -118,15 +151,15 @@ class Exporter:
                 # static membership: a restarted exporter of the same name takes its partitions
                 # back at once instead of waiting for its predecessor's session to expire
                 "group.instance.id": self.name,
-            }
+            },
         )
-        producer = Producer(
+        producer = new_producer(
+            self.access,
             {
-                "bootstrap.servers": self.config.bootstrap,
                 "transactional.id": f"{export_group(self.config.namespace)}.{self.name}",
                 "transaction.timeout.ms": TRANSACTION_TIMEOUT_MS,
                 "linger.ms": 5,
-            }
+            },
         )
         producer.init_transactions(30)
         consumer.subscribe([self.config.log_topic], on_assign=self._on_assign)
@@ -220,7 +253,7 @@ class Exporter:
                     partition=message.partition(),
                     offset=message.offset(),
                 )
-                topic = export_topic(self.config.namespace, record.value_type)
+                topic = export_topic_name(self.config.namespace, record.value_type)
                 document = json.dumps(record_json(self.codec, record)).encode()
             except Exception as error:  # a record we cannot export must not stop the others
                 self.skipped.report(
@@ -230,7 +263,6 @@ class Exporter:
                 continue
             out.append((topic, export_key(record), document))
             self.stats.by_value_type[record.value_type.name] += 1
-        self._make_topics({topic for topic, _, _ in out})
         producer.begin_transaction()
         for topic, key, value in out:
             while True:
@@ -247,24 +279,6 @@ class Exporter:
         self.stats.read += len(messages)
         self.stats.exported += len(out)
         self.stats.transactions += 1
-
-    def _make_topics(self, topics: set[str]) -> None:
-        missing = topics - self._topics_made
-        if not missing:
-            return
-        specs = [
-            TopicSpec(
-                key="export",
-                name=name,
-                partitions=self.config.partitions,
-                replication_factor=self.config.replication_factor,
-                config={"cleanup.policy": "delete", "retention.ms": EXPORT_RETENTION_MS},
-                description="the log's events of one value type as JSON (partita export)",
-            )
-            for name in sorted(missing)
-        ]
-        apply_topics(self._admin, specs)
-        self._topics_made |= missing
 
     def _caught_up(self, consumer: Consumer, ends: dict[int, int]) -> bool:
         """Every assigned partition is read up to the end it had when first checked."""

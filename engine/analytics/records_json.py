@@ -20,11 +20,6 @@ from engine.protocol.records import Record
 _JSON_TEXT_FIELDS = frozenset({"variables"})
 
 
-def topic_suffix(value_type: ValueType) -> str:
-    """`PROCESS_INSTANCE` -> `process-instance`."""
-    return value_type.name.lower().replace("_", "-")
-
-
 def export_key(record: Record) -> bytes:
     """The process instance the record belongs to (its own key for records outside one), as
     decimal text: all records of an instance land on one partition of each export topic."""
