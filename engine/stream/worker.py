@@ -28,6 +28,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Topic
 from engine.config import Config, KafkaRole
 from engine.errors import PartitaError
 from engine.log import clients
+from engine.log.admin import wait_for_metadata
 from engine.log.security import kafka_access
 from engine.processing import Engine
 from engine.processing.job_push import JobPush, job_topic
@@ -40,6 +41,8 @@ from engine.stream.standby import Standby
 from engine.stream.task import PartitionTask, TaskState, state_dir
 
 _LOG = logging.getLogger("partita.worker")
+_CONNECT_TIMEOUT_S = 60.0
+"""How long a starting worker waits for the cluster before it gives up."""
 
 
 def load_engine(spec: str) -> Engine:
@@ -158,7 +161,9 @@ class Worker:
         signal.signal(signal.SIGINT, stop)
 
     def run(self) -> None:
-        """Process until `stopping` is set. Rejoins the group after being fenced."""
+        """Process until `stopping` is set. Rejoins the group after being fenced. Raises
+        KafkaAccessError at once when the cluster refuses the engine's credentials."""
+        wait_for_metadata(self.access, timeout=_CONNECT_TIMEOUT_S)
         while not self.stopping.is_set():
             try:
                 self._run_member()

@@ -17,7 +17,6 @@ from pathlib import Path
 
 from confluent_kafka import (
     OFFSET_BEGINNING,
-    Consumer,
     KafkaError,
     Message,
     Producer,
@@ -26,6 +25,7 @@ from confluent_kafka import (
 
 from engine.config import Config, KafkaRole
 from engine.log.admin import admin_client
+from engine.log.clients import new_consumer
 from engine.log.security import kafka_access
 from engine.log.topics import apply_topics, load_specs
 from engine.protocol.codec import RecordCodec
@@ -164,14 +164,14 @@ class Log:
 
 def read_log(config: Config, topic: str | None = None) -> Log:
     topic = topic or config.log_topic
-    consumer = Consumer(
+    consumer = new_consumer(
+        kafka_access(config, KafkaRole.OPERATOR),
         {
-            "bootstrap.servers": config.bootstrap,
             "group.id": "test-reader",
             "enable.auto.commit": False,
             "enable.partition.eof": True,
             "isolation.level": "read_committed",
-        }
+        },
     )
     log = Log()
     try:
@@ -199,14 +199,14 @@ def read_log(config: Config, topic: str | None = None) -> Log:
 def committed_messages(config: Config, topic: str, partition: int) -> list[tuple[Record, Message]]:
     """Every committed record of `topic`/`partition` from its start, decoded, with its message
     (for headers), in offset order."""
-    consumer = Consumer(
+    consumer = new_consumer(
+        kafka_access(config, KafkaRole.OPERATOR),
         {
-            "bootstrap.servers": config.bootstrap,
             "group.id": f"t-{uuid.uuid4()}",
             "enable.auto.commit": False,
             "enable.partition.eof": True,
             "isolation.level": "read_committed",
-        }
+        },
     )
     out = []
     try:
