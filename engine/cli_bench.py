@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from engine.config import Config
@@ -86,24 +87,36 @@ def cmd_bench_e2e(args: argparse.Namespace) -> int:
     config = _config(args)
     workloads = ["one-task", "typical"] if args.workload == "both" else [args.workload]
     partitions = args.partitions or 1  # the cluster flag; one partition unless asked
-    _progress(
-        f"End to end at {config.bootstrap}: {', '.join(workloads)} on {partitions}"
-        " partition(s); engine worker, job worker and load generator in their own processes"
-    )
-    result = e2e.run(
-        config,
-        workloads=workloads,
-        instances=args.instances,
-        rate=args.rate,
-        typical_rate=args.typical_rate,
-        latency_instances=args.latency_instances,
-        partitions=partitions,
-        in_flight=args.in_flight,
-        job_concurrency=args.job_concurrency,
-        baseline_commands=args.baseline_commands,
-        progress=_progress,
-    )
-    print(json.dumps(result))
+    configs = {"main": config}
+    if args.compare_kafka_config is not None:
+        configs["compared"] = Config.from_env(kafka_config=args.compare_kafka_config)
+    runs: dict[str, list[dict[str, Any]]] = {name: [] for name in configs}
+    for round_number in range(1, args.rounds + 1):
+        for name, each in configs.items():
+            _progress(
+                f"End to end at {each.bootstrap} ({name}, round {round_number}/{args.rounds}):"
+                f" {', '.join(workloads)} on {partitions} partition(s); engine worker, job"
+                " worker and load generator in their own processes"
+            )
+            runs[name].append(
+                e2e.run(
+                    each,
+                    workloads=workloads,
+                    instances=args.instances,
+                    rate=args.rate,
+                    typical_rate=args.typical_rate,
+                    latency_instances=args.latency_instances,
+                    partitions=partitions,
+                    in_flight=args.in_flight,
+                    job_concurrency=args.job_concurrency,
+                    baseline_commands=args.baseline_commands,
+                    progress=_progress,
+                )
+            )
+    if len(configs) == 1 and args.rounds == 1:
+        print(json.dumps(runs["main"][0]))
+    else:
+        print(json.dumps(e2e.side_by_side(runs, workloads, configs)))
     return 0
 
 
@@ -177,7 +190,10 @@ def register(commands: Any, add: AddCommand) -> None:
         "examples:\n"
         "  partita bench e2e                         both workloads, one partition\n"
         "  partita bench e2e --workload one-task --instances 20000 --rate 100\n"
-        "  partita bench e2e --partitions 3          one engine worker owns all three (default 1)"
+        "  partita bench e2e --partitions 3          one engine worker owns all three (default 1)\n"
+        "  partita bench e2e --workload one-task --rounds 2 \\\n"
+        "      --compare-kafka-config .partita/kafka-secure/clients/admin.properties\n"
+        "                                            plaintext vs SASL_SSL, alternating"
     )
     e2e_bench.formatter_class = argparse.RawDescriptionHelpFormatter
     e2e_bench.add_argument(
@@ -212,6 +228,19 @@ def register(commands: Any, add: AddCommand) -> None:
     )
     e2e_bench.add_argument(
         "--job-concurrency", type=int, default=8, help="job worker tasks at once (default: 8)"
+    )
+    e2e_bench.add_argument(
+        "--compare-kafka-config",
+        type=Path,
+        metavar="FILE",
+        help="also run every round against the cluster and security of this Kafka client"
+        " properties file (e.g. a SASL_SSL broker) and print both side by side",
+    )
+    e2e_bench.add_argument(
+        "--rounds",
+        type=int,
+        default=1,
+        help="repeat the run (alternating with --compare-kafka-config), default 1",
     )
     e2e_bench.add_argument(
         "--baseline-commands",

@@ -23,12 +23,13 @@ from __future__ import annotations
 import json
 import os
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -291,3 +292,58 @@ def run(
         engine_rate = out[name]["saturation"]["log_records_per_s"] / partitions
         out[name]["log_records_per_s_vs_raw_loop"] = round(engine_rate / raw["records_per_s"], 3)
     return out
+
+
+def side_by_side(
+    runs: Mapping[str, list[dict[str, Any]]],
+    workloads: list[str],
+    configs: Mapping[str, Config],
+) -> dict[str, Any]:
+    """Several runs of `run` per configuration (e.g. plaintext and SASL_SSL, alternated in one
+    invocation) as one document: every run, the median figures per configuration and workload,
+    and each configuration's figures relative to the first ("main")."""
+    medians: dict[str, dict[str, dict[str, float]]] = {}
+    for name, results in runs.items():
+        medians[name] = {
+            workload: {
+                figure: statistics.median(_figure(result[workload], path) for result in results)
+                for figure, path in _COMPARED.items()
+            }
+            for workload in workloads
+        }
+    main = next(iter(medians.values()))
+    relative = {
+        name: {
+            workload: {
+                figure: round(value / main[workload][figure], 3) if main[workload][figure] else 0.0
+                for figure, value in figures.items()
+            }
+            for workload, figures in per_workload.items()
+        }
+        for name, per_workload in medians.items()
+    }
+    return {
+        "bench": "e2e-compared",
+        "configurations": {name: configs[name].kafka_env() or "plaintext" for name in configs},
+        "bootstrap": {name: configs[name].bootstrap for name in configs},
+        "medians": medians,
+        "relative_to_main": relative,
+        "runs": runs,
+    }
+
+
+_COMPARED = {
+    "saturation_instances_per_s": ("saturation", "instances_per_s"),
+    "saturation_engine_cpu_percent": ("saturation", "engine_worker", "cpu_percent"),
+    "fixed_rate_p50_ms": ("fixed_rate", "latency_ms_p50"),
+    "fixed_rate_p99_ms": ("fixed_rate", "latency_ms_p99"),
+    "fixed_rate_engine_cpu_percent": ("fixed_rate", "engine_worker", "cpu_percent"),
+    "replay_events_per_s": ("replay", "events_per_s"),
+}
+
+
+def _figure(result: Mapping[str, Any], path: tuple[str, ...]) -> float:
+    value: Any = result
+    for key in path:
+        value = value[key]
+    return float(value)
