@@ -1,7 +1,9 @@
 """`partita analytics` on the real broker: an engine worker runs instances (completed by a job
 worker, cancelled, left active, stuck in incidents, one incident resolved); the figures the
 analytics serve as JSON, and print through `partita instances` / `partita incidents`, must
-equal what the log says, computed here independently from the records."""
+equal what the log says, computed here independently from the records. The analytics run with
+a token (PARTITA_ANALYTICS_TOKEN): every request here carries it, and one test checks what a
+request without it gets."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ import os
 import signal
 import subprocess
 import sys
+import urllib.error
 import urllib.request
 import uuid
 from collections import Counter, defaultdict
@@ -42,6 +45,7 @@ from tests.integration.workers import (
 pytestmark = pytest.mark.kafka
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "bpmn"
+TOKEN = f"analytics-test-{uuid.uuid4().hex}"
 
 
 @dataclass
@@ -52,8 +56,20 @@ class Analytics:
     log: Path
 
     def get(self, path: str) -> Any:
-        with urllib.request.urlopen(self.url + path, timeout=10) as response:
+        request = urllib.request.Request(
+            self.url + path, headers={"Authorization": f"Bearer {TOKEN}"}
+        )
+        with urllib.request.urlopen(request, timeout=10) as response:
             return json.loads(response.read())
+
+    def status(self, path: str, headers: dict[str, str] | None = None) -> int:
+        """The HTTP status of GET `path`, with `headers` only."""
+        request = urllib.request.Request(self.url + path, headers=headers or {})
+        try:
+            with urllib.request.urlopen(request, timeout=10) as response:
+                return int(response.status)
+        except urllib.error.HTTPError as error:
+            return error.code
 
     def tail(self) -> str:
         return "\n".join(self.log.read_text(errors="replace").splitlines()[-30:])
@@ -98,7 +114,7 @@ def analytics(
             cwd=ROOT,
             stdout=out,
             stderr=subprocess.STDOUT,
-            env=os.environ.copy(),
+            env={**os.environ, "PARTITA_ANALYTICS_TOKEN": TOKEN},
         )
     running = Analytics(config, f"http://127.0.0.1:{port}", process, log)
     try:
@@ -327,7 +343,10 @@ def test_cli_prints_instances_and_incidents(
         "three active instances",
         analytics.tail,
     )
-    assert main(["instances", "--url", analytics.url, "--state", "active"]) == 0
+    assert main(["instances", "--url", analytics.url, "--state", "active"]) == 1
+    assert "require a token: set PARTITA_ANALYTICS_TOKEN" in capsys.readouterr().err
+    flags = ["--url", analytics.url, "--token", TOKEN]
+    assert main(["instances", *flags, "--state", "active"]) == 0
     out = capsys.readouterr().out
     assert out.splitlines()[0].split()[:4] == ["KEY", "PROCESS", "VERSION", "STATE"]
     for key in driven.active:
@@ -336,15 +355,13 @@ def test_cli_prints_instances_and_incidents(
         assert str(key) not in out
     assert "3 instances shown (3 active, 0 ended)" in out
 
-    assert (
-        main(["instances", "--url", analytics.url, "--process", "one-task", "--limit", "50"]) == 0
-    )
+    assert main(["instances", *flags, "--process", "one-task", "--limit", "50"]) == 0
     out = capsys.readouterr().out
     assert out.count("completed") == 5 and out.count("terminated") == 1
 
     for argv in (
-        ["incidents", "--url", analytics.url],
-        ["incidents", "list", "--url", analytics.url],
+        ["incidents", *flags],
+        ["incidents", "list", *flags],
     ):
         assert main(argv) == 0
         out = capsys.readouterr().out
@@ -356,12 +373,25 @@ def test_cli_prints_instances_and_incidents(
     assert "cannot reach the analytics" in capsys.readouterr().err
 
 
+def test_every_page_and_endpoint_needs_the_token(analytics: Analytics) -> None:
+    wrong = {"Authorization": f"Bearer {TOKEN}-not"}
+    right = {"Authorization": f"Bearer {TOKEN}"}
+    for path in ("/", "/api/summary", "/api/instances?limit=5", "/no-such-page"):
+        assert analytics.status(path) == 401, path
+        assert analytics.status(path, wrong) == 401, path
+    assert analytics.status("/api/summary", right) == 200
+    assert analytics.status(f"/api/summary?token={TOKEN}") == 200
+    assert analytics.status("/api/summary?token=guess") == 401
+
+
 def test_page_and_consumer_group(analytics: Analytics, driven: Driven) -> None:
-    with urllib.request.urlopen(analytics.url + "/", timeout=10) as response:
+    with urllib.request.urlopen(f"{analytics.url}/?token={TOKEN}", timeout=10) as response:
         assert response.headers["Content-Type"].startswith("text/html")
         page = response.read().decode()
     assert "<svg" in page or "createElementNS" in page
     assert "/api/summary" in page and "setInterval(refresh" in page
+    assert "Bearer ${token}" in page  # the page sends its ?token= on to the endpoints
+    assert "Set-Cookie" not in response.headers
     assert "<script src" not in page and "<link" not in page  # self-contained
 
     config = analytics.config

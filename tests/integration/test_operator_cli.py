@@ -1,7 +1,8 @@
 """Operator commands on the real broker: `partita tail` prints exactly the log's matching
 records, `partita status` reports partitions, owners, lag and snapshots as Kafka has them, and
-`partita export` republishes every EVENT once as JSON, resumes, survives a kill -9, and refuses
-a gap left by truncation."""
+`partita export` republishes every EVENT once as JSON to the topics `partita topics apply
+--export` made (never creating one itself), resumes, survives a kill -9, and refuses a gap left
+by truncation."""
 
 from __future__ import annotations
 
@@ -16,12 +17,12 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 
-from engine.analytics.export import export_topic
 from engine.cli import main
 from engine.client import Client
 from engine.config import Config, KafkaRole
 from engine.log.admin import admin_client
 from engine.log.security import kafka_access
+from engine.log.topics import export_topic_name
 from engine.protocol.codec import RecordCodec
 from engine.protocol.enums import RecordType, ValueType
 from engine.protocol.headers import record_headers
@@ -190,10 +191,17 @@ def _assert_exported_once(config: Config) -> int:
 def test_export_publishes_every_event_once_and_resumes(
     config: Config, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    assert main(["export", "--once", "--name", "exp-a", *_flags(config)]) == 1
+    err = capsys.readouterr().err
+    assert f"{config.namespace}.export.deployment" in err and "not found" in err
+    assert f"run `partita topics apply --export --namespace {config.namespace}`" in err
+    assert main(["topics", "apply", "--export", *_flags(config)]) == 0
+    capsys.readouterr()
+
     assert main(["export", "--once", "--name", "exp-a", *_flags(config)]) == 0
     assert "note: " in capsys.readouterr().err  # the group is not in PARTITA_DOWNSTREAM_GROUPS
     first = _assert_exported_once(config)
-    topic = export_topic(config.namespace, ValueType.PROCESS_INSTANCE)
+    topic = export_topic_name(config.namespace, ValueType.PROCESS_INSTANCE)
     assert topic == f"{config.namespace}.export.process-instance"
 
     with Client(config, timeout=60) as client:
@@ -241,6 +249,7 @@ def test_export_refuses_a_gap_left_by_truncation(
 
     produce(5)
     flags = _flags(config)
+    assert main(["topics", "apply", "--export", *flags]) == 0
     assert main(["export", "--once", *flags]) == 0
     assert "exported 5 events" in capsys.readouterr().out
     produce(5)  # offsets 5..9, then truncated without waiting for the exporter

@@ -16,12 +16,14 @@ import pytest
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 
 from engine.analytics.appliers import Tables, fold, wanted
-from engine.analytics.export import Exporter, export_topic
+from engine.analytics.export import Exporter
 from engine.analytics.skipped import SkippedRecords
 from engine.cli import main
 from engine.config import Config, KafkaRole
+from engine.log.admin import admin_client
 from engine.log.clients import engine_group, transactional_producer
 from engine.log.security import kafka_access
+from engine.log.topics import apply_topics, export_topic_name, export_topic_specs
 from engine.ops.status import collect, render
 from engine.ops.tail import TailFilter, tail
 from engine.protocol.codec import RecordCodec
@@ -87,12 +89,14 @@ def test_the_exporter_reports_and_skips_a_garbage_event(
     config: Config, caplog: pytest.LogCaptureFixture
 ) -> None:
     _produce_with_garbage(config)
+    admin = admin_client(kafka_access(config, KafkaRole.OPERATOR))
+    apply_topics(admin, export_topic_specs(config))  # `partita topics apply --export`
     with caplog.at_level(logging.WARNING, "partita.skipped"):
         stats = Exporter(config, name="unreadable").run(once=True)
     assert (stats.exported, stats.skipped) == (2, 1)
     (line,) = _reported(caplog, config, "export")
     assert "(PROCESS_INSTANCE ELEMENT_ACTIVATED)" in line and "Error" in line
-    exported = read_log(config, export_topic(config.namespace, ValueType.PROCESS_INSTANCE))
+    exported = read_log(config, export_topic_name(config.namespace, ValueType.PROCESS_INSTANCE))
     assert sum(len(n) for n in exported.raw_commands.values()) == 2  # JSON: not records
 
 
