@@ -1,4 +1,4 @@
-"""`partita tail`, `partita status` and `partita export`: commands for operators."""
+"""`partita tail`, `partita status`, `partita export` and `partita acls`: commands for operators."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from engine.config import Config
+from engine.config import Config, KafkaRole
 from engine.errors import PartitaError
 
 AddCommand = Callable[..., argparse.ArgumentParser]
@@ -129,6 +129,40 @@ def cmd_chaos(args: argparse.Namespace) -> int:
     return 0 if passed(result) else 1
 
 
+def cmd_acls(args: argparse.Namespace) -> int:
+    from engine.ops.acls import kafka_acls_commands, render_table, role_acls
+
+    config = _config(args)
+    role = KafkaRole(args.role)
+    acls = role_acls(role, config, args.principal, args.job_types or ())
+    if args.apply:
+        from engine.log.admin import admin_client, wait_for_metadata
+        from engine.log.security import kafka_access
+        from engine.ops.acls import apply_acls
+
+        access = kafka_access(config, KafkaRole.OPERATOR)
+        wait_for_metadata(access, timeout=15.0)
+        outcomes = apply_acls(admin_client(access), acls)
+        for acl, created in outcomes:
+            print(
+                f"{'created' if created else 'exists':8} {acl.resource} {acl.pattern}"
+                f" {acl.name} {acl.operation} for {acl.principal}"
+            )
+        made = sum(created for _, created in outcomes)
+        print(f"{made} ACLs created, {len(outcomes) - made} already there ({role} role)")
+        return 0
+    if args.format == "kafka-acls":
+        print(f"# partita acls --role {role}: {len(acls)} ACLs for {args.principal}")
+        print("\n".join(kafka_acls_commands(acls, config.bootstrap)))
+        return 0
+    print(
+        f"{len(acls)} ACLs for {args.principal} as {role} in namespace {config.namespace}"
+        " (all ALLOW, from any host):\n"
+    )
+    print(render_table(acls))
+    return 0
+
+
 _TAIL_EXAMPLES = """examples:
   partita tail                                   the last 10 records of each partition, then follow
   partita tail --value-type job --intent completed
@@ -151,6 +185,20 @@ process instance key, exactly once: read them with isolation.level=read_committe
 <ns>.export in the engine workers' PARTITA_DOWNSTREAM_GROUPS so truncation waits for it.
 """
 
+_ACLS_EXAMPLES = """examples:
+  partita acls --role engine --principal User:engine        the engine's ACLs as a table
+  partita acls --role job-worker --principal User:billing --job-type charge-card
+  partita acls --role client --principal User:shop --format kafka-acls > client-acls.sh
+  PARTITA_KAFKA_CONFIG_OPERATOR=admin.properties \\
+    partita acls --role engine --principal User:engine --apply
+
+Run it with the environment of the part it is for: the engine's ACLs include the reply topics
+(PARTITA_REPLY_TOPICS) and the downstream groups (PARTITA_DOWNSTREAM_GROUPS) set there. Families
+of names (job topics, per-partition transactional ids) are prefixed ACLs. --apply creates what is
+missing through the admin API as the operator role's principal, which must be allowed to manage
+ACLs (Alter on the cluster: a cluster administrator); kafka-acls commands read admin.properties,
+an administrator's client properties. See docs/security.md.
+"""
 
 _CHAOS_EXAMPLES = """examples:
   partita chaos                                   60 s at 20 instances/s, a fault every 5 s
@@ -233,6 +281,36 @@ def register(commands: Any, add: AddCommand) -> None:
         "--skip-truncated",
         action="store_true",
         help="go on when the log was truncated past the last exported record (a gap)",
+    )
+
+    acls = with_examples(
+        add(commands, "acls", cmd_acls, "the Kafka ACLs a role needs; --apply creates them"),
+        _ACLS_EXAMPLES,
+    )
+    acls.add_argument(
+        "--role",
+        required=True,
+        choices=[str(role) for role in KafkaRole],
+        help="the part the principal runs",
+    )
+    acls.add_argument(
+        "--principal", required=True, metavar="User:NAME", help="the principal it runs as"
+    )
+    acls.add_argument(
+        "--job-type",
+        dest="job_types",
+        action="append",
+        metavar="TYPE",
+        help="job-worker: only jobs of TYPE (repeatable; default: every job type)",
+    )
+    acls.add_argument(
+        "--format",
+        choices=["table", "kafka-acls"],
+        default="table",
+        help="a table (default) or kafka-acls.sh commands",
+    )
+    acls.add_argument(
+        "--apply", action="store_true", help="create the missing ACLs through the admin API"
     )
 
     chaos = commands.add_parser(
