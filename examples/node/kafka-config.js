@@ -310,18 +310,21 @@ function describe(kafka) {
   return ` over ${protocol}${login}, settings from ${kafka.sources.join(' + ')}`;
 }
 
-/** What to check after kafkajs failed with `err`, or '' when nothing is known. */
-function hint(err) {
+/** What to check after kafkajs failed with `err` (with `kafka` as kafkaConfig() made it), or ''. */
+function hint(err, kafka) {
   const text = `${err.name} ${err.type ?? ''} ${err.message} ${err.code ?? ''} ${err.cause?.code ?? ''}`;
-  const file = 'the Kafka properties file (PARTITA_KAFKA_CONFIG, PARTITA_KAFKA_CONFIG_<ROLE>, --kafka-config)';
+  const file = kafka?.sources.length ? kafka.sources.join(' + ') : 'no Kafka properties file is set (PARTITA_KAFKA_CONFIG)';
   if (/SASLAuthentication|SASL_AUTHENTICATION_FAILED/.test(text)) {
-    return ` (check sasl.mechanism and the user and password in sasl.jaas.config of ${file})`;
+    return ` (check sasl.mechanism and the user and password in sasl.jaas.config; see ${file})`;
   }
   if (/AUTHORIZATION_FAILED|not authorized/i.test(text)) {
     return ' (the principal lacks an ACL: see `partita acls --role ...`)';
   }
+  if (err.code === 'MISSING_TOPICS' && kafka?.sources.length) {
+    return ', or the principal lacks the ACL to describe it (see `partita acls --role ...`)';
+  }
   if (/CERT|certificate|SSL|TLS/.test(text)) {
-    return ` (is the broker's CA in ssl.truststore.location of ${file}, does its certificate name the host?)`;
+    return ` (is the broker's CA in ssl.truststore.location, does its certificate name the host? see ${file})`;
   }
   return '';
 }

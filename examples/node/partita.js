@@ -74,14 +74,25 @@ function cluster(config) {
   return `${config.bootstrap}${kafkaConfig.describe(config.kafka)}`;
 }
 
-/** One line for a failure, with what to check when the cluster refused a login, certificate or ACL. */
-function explain(err) {
-  return `${err.message}${kafkaConfig.hint(err)}`;
+/**
+ * One line for a failure, with what to check when the cluster refused a login, certificate or
+ * ACL; `config` (from settings(), undefined if it failed) names the properties files.
+ */
+function explain(err, config) {
+  return `${err.message}${kafkaConfig.hint(err, config?.kafka)}`;
 }
 
-// kafkajs's errors as one line each on stderr; it retries most of them by itself.
+// kafkajs's errors as one line each on stderr; it retries most of them by itself, so a line
+// printed in the last 30 s is not printed again (a refused certificate is retried for seconds).
 function logCreator() {
-  return ({ log }) => console.error(`kafkajs: ${log.message}${log.error ? `: ${log.error}` : ''}`);
+  const printed = new Map();
+  return ({ log }) => {
+    const line = `kafkajs: ${log.message}${log.error ? `: ${log.error}` : ''}`;
+    const now = Date.now();
+    if (now - (printed.get(line) ?? -Infinity) < 30000) return;
+    printed.set(line, now);
+    console.error(line);
+  };
 }
 
 function producer(client) {
@@ -97,8 +108,10 @@ async function requireTopics(client, topics) {
     const existing = new Set(await admin.listTopics());
     const missing = topics.filter((topic) => !existing.has(topic));
     if (missing.length) {
-      throw new Error(`there is no topic ${missing.join(', ')}: run \`partita topics apply\``
+      const err = new Error(`there is no topic ${missing.join(', ')}: run \`partita topics apply\``
         + ' (with --job-type TYPE for a job topic)');
+      err.code = 'MISSING_TOPICS'; // or, with ACLs, topics the principal may not describe
+      throw err;
     }
   } finally {
     await admin.disconnect();

@@ -55,8 +55,10 @@ async function createInstance(client, order, processId, variables, partition, ti
   return true;
 }
 
+let config; // for the error message of a failure
+
 async function main() {
-  const config = partita.settings(process.argv.slice(2), {
+  config = partita.settings(process.argv.slice(2), {
     deploy: { type: 'string', multiple: true, default: [] },
     process: { type: 'string', default: 'order-pricing' },
     count: { type: 'string', default: '5' },
@@ -104,6 +106,6 @@ async function main() {
 }
 
 main().then((code) => process.exit(code)).catch((err) => {
-  console.error(`producer: ${partita.explain(err)}`);
+  console.error(`producer: ${partita.explain(err, config)}`);
   process.exit(1);
 });

@@ -66,7 +66,7 @@ class Worker {
     await this.consumer.subscribe({ topic: this.jobTopic, fromBeginning: true });
     this.consumer.on(this.consumer.events.CRASH, ({ payload }) => {
       if (!payload.restart) { // kafkajs gave up: say so and leave, rather than sit idle
-        console.error(`node worker: the consumer failed for good: ${partita.explain(payload.error)}`);
+        console.error(`node worker: the consumer failed for good: ${partita.explain(payload.error, this.config)}`);
         this.failed = true;
         this.stop();
       }
@@ -141,8 +141,10 @@ class Worker {
   }
 }
 
+let config; // for the error message of a failure
+
 async function main() {
-  const config = partita.settings(process.argv.slice(2), {
+  config = partita.settings(process.argv.slice(2), {
     'job-type': { type: 'string', default: 'notify' },
     'max-jobs': { type: 'string', default: '0' },
   }, USAGE, 'JOB_WORKER');
@@ -159,6 +161,6 @@ async function main() {
 }
 
 main().then((code) => process.exit(code)).catch((err) => {
-  console.error(`node worker: ${partita.explain(err)}`);
+  console.error(`node worker: ${partita.explain(err, config)}`);
   process.exit(1);
 });

@@ -23,7 +23,7 @@ import java.util.TreeSet;
  * chooses for its guarantees ({@link #CHOSEN_BY_WORKER}) are refused in a file; serializers and
  * {@code bootstrap.servers} are always the worker's.
  */
-record KafkaConfig(Properties properties, List<Path> sources) {
+record KafkaConfig(Properties properties, List<String> sources) {
   static final KafkaConfig NONE = new KafkaConfig(new Properties(), List.of());
 
   /** At-least-once and read-committed depend on these; each client sets its own. */
@@ -39,7 +39,7 @@ record KafkaConfig(Properties properties, List<Path> sources) {
    */
   static KafkaConfig load(Map<String, String> files) {
     Properties merged = new Properties();
-    List<Path> sources = new ArrayList<>();
+    List<String> sources = new ArrayList<>();
     for (Map.Entry<String, String> file : files.entrySet()) {
       if (file.getValue() == null || file.getValue().isEmpty()) {
         continue;
@@ -60,7 +60,7 @@ record KafkaConfig(Properties properties, List<Path> sources) {
             + " read-committed depend on them): remove them from the file");
       }
       merged.putAll(properties);
-      sources.add(path);
+      sources.add(file.getKey() + "=" + path);
     }
     return new KafkaConfig(merged, List.copyOf(sources));
   }
@@ -80,7 +80,10 @@ record KafkaConfig(Properties properties, List<Path> sources) {
     return properties.getProperty("bootstrap.servers");
   }
 
-  /** E.g. {@code " over SASL_SSL (SCRAM-SHA-512), settings from /etc/kafka/client.properties"}. */
+  /**
+   * E.g. {@code " over SASL_SSL (SCRAM-SHA-512), settings from
+   * PARTITA_KAFKA_CONFIG=/etc/partita/worker.properties"}; empty without a file.
+   */
   String describe() {
     if (sources.isEmpty()) {
       return "";
@@ -89,8 +92,7 @@ record KafkaConfig(Properties properties, List<Path> sources) {
     String mechanism = properties.getProperty("sasl.mechanism");
     String how = protocol.toUpperCase().startsWith("SASL") && mechanism != null
         ? protocol + " (" + mechanism + ")" : protocol;
-    List<String> files = sources.stream().map(Path::toString).toList();
-    return " over " + how + ", settings from " + String.join(" + ", files);
+    return " over " + how + ", settings from " + String.join(" + ", sources);
   }
 
   /** The file's properties with {@code own} (the client's settings) over them. */

@@ -50,7 +50,7 @@ public final class PriceWorker {
       }
       String where = settings.kafka().sources().isEmpty()
           ? "no Kafka properties file is set (PARTITA_KAFKA_CONFIG)"
-          : "the settings in " + settings.kafka().sources();
+          : String.join(" + ", settings.kafka().sources());
       if (t instanceof SslAuthenticationException) {
         return out + " (is the broker's CA in ssl.truststore.location? see " + where + ")";
       }
