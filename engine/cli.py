@@ -14,6 +14,7 @@ from engine.log.security import kafka_access
 
 if TYPE_CHECKING:
     from engine.localkafka import LocalBroker
+    from engine.localkafka.secure import SecureLocalBroker
 
 
 def _progress(message: str) -> None:
@@ -37,10 +38,37 @@ def _local_broker(config: Config) -> LocalBroker:
     return LocalBroker(config.home, config.kafka_port, config.controller_port)
 
 
+def _secure_broker(args: argparse.Namespace) -> SecureLocalBroker:
+    """The secured local broker of `--secure`: always local (KAFKA_BOOTSTRAP_SERVERS and
+    PARTITA_KAFKA_CONFIG do not apply), on its own ports unless the flags name others."""
+    import os
+    from pathlib import Path
+
+    from engine.config import default_home
+    from engine.localkafka.secure import (
+        DEFAULT_MTLS_PORT,
+        DEFAULT_SASL_SSL_PORT,
+        DEFAULT_SECURE_CONTROLLER_PORT,
+        SecureLocalBroker,
+    )
+
+    home = args.home or (
+        Path(os.environ["PARTITA_HOME"]) if os.environ.get("PARTITA_HOME") else None
+    )
+    return SecureLocalBroker(
+        home.expanduser().resolve() if home else default_home(),
+        args.port or DEFAULT_SASL_SSL_PORT,
+        args.controller_port or DEFAULT_SECURE_CONTROLLER_PORT,
+        mtls_port=args.mtls_port or DEFAULT_MTLS_PORT,
+    )
+
+
 # -- kafka ------------------------------------------------------------------------------------
 
 
 def cmd_kafka_up(args: argparse.Namespace) -> int:
+    if getattr(args, "secure", False):
+        return _kafka_up_secure(args)
     config = _config(args)
     if not config.uses_local_broker:
         from engine.log.admin import wait_for_metadata
@@ -60,7 +88,30 @@ def cmd_kafka_up(args: argparse.Namespace) -> int:
     return 0
 
 
+def _kafka_up_secure(args: argparse.Namespace) -> int:
+    from engine.localkafka.secure import describe_files
+
+    broker = _secure_broker(args)
+    status = broker.up(_progress)
+    if status.reused:
+        print(f"Secured Kafka is already running (pid {status.pid}); reusing it.")
+    else:
+        print(
+            f"Secured Kafka is running (pid {status.pid}, started in"
+            f" {status.started_in_s:.1f} s). Log: {status.log_file}"
+        )
+    print(describe_files(broker, status))
+    print(f"PARTITA_KAFKA_CONFIG={broker.clients.admin}")
+    return 0
+
+
 def cmd_kafka_down(args: argparse.Namespace) -> int:
+    if getattr(args, "secure", False):
+        stopped = _secure_broker(args).down(wipe=args.wipe)
+        print("Secured Kafka stopped." if stopped else "No secured local Kafka broker was running.")
+        if args.wipe:
+            print("Secured broker data, users, CA, certificates and client files deleted.")
+        return 0
     config = _config(args)
     if not config.uses_local_broker:
         print(f"KAFKA_BOOTSTRAP_SERVERS points at {config.bootstrap}; no local broker to stop.")
@@ -73,6 +124,8 @@ def cmd_kafka_down(args: argparse.Namespace) -> int:
 
 
 def cmd_kafka_status(args: argparse.Namespace) -> int:
+    if getattr(args, "secure", False):
+        return _kafka_status_secure(args)
     config = _config(args)
     if not config.uses_local_broker:
         from engine.log.admin import answers_metadata
@@ -88,6 +141,25 @@ def cmd_kafka_status(args: argparse.Namespace) -> int:
         print(f"process {status.pid} exists but does not answer at {status.bootstrap}")
         return 1
     print(f"not running (would listen on {status.bootstrap}); start it with `partita kafka up`")
+    return 3
+
+
+def _kafka_status_secure(args: argparse.Namespace) -> int:
+    broker = _secure_broker(args)
+    status = broker.status()
+    if status.running:
+        print(
+            f"secured broker running (pid {status.pid}), SASL_SSL at {status.bootstrap};"
+            f" client files in {broker.clients.folder}; log: {status.log_file}"
+        )
+        return 0
+    if status.pid is not None:
+        print(f"process {status.pid} exists but does not answer at {status.bootstrap}")
+        return 1
+    print(
+        f"secured broker not running (would listen on {status.bootstrap});"
+        " start it with `partita kafka up --secure`"
+    )
     return 3
 
 
@@ -303,7 +375,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     kafka = commands.add_parser("kafka", help="manage the local Kafka broker (no Docker needed)")
     kafka_commands = kafka.add_subparsers(dest="kafka_command", metavar="ACTION", required=True)
-    add(
+    kafka_up = add(
         kafka_commands,
         "up",
         cmd_kafka_up,
@@ -312,13 +384,27 @@ def build_parser() -> argparse.ArgumentParser:
     )
     down = add(kafka_commands, "down", cmd_kafka_down, "stop the local broker cleanly", local=True)
     down.add_argument("--wipe", action="store_true", help="also delete the broker's data")
-    add(
+    kafka_status = add(
         kafka_commands,
         "status",
         cmd_kafka_status,
         "say whether the broker runs and where",
         local=True,
     )
+    for p in (kafka_up, down, kafka_status):
+        secure = p.add_argument_group("secured local broker")
+        secure.add_argument(
+            "--secure",
+            action="store_true",
+            help="the secured broker instead (<home>/kafka-secure: SASL_SSL on --port, default"
+            " 9094; mTLS on --mtls-port; controller on --controller-port, default 9096; ACLs"
+            " enforced); it is always local, KAFKA_BOOTSTRAP_SERVERS does not apply",
+        )
+        secure.add_argument(
+            "--mtls-port",
+            type=int,
+            help="with --secure: the port of the TLS listener with client certificates (9095)",
+        )
 
     topics = commands.add_parser("topics", help="Partita's topics (declared in topics/topics.toml)")
     topic_commands = topics.add_subparsers(dest="topics_command", metavar="ACTION", required=True)

@@ -102,6 +102,8 @@ class LocalBroker:
     "what this broker is"; starting, waiting and stopping are the same for both."""
 
     folder = "kafka"
+    down_command = "partita kafka down"
+    """The command that stops this broker, for the advice in error messages."""
 
     def __init__(
         self,
@@ -193,7 +195,7 @@ inter.broker.listener.name=PLAINTEXT
             if state.ports != self._run_state(state.pid).ports:
                 raise BrokerError(
                     f"a local broker from {self.dir} already runs at {state.bootstrap}"
-                    f" (controller port {state.controller_port}); run `partita kafka down` before"
+                    f" (controller port {state.controller_port}); run `{self.down_command}` before"
                     " starting it on other ports"
                 )
             if answers_metadata(self._probe(state.bootstrap), timeout=5.0):
@@ -323,7 +325,7 @@ logger.state.level = WARN
             time.sleep(0.25)
         raise BrokerError(
             f"the Kafka broker did not answer within {_READY_TIMEOUT_S:.0f} s; it is left running"
-            f" (pid {pid}) so you can inspect {self.log_file}; `partita kafka down` stops it.\n"
+            f" (pid {pid}) so you can inspect {self.log_file}; `{self.down_command}` stops it.\n"
             + self._log_tail()
         )
 

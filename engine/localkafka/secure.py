@@ -60,6 +60,7 @@ class SecureLocalBroker(LocalBroker):
     """Start, stop and inspect the secured local broker of one PARTITA_HOME."""
 
     folder = "kafka-secure"
+    down_command = "partita kafka down --secure"
 
     def __init__(
         self,
