@@ -215,12 +215,15 @@ function rejection(record) {
  * Answers to our commands (docs/producing.md, "Replies"). Every command names one partition of
  * `<ns>.replies` and a correlation id; this reads that partition from its end as it was before
  * the first command (kafkajs has no manual assignment, so a throwaway consumer group seeks there).
+ * The group id is `<ns>.client.replies-<uuid>`: with ACLs, a client may join groups under
+ * `<ns>.client` (docs/security.md).
  */
 class Replies {
-  constructor(client, codec, topic) {
+  constructor(client, codec, config) {
     this.client = client;
     this.codec = codec;
-    this.topic = topic;
+    this.topic = config.repliesTopic;
+    this.group = `${config.namespace}.client.replies-${crypto.randomUUID()}`;
     this.waiting = new Map();
   }
 
@@ -232,7 +235,7 @@ class Replies {
     await admin.disconnect();
     const end = ends[crypto.randomInt(ends.length)];
     this.partition = end.partition;
-    this.consumer = this.client.consumer({ groupId: `partita-example-replies-${crypto.randomUUID()}` });
+    this.consumer = this.client.consumer({ groupId: this.group });
     await this.consumer.connect();
     await this.consumer.subscribe({ topic: this.topic });
     const joined = new Promise((resolve) => {

@@ -83,7 +83,7 @@ async function main() {
     codec: new partita.Codec(config.schema),
     sender: partita.producer(kafka),
   };
-  client.replies = new partita.Replies(kafka, client.codec, config.repliesTopic);
+  client.replies = new partita.Replies(kafka, client.codec, config);
   await client.sender.connect();
   await client.replies.start();
   try {

@@ -48,7 +48,7 @@ class Worker {
     this.codec = new partita.Codec(config.schema);
     this.kafka = partita.kafka(config, `partita-example-worker-${config.values['job-type']}`);
     this.sender = partita.producer(this.kafka);
-    this.replies = new partita.Replies(this.kafka, this.codec, config.repliesTopic);
+    this.replies = new partita.Replies(this.kafka, this.codec, config);
     this.consumer = this.kafka.consumer({ groupId: this.group, readUncommitted: false });
     this.stats = { answered: 0, completed: 0, failed: 0, rejected: 0 };
     this.stopped = new Promise((resolve) => { this.onStopped = resolve; });
