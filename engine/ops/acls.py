@@ -18,17 +18,18 @@ Where the names come from:
   `<ns>.engine` and PARTITA_DOWNSTREAM_GROUPS; restore, standby and verify consumers are
   assign-only with the group id `<ns>.restore.<p>`.
 - client (`engine.client.connection`): writes `<ns>.commands`, reads one partition of a reply
-  topic. Reply consumers use group ids under `<ns>.client`: Python's is assign-only, while
-  kafkajs consumers and Spring's reply containers join their group, hence Read on the prefix.
+  topic. Python's reply consumer is assign-only and needs no group right; a reply consumer that
+  joins a group (kafkajs, Spring's reply containers) names it under `<ns>.client` (Read).
 - job-worker (`engine.client.worker`): `<ns>.jobs.<type>` in group `<ns>.workers.<type>`,
   exactly once with transactional id `<ns>.workers.<type>.<name>`, and a client's rights for
-  its answers; it checks its job topics against topics.toml (DescribeConfigs).
+  its answers; it checks in the metadata that its job topics exist and creates none.
 - analytics (`engine.analytics.app`, faust): group and app id `<ns>.analytics`; faust names its
   table changelogs `<ns>.analytics-<table>-changelog`, its assignor topic
   `<ns>.analytics-__assignor-__leader` and, with exactly_once, its transactional ids
   `<ns>.analytics-<group>-<p>`; the app creates its changelogs at start (Create on its prefix).
 - exporter (`engine.analytics.export`): group `<ns>.export`, topics `<ns>.export.<value-type>`
-  (checked, not created: `partita topics apply --export`), transactional id `<ns>.export.<name>`.
+  (seen in the metadata, not created: `partita topics apply --export`), transactional id
+  `<ns>.export.<name>`.
 - operator (`partita topics apply`, `status`, `tail`, `verify-replay`): the namespace's
   administrator. Creating ACLs (`--apply`) needs Alter on the cluster, which is the cluster
   administrator's and is in no role here.
@@ -167,7 +168,7 @@ def _client_side(config: Config, reply_topics: Sequence[str]) -> list[_Rule]:
         (TOPIC, LITERAL, config.commands_topic, WRITE, "commands to the engine"),
         *((TOPIC, LITERAL, topic, READ, "replies to its commands") for topic in reply_topics),
         # Python's reply consumer is assign-only; kafkajs and Spring containers join a group
-        (GROUP, PREFIXED, f"{config.namespace}.client", READ, "group id of reply consumers"),
+        (GROUP, PREFIXED, f"{config.namespace}.client", READ, "reply consumers that join a group"),
     ]
 
 
@@ -188,7 +189,6 @@ def _job_worker(config: Config, job_types: Sequence[str]) -> list[_Rule]:
     for pattern, topic, group, transactional_ids in families:
         rules += [
             (TOPIC, pattern, topic, READ, "pushed jobs"),
-            (TOPIC, pattern, topic, DESCRIBE_CONFIGS, "checks its job topics (apply_topics)"),
             (GROUP, pattern, group, READ, "the job type's consumer group"),
             (TXN_ID, PREFIXED, transactional_ids, WRITE, "exactly once: answers with offsets"),
         ]
@@ -217,7 +217,6 @@ def _exporter(config: Config) -> list[_Rule]:
     return [
         (TOPIC, LITERAL, config.log_topic, READ, "the events it exports"),
         (TOPIC, PREFIXED, f"{group}.", WRITE, "the JSON export topics"),
-        (TOPIC, PREFIXED, f"{group}.", DESCRIBE_CONFIGS, "checks its topics (apply_topics)"),
         (GROUP, LITERAL, group, READ, "the exporter's consumer group"),
         (TXN_ID, PREFIXED, f"{group}.", WRITE, "records with consumed offsets"),
     ]
