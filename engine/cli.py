@@ -89,7 +89,7 @@ def cmd_kafka_up(args: argparse.Namespace) -> int:
 
 
 def _kafka_up_secure(args: argparse.Namespace) -> int:
-    from engine.localkafka.secure import describe_files
+    from engine.localkafka.secure import describe
 
     broker = _secure_broker(args)
     status = broker.up(_progress)
@@ -100,7 +100,7 @@ def _kafka_up_secure(args: argparse.Namespace) -> int:
             f"Secured Kafka is running (pid {status.pid}, started in"
             f" {status.started_in_s:.1f} s). Log: {status.log_file}"
         )
-    print(describe_files(broker, status))
+    print(describe(broker.endpoints()))
     print(f"PARTITA_KAFKA_CONFIG={broker.clients.admin}")
     return 0
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from engine.config import Config
-from engine.localkafka import KafkaDistribution, LocalBroker
+from engine.localkafka import KafkaDistribution, LocalBroker, SecureKafka, SecureLocalBroker
 
 
 def free_port() -> int:
@@ -47,6 +47,26 @@ def kafka_bootstrap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     status = broker.up(print)
     try:
         yield status.bootstrap
+    finally:
+        broker.down()
+
+
+@pytest.fixture(scope="session")
+def secure_kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecureKafka]:
+    """The secured local broker (SASL_SSL, mTLS, ACLs enforced) on free ports under a fresh
+    home, started by the first test that asks for it and stopped at the end of the session.
+    Always local: KAFKA_BOOTSTRAP_SERVERS has no users or certificates of ours."""
+    broker = SecureLocalBroker(
+        tmp_path_factory.mktemp("secure-kafka-home"),
+        free_port(),
+        free_port(),
+        mtls_port=free_port(),
+        internal_partitions=1,
+        distribution=shared_distribution(),
+    )
+    try:
+        broker.up(print)
+        yield broker.endpoints()
     finally:
         broker.down()
 

@@ -32,10 +32,11 @@ from __future__ import annotations
 import shutil
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 from engine.config import KafkaRole
-from engine.localkafka.broker import BrokerError, BrokerStatus, LocalBroker, _RunState
+from engine.localkafka.broker import BrokerError, LocalBroker, _RunState
 from engine.localkafka.credentials import (
     ADMIN,
     BROKER,
@@ -54,6 +55,34 @@ DEFAULT_SASL_SSL_PORT = 9094
 DEFAULT_MTLS_PORT = 9095
 DEFAULT_SECURE_CONTROLLER_PORT = 9096
 _PRINCIPAL_FROM_CN = "RULE:^CN=([^,]+)(,.*)?$/$1/,DEFAULT"
+
+
+@dataclass(frozen=True, slots=True)
+class SecureKafka:
+    """Where the secured broker listens and the files that log in to it."""
+
+    bootstrap: str
+    """The SASL_SSL listener."""
+    mtls_bootstrap: str
+    """The SSL listener that requires a client certificate."""
+    controller_bootstrap: str
+    ca_pem: Path
+    untrusted_ca_pem: Path
+    """A CA that signed nothing the broker presents: a truststore of it must be refused."""
+    clients: ClientFiles
+
+    def properties(self, user: str, login: Login = Login.SCRAM_SHA_512) -> Path:
+        """`user`'s client properties file for `login` (Kafka's Java client format)."""
+        return self.clients.path(user, login)
+
+    def role(self, role: KafkaRole, login: Login = Login.SCRAM_SHA_512) -> Path:
+        """The properties file of the user that runs `role`'s clients."""
+        return self.clients.role(role, login)
+
+    @property
+    def admin(self) -> Path:
+        """The super user's SCRAM-SHA-512 properties file."""
+        return self.clients.admin
 
 
 class SecureLocalBroker(LocalBroker):
@@ -110,8 +139,15 @@ class SecureLocalBroker(LocalBroker):
         """The PKCS12 keystore with `user`'s client certificate (CN=<user>)."""
         return self.tls_dir / f"{user}.p12"
 
-    def role_properties(self, role: KafkaRole, login: Login = Login.SCRAM_SHA_512) -> Path:
-        return self.clients.role(role, login)
+    def endpoints(self) -> SecureKafka:
+        return SecureKafka(
+            bootstrap=self.bootstrap,
+            mtls_bootstrap=self.mtls_bootstrap,
+            controller_bootstrap=f"127.0.0.1:{self.controller_port}",
+            ca_pem=self.ca_pem,
+            untrusted_ca_pem=self.untrusted_ca_pem,
+            clients=self.clients,
+        )
 
     # -- what this broker is ------------------------------------------------------------------
 
@@ -252,22 +288,22 @@ super.users=User:{ADMIN};User:{BROKER}
         return was_running
 
 
-def describe_files(broker: SecureLocalBroker, status: BrokerStatus) -> str:
+def describe(secure: SecureKafka) -> str:
     """What `partita kafka up --secure` prints: where to connect and which file to use."""
-    roles = "\n".join(f"    {role.value:10} {broker.role_properties(role)}" for role in KafkaRole)
-    example = broker.clients.path(ADMIN, Login.MTLS).name
+    roles = "\n".join(f"    {role.value:10} {secure.role(role)}" for role in KafkaRole)
+    example = secure.properties(ADMIN, Login.MTLS).name
     return f"""\
-SASL_SSL (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512): {status.bootstrap}
-SSL with client certificates (mTLS):           {broker.mtls_bootstrap}
-CA certificate (PEM, for ssl.truststore.location): {broker.ca_pem}
+SASL_SSL (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512): {secure.bootstrap}
+SSL with client certificates (mTLS):           {secure.mtls_bootstrap}
+CA certificate (PEM, for ssl.truststore.location): {secure.ca_pem}
 Client properties (Kafka's client format, SCRAM-SHA-512, mode 0600):
-    admin      {broker.clients.admin}   (super user)
+    admin      {secure.admin}   (super user)
 {roles}
   Other logins per user: <user>.plain.properties, <user>.scram-sha-256.properties,
-  <user>.mtls.properties (e.g. {example}); passwords in {broker.secrets_file}.
+  <user>.mtls.properties (e.g. {example}).
 Use them:
-  PARTITA_KAFKA_CONFIG={broker.clients.admin} partita topics apply
-  PARTITA_KAFKA_CONFIG={broker.clients.admin} \\
-    PARTITA_KAFKA_CONFIG_ENGINE={broker.role_properties(KafkaRole.ENGINE)} partita worker
+  PARTITA_KAFKA_CONFIG={secure.admin} partita topics apply
+  PARTITA_KAFKA_CONFIG={secure.admin} \\
+    PARTITA_KAFKA_CONFIG_ENGINE={secure.role(KafkaRole.ENGINE)} partita worker
   Role users have no ACLs yet: Kafka refuses them until their role's ACLs are created
   (`partita acls --role ROLE --principal User:ROLE --apply`, as admin)."""
