@@ -61,6 +61,8 @@ _PRINCIPAL_FROM_CN = "RULE:^CN=([^,]+)(,.*)?$/$1/,DEFAULT"
 class SecureKafka:
     """Where the secured broker listens and the files that log in to it."""
 
+    home: Path
+    """The PARTITA_HOME it runs from (its files are in `<home>/kafka-secure/`)."""
     bootstrap: str
     """The SASL_SSL listener."""
     mtls_bootstrap: str
@@ -141,6 +143,7 @@ class SecureLocalBroker(LocalBroker):
 
     def endpoints(self) -> SecureKafka:
         return SecureKafka(
+            home=self.home,
             bootstrap=self.bootstrap,
             mtls_bootstrap=self.mtls_bootstrap,
             controller_bootstrap=f"127.0.0.1:{self.controller_port}",
@@ -285,6 +288,7 @@ super.users=User:{ADMIN};User:{BROKER}
             for folder in (self.tls_dir, self.clients.folder):
                 shutil.rmtree(folder, ignore_errors=True)
             self.secrets_file.unlink(missing_ok=True)
+            (self.dir / "server.properties").unlink(missing_ok=True)  # it holds passwords
         return was_running
 
 

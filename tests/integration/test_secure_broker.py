@@ -14,6 +14,7 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import NewTopic
 
+from engine.cli import main
 from engine.config import Config, KafkaRole
 from engine.localkafka import SecureKafka
 from engine.localkafka.credentials import ADMIN, Login
@@ -214,3 +215,29 @@ def test_deploy_with_a_refused_password_exits_within_seconds_saying_what_to_chec
     assert "password" in result.stderr
     assert str(path) in result.stderr
     assert len((result.stdout + result.stderr).strip().splitlines()) <= 5  # no retry storm
+
+
+def test_the_cli_reports_the_running_secured_broker_and_its_files(
+    secure_kafka: SecureKafka, capsys: pytest.CaptureFixture[str]
+) -> None:
+    flags = [
+        "--secure",
+        "--home",
+        str(secure_kafka.home),
+        "--port",
+        secure_kafka.bootstrap.rsplit(":", 1)[1],
+        "--mtls-port",
+        secure_kafka.mtls_bootstrap.rsplit(":", 1)[1],
+        "--controller-port",
+        secure_kafka.controller_bootstrap.rsplit(":", 1)[1],
+    ]
+    assert main(["kafka", "status", *flags]) == 0
+    assert f"SASL_SSL at {secure_kafka.bootstrap}" in capsys.readouterr().out
+
+    assert main(["kafka", "up", *flags]) == 0
+    out = capsys.readouterr().out
+    assert "already running" in out
+    assert f"PARTITA_KAFKA_CONFIG={secure_kafka.admin}" in out
+    for role in KafkaRole:
+        assert str(secure_kafka.role(role)) in out
+    assert str(secure_kafka.ca_pem) in out
