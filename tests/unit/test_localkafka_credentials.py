@@ -92,3 +92,13 @@ def test_missing_or_damaged_secrets_are_none(tmp_path: Path) -> None:
     assert Secrets.load(tmp_path / "absent.json") is None
     (tmp_path / "damaged.json").write_text('{"passwords": {"admin": "x"}, "keystores": {}}')
     assert Secrets.load(tmp_path / "damaged.json") is None
+
+
+def test_a_role_file_over_the_admin_file_logs_that_role_in(files: ClientFiles) -> None:
+    env = {
+        "PARTITA_KAFKA_CONFIG": str(files.admin),
+        KafkaRole.ENGINE.variable: str(files.role(KafkaRole.ENGINE)),
+    }
+    config = Config.from_env(env)
+    assert kafka_access(config, KafkaRole.ENGINE).username == "engine"
+    assert kafka_access(config, KafkaRole.OPERATOR).username == ADMIN
