@@ -72,7 +72,8 @@ def cluster_metadata(
     timeout: float,
 ) -> ClusterMetadata:
     """`handle.list_topics()` within `timeout`, failing fast like `wait_for_metadata` (the
-    handle must have been built with `reporter` as its `error_cb`)."""
+    handle must have been built with `reporter` as its `error_cb`, and must not be assigned
+    partitions yet: its `poll` is called to deliver errors)."""
     deadline = time.monotonic() + timeout
     while True:
         try:
@@ -83,6 +84,7 @@ def cluster_metadata(
             error = exc.args[0]
             if isinstance(error, KafkaError) and is_security_error(error):
                 raise KafkaAccessError(explain(error, access)) from None
+        handle.poll(0)  # librdkafka calls error_cb only from poll()
         if reporter.fatal and reporter.problem is not None:
             raise KafkaAccessError(reporter.problem)
         if time.monotonic() >= deadline:

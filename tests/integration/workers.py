@@ -107,6 +107,7 @@ class WorkerProcess:
         return subprocess.run(
             [sys.executable, "-m", "engine.cli", "verify-replay", *self.args()],
             cwd=ROOT,
+            env=self.env,
             capture_output=True,
             text=True,
             timeout=120,
