@@ -46,6 +46,15 @@ def port_open(host: str, port: int, timeout: float = 0.5) -> bool:
         return False
 
 
+def _all_ports_open(bootstrap: str) -> bool:
+    """True when every host:port of `bootstrap` accepts TCP connections."""
+    addresses = [a.strip().rsplit(":", 1) for a in bootstrap.split(",") if a.strip()]
+    try:
+        return bool(addresses) and all(port_open(host, int(port)) for host, port in addresses)
+    except ValueError:
+        return False
+
+
 def answers_metadata(access: KafkaAccess, timeout: float = 3.0) -> bool:
     """True when the cluster returns metadata with at least one broker within `timeout`."""
     try:
@@ -89,6 +98,12 @@ def cluster_metadata(
             raise KafkaAccessError(reporter.problem)
         if time.monotonic() >= deadline:
             seen = f" Last error: {reporter.problem}" if reporter.problem else ""
+            if _all_ports_open(access.bootstrap):
+                seen += (
+                    f" Something accepts connections at {access.bootstrap} but does not answer"
+                    f" Kafka over {access.protocol}: the listener may expect another"
+                    f" security.protocol (settings from {access.where})."
+                )
             raise KafkaUnavailableError(
                 f"Kafka at {access.bootstrap} did not answer metadata requests within"
                 f" {timeout:.0f} s ({access.describe()}, settings from {access.where})."

@@ -115,7 +115,7 @@ def explain(error: KafkaError, access: KafkaAccess) -> str:
     """One line: what librdkafka reported, what it means, which setting of which file to check."""
     text = error.str()
     code = error.code()
-    who = f"{access.role} client ({access.describe()})"
+    who = f"client of role {access.role} ({access.describe()})"
     if code in (KafkaError._AUTHENTICATION, KafkaError.SASL_AUTHENTICATION_FAILED) or (
         "SASL authentication" in text
     ):
@@ -134,6 +134,12 @@ def explain(error: KafkaError, access: KafkaAccess) -> str:
             f"The {who} does not trust the broker's TLS certificate: {text}. Point"
             " ssl.truststore.location (a PEM file, ssl.truststore.type=PEM) or ssl.ca.location"
             f" in {access.where} at the CA that signed the broker's certificate."
+        )
+    if "alert bad certificate" in text or "certificate required" in text:
+        return (
+            f"The broker refused the TLS client certificate of the {who}: {text}. The listener"
+            " at this address requires one signed by its CA: check ssl.keystore.location (and"
+            f" ssl.keystore.type, ssl.keystore.password) in {access.where}."
         )
     if code == KafkaError._SSL or "SSL handshake failed" in text:
         return (
@@ -160,8 +166,9 @@ def explain(error: KafkaError, access: KafkaAccess) -> str:
         )
     if code in (KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN, KafkaError._RESOLVE):
         return (
-            f"Cannot reach Kafka at {access.bootstrap} ({access.role} client): {text}. Check the"
-            " address (KAFKA_BOOTSTRAP_SERVERS or bootstrap.servers) and that the broker runs."
+            f"Cannot reach Kafka at {access.bootstrap} (a client of role {access.role}):"
+            f" {text}. Check the address (KAFKA_BOOTSTRAP_SERVERS or bootstrap.servers)"
+            " and that the broker runs."
         )
     return f"Kafka error for the {who}: {text}"
 
