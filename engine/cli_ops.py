@@ -138,7 +138,7 @@ def cmd_acls(args: argparse.Namespace) -> int:
     if args.apply:
         from engine.log.admin import admin_client, wait_for_metadata
         from engine.log.security import kafka_access
-        from engine.ops.acls import apply_acls
+        from engine.ops.acls_apply import apply_acls
 
         access = kafka_access(config, KafkaRole.OPERATOR)
         wait_for_metadata(access, timeout=15.0)

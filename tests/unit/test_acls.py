@@ -22,10 +22,10 @@ from engine.ops.acls import (
     Operation,
     Pattern,
     Resource,
-    apply_acls,
     kafka_acls_commands,
     role_acls,
 )
+from engine.ops.acls_apply import apply_acls
 from engine.protocol.enums import ValueType
 
 NS = "shop"
