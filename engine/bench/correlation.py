@@ -24,7 +24,6 @@ from engine.log.admin import admin_client
 from engine.log.clients import consume_available, new_consumer
 from engine.log.security import kafka_access
 from engine.log.topics import apply_topics, job_topic_spec
-from engine.processing.job_push import job_topic
 from engine.protocol.codec import RecordCodec
 from engine.protocol.intents import JobIntent, ProcessInstanceCreationIntent
 from engine.protocol.values import JobBatchValue, JobValue, ProcessInstanceCreationValue
@@ -100,7 +99,7 @@ def _job_consumer(config: Config, run_id: str) -> Consumer:
             "fetch.wait.max.ms": 5,
         },
     )
-    topic = job_topic(config.namespace, JOB_TYPE)
+    topic = config.job_topic(JOB_TYPE)
     partitions = consumer.list_topics(topic, timeout=30).topics[topic].partitions
     starts = []
     for partition in partitions:

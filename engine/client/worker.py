@@ -67,7 +67,6 @@ from engine.errors import PartitaError
 from engine.log.admin import admin_client
 from engine.log.clients import consume_available, new_consumer, new_producer
 from engine.log.topics import apply_topics, job_topic_spec
-from engine.processing.job_push import job_topic
 from engine.protocol.enums import RecordType
 from engine.protocol.intents import JobBatchIntent
 from engine.protocol.values import JobBatchValue, JobValue
@@ -192,7 +191,7 @@ class JobWorker:
         worker needs no Create right); on a cluster that lets this worker create topics, the
         missing ones are created here for convenience."""
         topics = self.client.connection.consumer.list_topics(timeout=self.client.timeout).topics
-        missing = [t for t in self.tasks if job_topic(self.config.namespace, t) not in topics]
+        missing = [t for t in self.tasks if self.config.job_topic(t) not in topics]
         if not missing:
             return
         # job topics have the log's partition count, whatever PARTITA_PARTITIONS says here
@@ -205,7 +204,7 @@ class JobWorker:
         except PartitaError as error:
             flags = " ".join(f"--job-type {t}" for t in missing)
             raise PartitaError(
-                f"job topics {', '.join(job_topic(self.config.namespace, t) for t in missing)}"
+                f"job topics {', '.join(self.config.job_topic(t) for t in missing)}"
                 f" do not exist and this worker cannot create them ({error}); an operator"
                 f" creates them with `partita topics apply {flags}`"
             ) from None
@@ -264,7 +263,7 @@ class JobWorker:
                 **({"group.instance.id": self.name} if self.exactly_once else {}),
             },
         )
-        topic = job_topic(self.config.namespace, job_type)
+        topic = self.config.job_topic(job_type)
         if self.exactly_once:  # nothing in hand between transactions
             consumer.subscribe([topic])
         else:

@@ -42,8 +42,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from engine.analytics.export import export_group
 from engine.config import Config, KafkaRole
 from engine.errors import PartitaError
+from engine.log.clients import engine_group
+from engine.log.topics import job_topic_spec
 
 ADMIN_PROPERTIES = "admin.properties"
 """The `--command-config` placeholder of printed kafka-acls.sh commands: an admin's file."""
@@ -133,9 +136,6 @@ def _valid_principal(principal: str) -> bool:
 
 
 def _engine(config: Config) -> list[_Rule]:
-    from engine.log.clients import engine_group
-    from engine.processing.job_push import job_topic
-
     ns, log, snapshots = config.namespace, config.log_topic, config.snapshots_topic
     return [
         (TOPIC, LITERAL, log, READ, "replay, standbys, processing"),
@@ -145,7 +145,7 @@ def _engine(config: Config) -> list[_Rule]:
         (TOPIC, LITERAL, snapshots, READ, "restoring a snapshot"),
         (TOPIC, LITERAL, snapshots, WRITE, "uploading snapshots"),
         (TOPIC, LITERAL, snapshots, DELETE, "dropping old snapshots (DeleteRecords)"),
-        (TOPIC, PREFIXED, job_topic(ns, ""), WRITE, "pushing activated jobs"),
+        (TOPIC, PREFIXED, config.job_topic(""), WRITE, "pushing activated jobs"),
         *(
             (TOPIC, LITERAL, topic, WRITE, "replies (an allowed reply topic)")
             for topic in sorted(config.allowed_reply_topics)
@@ -176,14 +176,11 @@ def _client(config: Config) -> list[_Rule]:
 
 
 def _job_worker(config: Config, job_types: Sequence[str]) -> list[_Rule]:
-    from engine.log.topics import job_topic_spec
-    from engine.processing.job_push import job_topic
-
     ns = config.namespace
     families = [
         (LITERAL, job_topic_spec(config, t).name, f"{ns}.workers.{t}", f"{ns}.workers.{t}.")
         for t in job_types
-    ] or [(PREFIXED, job_topic(ns, ""), f"{ns}.workers.", f"{ns}.workers.")]
+    ] or [(PREFIXED, config.job_topic(""), f"{ns}.workers.", f"{ns}.workers.")]
     rules: list[_Rule] = []
     for pattern, topic, group, transactional_ids in families:
         rules += [
@@ -195,9 +192,7 @@ def _job_worker(config: Config, job_types: Sequence[str]) -> list[_Rule]:
 
 
 def _analytics(config: Config) -> list[_Rule]:
-    from engine.analytics.app import group_id
-
-    group = group_id(config.namespace)
+    group = f"{config.namespace}.analytics"  # the faust app's id (engine.analytics.app)
     faust = f"{group}-"  # faust names its changelogs, assignor topic, transactional ids so
     return [
         (TOPIC, LITERAL, config.log_topic, READ, "the events it folds"),
@@ -210,8 +205,6 @@ def _analytics(config: Config) -> list[_Rule]:
 
 
 def _exporter(config: Config) -> list[_Rule]:
-    from engine.analytics.export import export_group
-
     group = export_group(config.namespace)
     return [
         (TOPIC, LITERAL, config.log_topic, READ, "the events it exports"),

@@ -50,6 +50,7 @@ from typing import Any
 
 from confluent_kafka import KafkaError
 
+from engine.client import Client
 from engine.config import Config, KafkaRole
 from engine.errors import PartitaError
 from engine.localkafka import KafkaDistribution, LocalBroker
@@ -59,11 +60,14 @@ from engine.log.security import kafka_access
 from engine.log.topics import apply_topics, job_topic_spec, load_specs
 from engine.ops.chaos_log import TRACKER_GROUP, LogTracker, replay_seen, uncommitted_offsets
 from engine.ops.hostile import HostileProducer, other_namespace, records_in_namespace
+from engine.processing.builtin import build_engine
 from engine.protocol.codec import PRODUCER_MAX_BYTES, RecordCodec
 from engine.protocol.headers import record_headers
 from engine.protocol.intents import ProcessInstanceCreationIntent
 from engine.protocol.records import command
 from engine.protocol.values import ProcessInstanceCreationValue
+from engine.stream.task import state_dir
+from engine.stream.verify import verify_replay
 
 Progress = Callable[[str], None]
 BPMN = Path(__file__).resolve().parent / "chaos.bpmn"
@@ -335,8 +339,6 @@ class ChaosRun:
 
     def _deploy(self) -> None:
         """In its own frame: the client's idle producer is gone before the broker restarts."""
-        from engine.client import Client
-
         with Client(self.config, timeout=120) as client:
             client.deploy(BPMN)
 
@@ -424,10 +426,6 @@ class ChaosRun:
         """Move every partition to the first worker, stop it, and verify its replay twice:
         `verify-replay` (from a snapshot when the log was truncated) and every event the
         tracker saw, from the first (what truncation deleted included)."""
-        from engine.processing.builtin import build_engine
-        from engine.stream.task import state_dir
-        from engine.stream.verify import verify_replay
-
         first, *others = self.workers
         for worker in others:
             worker.stop()

@@ -23,6 +23,7 @@ from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, KafkaExcepti
 from confluent_kafka.admin import AdminClient
 
 from engine.config import Config, KafkaRole
+from engine.errors import PartitaError
 from engine.log.admin import admin_client
 from engine.log.clients import engine_group, new_consumer
 from engine.log.security import kafka_access
@@ -125,8 +126,6 @@ def collect(config: Config) -> Status:
 
 
 def raise_missing(config: Config) -> None:
-    from engine.errors import PartitaError
-
     raise PartitaError(
         f"{config.log_topic} does not exist at {config.bootstrap}: run `partita topics apply`"
         " (or `partita up`), or check --namespace"

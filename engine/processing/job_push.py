@@ -38,10 +38,6 @@ DEFAULT_LIMIT = 256
 DEFAULT_TIMEOUT_MS = 300_000
 
 
-def job_topic(namespace: str, job_type: str) -> str:
-    return f"{namespace}.jobs.{job_type}"
-
-
 @dataclass(slots=True)
 class JobPush:
     """The job types this worker pushes and how. `topics` maps a job type to its topic and

@@ -31,7 +31,7 @@ from engine.log import clients
 from engine.log.admin import wait_for_metadata
 from engine.log.security import kafka_access
 from engine.processing import Engine
-from engine.processing.job_push import JobPush, job_topic
+from engine.processing.job_push import JobPush
 from engine.protocol.codec import RecordCodec
 from engine.snapshots import SnapshotSettings
 from engine.stream.backpressure import Backpressure
@@ -290,7 +290,7 @@ class Worker:
         `<ns>.jobs.<type>` exists; jobs that were waiting when a topic appears are pushed at
         once."""
         self._next_job_topic_refresh = time.monotonic() + self.job_topic_refresh_s
-        prefix = job_topic(self.config.namespace, "")
+        prefix = self.config.job_topic("")
         try:
             metadata = consumer.list_topics(timeout=5)
         except KafkaException as exc:

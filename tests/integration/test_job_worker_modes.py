@@ -18,7 +18,6 @@ from confluent_kafka import Consumer, TopicPartition
 
 from engine.client import Client, JobWorker
 from engine.config import Config
-from engine.processing.job_push import job_topic
 from engine.protocol.enums import RecordType
 from engine.protocol.intents import JobIntent, ProcessInstanceCreationIntent
 from engine.protocol.records import Record
@@ -155,7 +154,7 @@ def _worker_process(config: Config, name: str, job_type: str) -> subprocess.Pope
 
 
 def _committed_equals_end(config: Config, job_type: str) -> bool:
-    topic = job_topic(config.namespace, job_type)
+    topic = config.job_topic(job_type)
     consumer = Consumer(
         {
             "bootstrap.servers": config.bootstrap,
