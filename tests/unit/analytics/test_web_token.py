@@ -12,8 +12,9 @@ from aiohttp.test_utils import TestClient, TestServer
 
 from engine.analytics.app import AnalyticsSettings
 from engine.analytics.web_token import authorized, check_token, token_middleware
-from engine.cli import _config, build_parser
-from engine.cli_analytics import analytics_settings
+from engine.cli import build_parser
+from engine.cli.analytics import analytics_settings
+from engine.cli.common import build_config
 from engine.config import KafkaRole
 from engine.errors import ConfigError
 
@@ -78,7 +79,7 @@ def test_the_middleware_answers_401_before_any_route_even_unknown_ones() -> None
 
 def _settings(argv: list[str], env: dict[str, str]) -> AnalyticsSettings:
     args = build_parser().parse_args(["analytics", *argv])
-    return analytics_settings(_config(args), args, env)
+    return analytics_settings(build_config(args), args, env)
 
 
 def test_the_page_binds_loopback_without_a_token_unless_told_otherwise(tmp_path: Path) -> None:

@@ -1,32 +1,96 @@
-"""`partita deploy | create | cancel | jobs ... | incidents ...`: the client commands.
+"""`partita deploy | create | cancel | publish | jobs ... | incidents resolve`: the client
+commands.
 
 Each sends a command with a reply address and prints the result; rejections print their type
-and reason (see `engine.client`).
+and reason (see `engine.client`). `partita incidents` without an action, and `incidents list`,
+read the running analytics (`engine.cli.analytics`).
 """
 
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
+import json
+import time
+from pathlib import Path
 from typing import Any
 
-from engine.config import Config
+from engine.cli.analytics import INCIDENTS_EPILOG, register_incidents_list
+from engine.cli.common import Command, Subcommands, add_command, add_group, build_config
+from engine.config import duration_ms
 from engine.errors import PartitaError
 
-AddCommand = Callable[..., argparse.ArgumentParser]
+DEPLOY_EXAMPLES = """examples:
+  partita deploy examples/order-pricing.bpmn
+  partita deploy a.bpmn b.bpmn         one deployment; prints each process's version and key
+
+A resource identical to the deployed one is not deployed again ("unchanged").
+"""
+
+CREATE_EXAMPLES = """examples:
+  partita create order-pricing --vars '{"amount": 20}'
+  partita create order-pricing --version 2
+  partita create order-pricing --vars '{"amount": 20}' --await --fetch price
+                                       wait for the end and print only the variable price
+"""
+
+CANCEL_EXAMPLES = """examples:
+  partita cancel 2251799813685249      the process instance key `partita create` printed
+"""
+
+JOBS_EXAMPLES = """examples:
+  partita jobs work price --vars '{"price": 21.5}'   complete every job of type price
+  partita jobs complete 2251799813685262 --vars '{"price": 21.5}'
+  partita jobs fail 2251799813685262 --retries 2 --message "card declined" --backoff 5000
+"""
+
+COMPLETE_EXAMPLES = """examples:
+  partita jobs complete 2251799813685262
+  partita jobs complete 2251799813685262 --vars '{"price": 21.5}'
+"""
+
+FAIL_EXAMPLES = """examples:
+  partita jobs fail 2251799813685262 --retries 2 --message "card declined"
+  partita jobs fail 2251799813685262 --retries 2 --backoff 5000   activatable again in 5 s
+  partita jobs fail 2251799813685262 --retries 0 --message "gave up"   raises an incident
+"""
+
+THROW_EXAMPLES = """examples:
+  partita jobs throw-error 2251799813685262 --code CARD_DECLINED --message "no funds"
+
+The nearest error boundary event or error event subprocess for this errorCode catches it;
+uncaught, it raises an incident naming the code.
+"""
+
+RETRIES_EXAMPLES = """examples:
+  partita jobs retries 2251799813685262 --retries 3   then resolve its incident, if it has one
+"""
+
+WORK_EXAMPLES = """examples:
+  partita jobs work price --vars '{"price": 21.5}'   until Ctrl-C
+  partita jobs work notify --count 10                stop after 10 jobs
+  partita jobs work notify --duration 60             stop after a minute
+"""
+
+PUBLISH_EXAMPLES = """examples:
+  partita publish payment-received --correlation-key order-42 --vars '{"paid": true}'
+  partita publish payment-received --correlation-key order-42 --ttl PT1H --message-id pay-42
+  partita publish payment-received --correlation-key order-42 --await
+                                       print the instance it reached, or that it is buffered
+"""
+
+RESOLVE_EXAMPLES = """examples:
+  partita incidents resolve 2251799813685262   after fixing the cause (variables, retries)
+"""
 
 
 def _client(args: argparse.Namespace) -> Any:
-    from engine.cli import _config
+    """A Client (Any: the commands read the fields of whichever reply value comes back)."""
     from engine.client import Client
 
-    config: Config = _config(args)
-    return Client(config, timeout=args.timeout)
+    return Client(build_config(args), timeout=args.timeout)
 
 
 def _json_arg(text: str | None) -> dict[str, object]:
-    import json
-
     if not text:
         return {}
     try:
@@ -39,8 +103,6 @@ def _json_arg(text: str | None) -> dict[str, object]:
 
 
 def cmd_deploy(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
     paths = [Path(p) for p in args.files]
     for path in paths:
         if not path.is_file():
@@ -113,8 +175,6 @@ def cmd_jobs_retries(args: argparse.Namespace) -> int:
 
 def cmd_jobs_work(args: argparse.Namespace) -> int:
     """A demo job worker: activate jobs of a type and complete them with fixed variables."""
-    import time
-
     variables = _json_arg(args.vars)
     done = 0
     deadline = time.monotonic() + args.duration if args.duration else None
@@ -136,8 +196,6 @@ def cmd_jobs_work(args: argparse.Namespace) -> int:
 
 
 def cmd_publish(args: argparse.Namespace) -> int:
-    from engine.config import duration_ms
-
     ttl = duration_ms(args.ttl, "--ttl") if args.ttl else -1
     with _client(args) as client:
         result = client.publish_message(
@@ -176,24 +234,23 @@ def cmd_incidents_resolve(args: argparse.Namespace) -> int:
     return 0
 
 
-def register(commands: Any, add: AddCommand) -> None:
-    """Add the client commands to the `partita` parser (`add` is the CLI's helper)."""
+def _client_command(
+    commands: Subcommands, name: str, func: Command, help_text: str, examples: str
+) -> argparse.ArgumentParser:
+    parser = add_command(commands, name, func, help_text, examples=examples, local=True)
+    parser.add_argument(
+        "--timeout", type=float, default=30.0, help="seconds to wait for the reply (30)"
+    )
+    return parser
 
-    def client_command(
-        sub: Any,
-        name: str,
-        func: Callable[[argparse.Namespace], int],
-        help_text: str,
-    ) -> argparse.ArgumentParser:
-        p = add(sub, name, func, help_text, local=True)
-        p.add_argument(
-            "--timeout", type=float, default=30.0, help="seconds to wait for the reply (30)"
-        )
-        return p
 
-    deploy = client_command(commands, "deploy", cmd_deploy, "deploy BPMN files")
+def register(commands: Subcommands) -> None:
+    """Add the client commands: deploy, create, cancel, jobs, publish and incidents."""
+    deploy = _client_command(commands, "deploy", cmd_deploy, "deploy BPMN files", DEPLOY_EXAMPLES)
     deploy.add_argument("files", nargs="+", metavar="FILE")
-    create = client_command(commands, "create", cmd_create, "start a process instance")
+    create = _client_command(
+        commands, "create", cmd_create, "start a process instance", CREATE_EXAMPLES
+    )
     create.add_argument("process_id", metavar="PROCESS_ID")
     create.add_argument("--version", type=int, default=-1, help="version (default: latest)")
     create.add_argument("--vars", help="variables as a JSON object")
@@ -201,39 +258,52 @@ def register(commands: Any, add: AddCommand) -> None:
         "--await", dest="wait", action="store_true", help="wait for completion, print variables"
     )
     create.add_argument("--fetch", nargs="*", help="with --await: only these variables")
-    cancel = client_command(commands, "cancel", cmd_cancel, "cancel a process instance")
+    cancel = _client_command(
+        commands, "cancel", cmd_cancel, "cancel a process instance", CANCEL_EXAMPLES
+    )
     cancel.add_argument("key", type=int, metavar="KEY")
 
-    jobs = commands.add_parser("jobs", help="complete, fail or work on jobs")
-    job_commands = jobs.add_subparsers(dest="jobs_command", metavar="ACTION", required=True)
-    job_complete = client_command(job_commands, "complete", cmd_jobs_complete, "complete a job")
-    job_complete.add_argument("key", type=int, metavar="KEY")
-    job_complete.add_argument("--vars", help="variables as a JSON object")
-    job_fail = client_command(job_commands, "fail", cmd_jobs_fail, "fail a job")
-    job_fail.add_argument("key", type=int, metavar="KEY")
-    job_fail.add_argument("--retries", type=int, required=True, help="retries left")
-    job_fail.add_argument("--message", default="", help="why it failed")
-    job_fail.add_argument(
+    _, jobs = add_group(
+        commands,
+        "jobs",
+        "complete, fail or work on jobs",
+        examples=JOBS_EXAMPLES,
+        dest="jobs_command",
+    )
+    complete = _client_command(
+        jobs, "complete", cmd_jobs_complete, "complete a job", COMPLETE_EXAMPLES
+    )
+    complete.add_argument("key", type=int, metavar="KEY")
+    complete.add_argument("--vars", help="variables as a JSON object")
+    fail = _client_command(jobs, "fail", cmd_jobs_fail, "fail a job", FAIL_EXAMPLES)
+    fail.add_argument("key", type=int, metavar="KEY")
+    fail.add_argument("--retries", type=int, required=True, help="retries left")
+    fail.add_argument("--message", default="", help="why it failed")
+    fail.add_argument(
         "--backoff", type=int, default=0, metavar="MS", help="wait this long before a retry"
     )
-    job_throw = client_command(
-        job_commands, "throw-error", cmd_jobs_throw_error, "answer a job with a BPMN error"
+    throw = _client_command(
+        jobs, "throw-error", cmd_jobs_throw_error, "answer a job with a BPMN error", THROW_EXAMPLES
     )
-    job_throw.add_argument("key", type=int, metavar="KEY")
-    job_throw.add_argument("--code", required=True, help="the error code (errorCode)")
-    job_throw.add_argument("--message", default="", help="what happened")
-    job_retries = client_command(job_commands, "retries", cmd_jobs_retries, "set a job's retries")
-    job_retries.add_argument("key", type=int, metavar="KEY")
-    job_retries.add_argument("--retries", type=int, required=True)
-    job_work = client_command(
-        job_commands, "work", cmd_jobs_work, "a demo worker: complete jobs of a type"
+    throw.add_argument("key", type=int, metavar="KEY")
+    throw.add_argument("--code", required=True, help="the error code (errorCode)")
+    throw.add_argument("--message", default="", help="what happened")
+    retries = _client_command(
+        jobs, "retries", cmd_jobs_retries, "set a job's retries", RETRIES_EXAMPLES
     )
-    job_work.add_argument("type", metavar="TYPE")
-    job_work.add_argument("--vars", help="variables every completion sets (JSON object)")
-    job_work.add_argument("--count", type=int, help="stop after this many jobs")
-    job_work.add_argument("--duration", type=float, help="stop after this many seconds")
+    retries.add_argument("key", type=int, metavar="KEY")
+    retries.add_argument("--retries", type=int, required=True)
+    work = _client_command(
+        jobs, "work", cmd_jobs_work, "a demo worker: complete jobs of a type", WORK_EXAMPLES
+    )
+    work.add_argument("type", metavar="TYPE")
+    work.add_argument("--vars", help="variables every completion sets (JSON object)")
+    work.add_argument("--count", type=int, help="stop after this many jobs")
+    work.add_argument("--duration", type=float, help="stop after this many seconds")
 
-    publish = client_command(commands, "publish", cmd_publish, "publish a message")
+    publish = _client_command(
+        commands, "publish", cmd_publish, "publish a message", PUBLISH_EXAMPLES
+    )
     publish.add_argument("name", metavar="NAME", help="the message name")
     publish.add_argument("--correlation-key", required=True, metavar="KEY")
     publish.add_argument("--vars", help="message variables as a JSON object")
@@ -248,14 +318,17 @@ def register(commands: Any, add: AddCommand) -> None:
         help="wait for the engine and print where the message went",
     )
 
-    from engine.cli_analytics import register_incidents_list
-
-    incidents = commands.add_parser(
+    incidents, actions = add_group(
+        commands,
         "incidents",
-        help="list open incidents (from `partita analytics`) or resolve one",
+        "list open incidents (from `partita analytics`) or resolve one",
+        examples=INCIDENTS_EPILOG,
+        dest="incidents_command",
+        required=False,
         description="Without an action: list the open incidents (as `list`).",
     )
-    incident_commands = incidents.add_subparsers(dest="incidents_command", metavar="ACTION")
-    register_incidents_list(incidents, incident_commands)
-    resolve = client_command(incident_commands, "resolve", cmd_incidents_resolve, "resolve one")
+    register_incidents_list(incidents, actions)
+    resolve = _client_command(
+        actions, "resolve", cmd_incidents_resolve, "resolve one", RESOLVE_EXAMPLES
+    )
     resolve.add_argument("key", type=int, metavar="KEY")

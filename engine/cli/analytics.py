@@ -17,18 +17,18 @@ import os
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from engine.cli.common import Subcommands, add_command, build_config, progress
+from engine.config import Config, KafkaRole
 from engine.errors import PartitaError
+from engine.log.security import kafka_access
 
 if TYPE_CHECKING:
     from engine.analytics.app import AnalyticsSettings
-    from engine.config import Config
-
-AddCommand = Callable[..., argparse.ArgumentParser]
 
 DEFAULT_PORT = 6066
 DEFAULT_HOST = "127.0.0.1"
@@ -88,9 +88,8 @@ resolving sends a RESOLVE command to the engine.
 
 def cmd_analytics(args: argparse.Namespace) -> int:
     from engine.analytics.app import run
-    from engine.cli import _config, _progress
 
-    config = _config(args)
+    config = build_config(args)
     settings = analytics_settings(config, args, os.environ)
     print(
         f"Analytics of {settings.log_topic} at {config.bootstrap}: {settings.url}"
@@ -99,12 +98,12 @@ def cmd_analytics(args: argparse.Namespace) -> int:
         flush=True,
     )
     if settings.token is None and settings.bind not in ("127.0.0.1", "localhost", "::1"):
-        _progress(
+        progress(
             f"Note: the analytics page listens on {settings.bind} without a token; anyone who"
             f" reaches the port can read it. Set {TOKEN_VARIABLE} to require one."
         )
     if settings.group not in config.downstream_groups:
-        _progress(
+        progress(
             f"Note: PARTITA_DOWNSTREAM_GROUPS does not list {settings.group}; engine workers may"
             " truncate log records before the analytics have read them."
         )
@@ -117,8 +116,6 @@ def analytics_settings(
     """The analytics' settings from the config, the flags and the environment (flags win)."""
     from engine.analytics.app import AnalyticsSettings
     from engine.analytics.web_token import check_token
-    from engine.config import KafkaRole
-    from engine.log.security import kafka_access
 
     token = args.token or env.get(TOKEN_VARIABLE) or None
     return AnalyticsSettings(
@@ -291,33 +288,31 @@ def _add_query_flags(parser: argparse.ArgumentParser, *, in_subcommand: bool = F
     )
 
 
-def register_incidents_list(incidents: argparse.ArgumentParser, actions: Any) -> None:
+def register_incidents_list(incidents: argparse.ArgumentParser, actions: Subcommands) -> None:
     """Make `partita incidents` (no action) and `partita incidents list` list open incidents."""
-    incidents.formatter_class = argparse.RawDescriptionHelpFormatter
-    incidents.epilog = INCIDENTS_EPILOG
     _add_query_flags(incidents)
     incidents.set_defaults(func=cmd_incidents_list)
-    listing = actions.add_parser(
+    listing = add_command(
+        actions,
         "list",
-        help="list open incidents (from `partita analytics`)",
+        cmd_incidents_list,
+        "list open incidents (from `partita analytics`)",
         description="List the open incidents the running analytics know.",
-        epilog=INCIDENTS_EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        examples=INCIDENTS_EPILOG,
+        cluster=False,
     )
     _add_query_flags(listing, in_subcommand=True)
-    listing.set_defaults(func=cmd_incidents_list)
 
 
-def register(commands: Any, add: AddCommand) -> None:
-    """Add the analytics commands to the `partita` parser (`add` is the CLI's helper)."""
-    analytics = add(
+def register(commands: Subcommands) -> None:
+    """Add `partita analytics` and `partita instances`."""
+    analytics = add_command(
         commands,
         "analytics",
         cmd_analytics,
         "run the analytics: fold the log's events into tables, serve JSON and a live page",
+        examples=ANALYTICS_EPILOG,
     )
-    analytics.formatter_class = argparse.RawDescriptionHelpFormatter
-    analytics.epilog = ANALYTICS_EPILOG
     analytics.add_argument(
         "--port",
         dest="web_port",  # not `port`: that is the local broker's port in the shared Config
@@ -348,15 +343,16 @@ def register(commands: Any, add: AddCommand) -> None:
         "--log-level", default="warning", choices=["debug", "info", "warning", "error"]
     )
 
-    instances = commands.add_parser(
+    instances = add_command(
+        commands,
         "instances",
-        help="list process instances with their state (from `partita analytics`)",
+        cmd_instances,
+        "list process instances with their state (from `partita analytics`)",
         description="List active and recently ended process instances, newest first, as the"
         " running analytics know them.",
-        epilog=INSTANCES_EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        examples=INSTANCES_EPILOG,
+        cluster=False,
     )
     _add_query_flags(instances)
     instances.add_argument("--state", choices=STATES, help="only instances in this state")
     instances.add_argument("--limit", type=int, default=20, help="at most this many (default: 20)")
-    instances.set_defaults(func=cmd_instances)

@@ -3,75 +3,96 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
+import json
 from pathlib import Path
 from typing import Any
 
+from engine.cli.common import Subcommands, add_command, add_group, build_config, progress
 from engine.config import Config
 
-AddCommand = Callable[..., argparse.ArgumentParser]
+BENCH_EXAMPLES = """examples:
+  partita bench codec                  no broker needed
+  partita bench state                  no broker needed
+  partita bench e2e                    the engine end to end, on the local broker
+  partita bench recovery --instances 10000
 
+Each prints one JSON line of measured figures on stdout; progress goes to stderr.
+"""
 
-def _progress(message: str) -> None:
-    from engine.cli import _progress as progress
+CODEC_EXAMPLES = """examples:
+  partita bench codec
+  partita bench codec --rounds 31 --batch 10000
+"""
 
-    progress(message)
+STATE_EXAMPLES = """examples:
+  partita bench state
+  partita bench state --operations 1000000
+"""
 
+LOOP_EXAMPLES = """examples:
+  partita bench loop                       20000 commands on the local broker
+  partita bench loop --commands 100000 --bootstrap-servers kafka:9092
+"""
 
-def _config(args: argparse.Namespace) -> Config:
-    from engine.cli import _config as config
+RECOVERY_EXAMPLES = """examples:
+  partita bench recovery                   10,000 and then 100,000 in-flight instances
+  partita bench recovery --instances 1000,10000
+"""
 
-    return config(args)
+CORRELATION_EXAMPLES = """examples:
+  partita bench correlation                1000 waiting instances, 200 messages/s
+  partita bench correlation --instances 5000 --rate 1000
+
+Exit code 1 unless every waiting instance continued.
+"""
+
+E2E_EXAMPLES = """examples:
+  partita bench e2e                         both workloads, one partition
+  partita bench e2e --workload one-task --instances 20000 --rate 100
+  partita bench e2e --partitions 3          one engine worker owns all three (default 1)
+  partita bench e2e --workload one-task --rounds 2 \\
+      --compare-kafka-config .partita/kafka-secure/clients/admin.properties
+                                            plaintext vs SASL_SSL, alternating"""
 
 
 def cmd_bench_codec(args: argparse.Namespace) -> int:
-    import json
-
     from engine.bench import codec
 
-    _progress(f"Timing encode/decode: {args.rounds} rounds x {args.batch} records each...")
+    progress(f"Timing encode/decode: {args.rounds} rounds x {args.batch} records each...")
     print(json.dumps(codec.run(rounds=args.rounds, batch=args.batch)))
     return 0
 
 
 def cmd_bench_state(args: argparse.Namespace) -> int:
-    import json
-
     from engine.bench import state
 
-    _progress(f"Timing the state store with {args.operations} operations...")
+    progress(f"Timing the state store with {args.operations} operations...")
     print(json.dumps(state.run(operations=args.operations)))
     return 0
 
 
 def cmd_bench_recovery(args: argparse.Namespace) -> int:
-    import json
-
     from engine.bench import recovery
 
     sizes = [int(n) for n in str(args.instances).split(",") if n.strip()]
-    print(json.dumps(recovery.run(_config(args), sizes, _progress)))
+    print(json.dumps(recovery.run(build_config(args), sizes, progress)))
     return 0
 
 
 def cmd_bench_correlation(args: argparse.Namespace) -> int:
-    import json
-
     from engine.bench import correlation
 
-    config = _config(args)
-    result = correlation.run(config, instances=args.instances, rate=args.rate, progress=_progress)
+    config = build_config(args)
+    result = correlation.run(config, instances=args.instances, rate=args.rate, progress=progress)
     print(json.dumps(result))
     return 0 if result["continued"] == args.instances else 1
 
 
 def cmd_bench_loop(args: argparse.Namespace) -> int:
-    import json
-
     from engine.bench import loop
 
-    config = _config(args)
-    _progress(
+    config = build_config(args)
+    progress(
         f"Engine loop vs raw transactional loop, {args.commands} commands x"
         f" {loop.EVENTS_PER_COMMAND} events on one partition at {config.bootstrap}..."
     )
@@ -80,11 +101,9 @@ def cmd_bench_loop(args: argparse.Namespace) -> int:
 
 
 def cmd_bench_e2e(args: argparse.Namespace) -> int:
-    import json
-
     from engine.bench import e2e
 
-    config = _config(args)
+    config = build_config(args)
     workloads = ["one-task", "typical"] if args.workload == "both" else [args.workload]
     partitions = args.partitions or 1  # the cluster flag; one partition unless asked
     configs = {"main": config}
@@ -93,7 +112,7 @@ def cmd_bench_e2e(args: argparse.Namespace) -> int:
     runs: dict[str, list[dict[str, Any]]] = {name: [] for name in configs}
     for round_number in range(1, args.rounds + 1):
         for name, each in configs.items():
-            _progress(
+            progress(
                 f"End to end at {each.bootstrap} ({name}, round {round_number}/{args.rounds}):"
                 f" {', '.join(workloads)} on {partitions} partition(s); engine worker, job"
                 " worker and load generator in their own processes"
@@ -110,7 +129,7 @@ def cmd_bench_e2e(args: argparse.Namespace) -> int:
                     in_flight=args.in_flight,
                     job_concurrency=args.job_concurrency,
                     baseline_commands=args.baseline_commands,
-                    progress=_progress,
+                    progress=progress,
                 )
             )
     if len(configs) == 1 and args.rounds == 1:
@@ -120,45 +139,59 @@ def cmd_bench_e2e(args: argparse.Namespace) -> int:
     return 0
 
 
-def register(commands: Any, add: AddCommand) -> None:
-    """Add `bench` and its benchmarks to the `partita` parser (`add` is the CLI's helper)."""
-    bench = commands.add_parser("bench", help="benchmarks; each prints one JSON line")
-    bench_commands = bench.add_subparsers(dest="bench_command", metavar="BENCH", required=True)
-    codec_bench = bench_commands.add_parser(
+def register(commands: Subcommands) -> None:
+    """Add `partita bench` and its benchmarks."""
+    _, benches = add_group(
+        commands,
+        "bench",
+        "benchmarks; each prints one JSON line",
+        examples=BENCH_EXAMPLES,
+        dest="bench_command",
+        metavar="BENCH",
+    )
+    codec_bench = add_command(
+        benches,
         "codec",
-        help="encode/decode microseconds per record (median)",
+        cmd_bench_codec,
+        "encode/decode microseconds per record (median)",
         description="Median encode and decode time per record of a typical job record and a"
         " process instance record, with the Avro single-object codec.",
+        examples=CODEC_EXAMPLES,
+        cluster=False,
     )
     codec_bench.add_argument("--rounds", type=int, default=15, help="rounds (default: 15)")
     codec_bench.add_argument(
         "--batch", type=int, default=2000, help="records per round (default: 2000)"
     )
-    codec_bench.set_defaults(func=cmd_bench_codec)
-    state_bench = bench_commands.add_parser(
+    state_bench = add_command(
+        benches,
         "state",
-        help="state store get/put/scan per second and commits of 1,000-op batches",
+        cmd_bench_state,
+        "state store get/put/scan per second and commits of 1,000-op batches",
         description="Throughput of the partition state store through the batch overlay.",
+        examples=STATE_EXAMPLES,
+        cluster=False,
     )
     state_bench.add_argument(
         "--operations", type=int, default=200_000, help="operations (default: 200000)"
     )
-    state_bench.set_defaults(func=cmd_bench_state)
-    loop_bench = add(
-        bench_commands,
+    loop_bench = add_command(
+        benches,
         "loop",
         cmd_bench_loop,
         "engine processing loop vs a raw transactional loop (needs Kafka)",
+        examples=LOOP_EXAMPLES,
         local=True,
     )
     loop_bench.add_argument(
         "--commands", type=int, default=20_000, help="commands to process (default: 20000)"
     )
-    recovery_bench = add(
-        bench_commands,
+    recovery_bench = add_command(
+        benches,
         "recovery",
         cmd_bench_recovery,
         "snapshot size and time, restore time, failover cold/warm/standby (needs Kafka)",
+        examples=RECOVERY_EXAMPLES,
         local=True,
     )
     recovery_bench.add_argument(
@@ -166,11 +199,12 @@ def register(commands: Any, add: AddCommand) -> None:
         default="10000,100000",
         help="in-flight instance counts, comma-separated (default: 10000,100000)",
     )
-    correlation_bench = add(
-        bench_commands,
+    correlation_bench = add_command(
+        benches,
         "correlation",
         cmd_bench_correlation,
         "publish -> waiting instance continues, latency percentiles (needs Kafka)",
+        examples=CORRELATION_EXAMPLES,
         local=True,
     )
     correlation_bench.add_argument(
@@ -179,23 +213,14 @@ def register(commands: Any, add: AddCommand) -> None:
     correlation_bench.add_argument(
         "--rate", type=float, default=200.0, help="messages per second (default: 200)"
     )
-    e2e_bench = add(
-        bench_commands,
+    e2e_bench = add_command(
+        benches,
         "e2e",
         cmd_bench_e2e,
         "the engine end to end: saturation, latency at a rate, CPU/RSS, replay, raw baseline",
+        examples=E2E_EXAMPLES,
         local=True,
     )
-    e2e_bench.epilog = (
-        "examples:\n"
-        "  partita bench e2e                         both workloads, one partition\n"
-        "  partita bench e2e --workload one-task --instances 20000 --rate 100\n"
-        "  partita bench e2e --partitions 3          one engine worker owns all three (default 1)\n"
-        "  partita bench e2e --workload one-task --rounds 2 \\\n"
-        "      --compare-kafka-config .partita/kafka-secure/clients/admin.properties\n"
-        "                                            plaintext vs SASL_SSL, alternating"
-    )
-    e2e_bench.formatter_class = argparse.RawDescriptionHelpFormatter
     e2e_bench.add_argument(
         "--workload",
         choices=["one-task", "typical", "both"],

@@ -6,25 +6,12 @@ import argparse
 import json
 import signal
 import threading
-from collections.abc import Callable
-from typing import Any
+from enum import Enum
 
-from engine.config import Config, KafkaRole
+from engine.cli.common import Subcommands, add_command, build_config, progress
+from engine.config import KafkaRole
 from engine.errors import PartitaError
-
-AddCommand = Callable[..., argparse.ArgumentParser]
-
-
-def _config(args: argparse.Namespace) -> Config:
-    from engine.cli import _config as config
-
-    return config(args)
-
-
-def _progress(message: str) -> None:
-    from engine.cli import _progress as progress
-
-    progress(message)
+from engine.log.security import kafka_access
 
 
 def _stop_on_signals() -> threading.Event:
@@ -35,7 +22,7 @@ def _stop_on_signals() -> threading.Event:
     return stopping
 
 
-def _names(values: list[str] | None, enum: Any, what: str) -> list[str]:
+def _names(values: list[str] | None, enum: type[Enum], what: str) -> list[str]:
     names = [v.upper().replace("-", "_") for v in values or []]
     unknown = [n for n in names if n not in enum.__members__]
     if unknown:
@@ -58,7 +45,7 @@ def cmd_tail(args: argparse.Namespace) -> int:
     )
     stopping = _stop_on_signals()
     tail(
-        _config(args),
+        build_config(args),
         where,
         last=args.last,
         from_beginning=args.from_beginning,
@@ -72,7 +59,7 @@ def cmd_tail(args: argparse.Namespace) -> int:
 def cmd_status(args: argparse.Namespace) -> int:
     from engine.ops.status import collect, render
 
-    status = collect(_config(args))
+    status = collect(build_config(args))
     print(json.dumps(status.to_json()) if args.json else render(status))
     return 0
 
@@ -81,23 +68,23 @@ def cmd_export(args: argparse.Namespace) -> int:
     from engine.analytics.export import Exporter, export_group
     from engine.protocol.enums import ValueType
 
-    config = _config(args)
+    config = build_config(args)
     value_types = [ValueType[n] for n in _names(args.value_type, ValueType, "value type")]
     exporter = Exporter(
         config,
         value_types=value_types,
         name=args.name,
         skip_truncated=args.skip_truncated,
-        progress=_progress,
+        progress=progress,
     )
     group = export_group(config.namespace)
     if group not in config.downstream_groups:
-        _progress(
+        progress(
             f"note: {group} is not in PARTITA_DOWNSTREAM_GROUPS here; the engine workers need it"
             " there, or log truncation may delete records before they are exported"
         )
     what = "until the log's current end" if args.once else "until Ctrl-C"
-    _progress(f"Exporting {config.log_topic} events as JSON to {config.namespace}.export.* {what}")
+    progress(f"Exporting {config.log_topic} events as JSON to {config.namespace}.export.* {what}")
     stopping = _stop_on_signals()
     stats = exporter.run(once=args.once, stop=stopping.is_set)
     by_type = ", ".join(f"{n} {t}" for t, n in sorted(stats.by_value_type.items())) or "none"
@@ -124,7 +111,7 @@ def cmd_chaos(args: argparse.Namespace) -> int:
         snapshot_records=args.snapshot_records,
         truncate=not args.no_truncate,
     )
-    result = run(settings, _progress, keep=args.keep)
+    result = run(settings, progress, keep=args.keep)
     print(json.dumps({"chaos": True, **result}))
     return 0 if passed(result) else 1
 
@@ -132,12 +119,11 @@ def cmd_chaos(args: argparse.Namespace) -> int:
 def cmd_acls(args: argparse.Namespace) -> int:
     from engine.ops.acls import kafka_acls_commands, render_table, role_acls
 
-    config = _config(args)
+    config = build_config(args)
     role = KafkaRole(args.role)
     acls = role_acls(role, config, args.principal, args.job_types or ())
     if args.apply:
         from engine.log.admin import admin_client, wait_for_metadata
-        from engine.log.security import kafka_access
         from engine.ops.acls_apply import apply_acls
 
         access = kafka_access(config, KafkaRole.OPERATOR)
@@ -163,19 +149,19 @@ def cmd_acls(args: argparse.Namespace) -> int:
     return 0
 
 
-_TAIL_EXAMPLES = """examples:
+TAIL_EXAMPLES = """examples:
   partita tail                                   the last 10 records of each partition, then follow
   partita tail --value-type job --intent completed
   partita tail --key 2251799813685249 --from-beginning --no-follow   one instance's whole story
   partita tail --record-type command_rejection   only rejections, with their reasons
 """
 
-_STATUS_EXAMPLES = """examples:
+STATUS_EXAMPLES = """examples:
   partita status                       partitions, owners, lag, snapshots as tables
   partita status --json | jq .groups   the same as one JSON document
 """
 
-_EXPORT_EXAMPLES = """examples:
+EXPORT_EXAMPLES = """examples:
   partita export                         run until Ctrl-C, resuming where the last run stopped
   partita export --once                  export up to the log's current end, then exit
   partita export --value-type process-instance --value-type incident
@@ -185,7 +171,7 @@ process instance key, exactly once: read them with isolation.level=read_committe
 <ns>.export in the engine workers' PARTITA_DOWNSTREAM_GROUPS so truncation waits for it.
 """
 
-_ACLS_EXAMPLES = """examples:
+ACLS_EXAMPLES = """examples:
   partita acls --role engine --principal User:engine        the engine's ACLs as a table
   partita acls --role job-worker --principal User:billing --job-type charge-card
   partita acls --role client --principal User:shop --format kafka-acls > client-acls.sh
@@ -200,7 +186,7 @@ ACLs (Alter on the cluster: a cluster administrator); kafka-acls commands read a
 an administrator's client properties. See docs/security.md.
 """
 
-_CHAOS_EXAMPLES = """examples:
+CHAOS_EXAMPLES = """examples:
   partita chaos                                   60 s at 20 instances/s, a fault every 5 s
   partita chaos --duration 1800 --fault-every 10  the long run
   partita chaos --hostile-rate 5                  5 hostile records/s to <ns>.commands
@@ -216,17 +202,15 @@ no reply reached the log or another namespace, and every partition replays to th
 """
 
 
-def register(commands: Any, add: AddCommand) -> None:
-    """Add the operator commands to the `partita` parser (`add` is the CLI's helper)."""
-
-    def with_examples(parser: argparse.ArgumentParser, examples: str) -> argparse.ArgumentParser:
-        parser.epilog = examples
-        parser.formatter_class = argparse.RawDescriptionHelpFormatter
-        return parser
-
-    tail = with_examples(
-        add(commands, "tail", cmd_tail, "a readable live view of the log", local=True),
-        _TAIL_EXAMPLES,
+def register(commands: Subcommands) -> None:
+    """Add the operator commands: tail, status, export, acls and chaos."""
+    tail = add_command(
+        commands,
+        "tail",
+        cmd_tail,
+        "a readable live view of the log",
+        examples=TAIL_EXAMPLES,
+        local=True,
     )
     tail.add_argument(
         "--partition", type=int, action="append", metavar="N", help="only partition N (repeatable)"
@@ -247,27 +231,23 @@ def register(commands: Any, add: AddCommand) -> None:
         "--no-follow", action="store_true", help="stop at the end instead of waiting for more"
     )
 
-    status = with_examples(
-        add(
-            commands,
-            "status",
-            cmd_status,
-            "partitions, their owners, consumer lag and snapshot ages",
-            local=True,
-        ),
-        _STATUS_EXAMPLES,
+    status = add_command(
+        commands,
+        "status",
+        cmd_status,
+        "partitions, their owners, consumer lag and snapshot ages",
+        examples=STATUS_EXAMPLES,
+        local=True,
     )
     status.add_argument("--json", action="store_true", help="print one JSON document")
 
-    export = with_examples(
-        add(
-            commands,
-            "export",
-            cmd_export,
-            "re-publish the log's events as JSON, one topic per value type, exactly once",
-            local=True,
-        ),
-        _EXPORT_EXAMPLES,
+    export = add_command(
+        commands,
+        "export",
+        cmd_export,
+        "re-publish the log's events as JSON, one topic per value type, exactly once",
+        examples=EXPORT_EXAMPLES,
+        local=True,
     )
     export.add_argument(
         "--value-type", action="append", metavar="TYPE", help="only these value types"
@@ -283,9 +263,12 @@ def register(commands: Any, add: AddCommand) -> None:
         help="go on when the log was truncated past the last exported record (a gap)",
     )
 
-    acls = with_examples(
-        add(commands, "acls", cmd_acls, "the Kafka ACLs a role needs; --apply creates them"),
-        _ACLS_EXAMPLES,
+    acls = add_command(
+        commands,
+        "acls",
+        cmd_acls,
+        "the Kafka ACLs a role needs; --apply creates them",
+        examples=ACLS_EXAMPLES,
     )
     acls.add_argument(
         "--role",
@@ -313,14 +296,16 @@ def register(commands: Any, add: AddCommand) -> None:
         "--apply", action="store_true", help="create the missing ACLs through the admin API"
     )
 
-    chaos = commands.add_parser(
+    chaos = add_command(
+        commands,
         "chaos",
-        help="load while workers and the broker fail, then check the log (own broker)",
+        cmd_chaos,
+        "load while workers and the broker fail, then check the log (own broker)",
         description="Sustained load while engine workers are killed, frozen, added and"
         " removed and the broker restarts; then checks from the log that every instance"
         " completed exactly once and replay matches. Prints one JSON line.",
-        epilog=_CHAOS_EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        examples=CHAOS_EXAMPLES,
+        cluster=False,
     )
     chaos.add_argument("--duration", type=float, default=60.0, help="seconds of load (60)")
     chaos.add_argument("--rate", type=float, default=20.0, help="instances per second (20)")
@@ -342,4 +327,3 @@ def register(commands: Any, add: AddCommand) -> None:
         "--no-truncate", action="store_true", help="workers keep the whole log (PARTITA_TRUNCATE)"
     )
     chaos.add_argument("--keep", action="store_true", help="keep the logs and data")
-    chaos.set_defaults(func=cmd_chaos)

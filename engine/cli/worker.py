@@ -1,0 +1,128 @@
+"""`partita worker` (a partition worker: join the engine group and process the log) and
+`partita verify-replay` (rebuild each partition's state from the log and compare digests)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+
+from engine.cli.common import Subcommands, add_command, build_config, progress
+from engine.config import KafkaRole
+from engine.log.security import kafka_access
+
+BUILTIN_ENGINE = "engine.processing.builtin:build_engine"
+
+WORKER_EXAMPLES = """examples:
+  partita worker                                  the built-in engine, local broker
+  KAFKA_BOOTSTRAP_SERVERS=kafka:9092 PARTITA_NAMESPACE=orders partita worker
+  PARTITA_DOWNSTREAM_GROUPS=partita.analytics,partita.export partita worker
+  partita worker --max-commands-in-batch 500 --log-level debug
+
+Run as many as you like: the group <ns>.engine spreads the log's partitions over them.
+Ctrl-C or SIGTERM stops it after the running batch. See docs/worker.md.
+"""
+
+VERIFY_EXAMPLES = """examples:
+  partita verify-replay                     every partition; exit code 1 if one differs
+  partita verify-replay --partition 2
+  partita verify-replay --engine mypackage.engine:build_engine   with your own appliers
+"""
+
+
+def cmd_worker(args: argparse.Namespace) -> int:
+    from engine.stream.worker import Worker, load_engine
+
+    logging.basicConfig(
+        level=getattr(logging, args.log_level.upper()),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    config = build_config(args)
+    worker = Worker(
+        config, load_engine(args.engine), max_commands_in_batch=args.max_commands_in_batch
+    )
+    worker.install_signal_handlers()
+    progress(
+        f"Worker joining group {config.namespace}.engine on {config.log_topic} at"
+        f" {config.bootstrap} (state in {config.home / 'state' / config.namespace})"
+    )
+    worker.run()
+    progress("Worker stopped.")
+    return 0
+
+
+def cmd_verify_replay(args: argparse.Namespace) -> int:
+    from engine.log.admin import admin_client
+    from engine.stream.errors import UnappliableRecordError
+    from engine.stream.verify import verify_replay
+    from engine.stream.worker import load_engine
+
+    config = build_config(args)
+    engine = load_engine(args.engine)
+    if args.partition is not None:
+        partitions = [args.partition]
+    else:
+        operator = kafka_access(config, KafkaRole.OPERATOR)
+        topic = admin_client(operator).list_topics(config.log_topic, timeout=30)
+        partitions = sorted(topic.topics[config.log_topic].partitions)
+    different = 0
+    for partition in partitions:
+        try:
+            result = verify_replay(config, engine, partition)
+        except UnappliableRecordError as error:  # say so, and check the other partitions
+            print(f"partition {partition}: STOPPED: {error}")
+            different += 1
+            continue
+        verdict = "equal" if result.equal else "DIFFERENT"
+        print(
+            f"partition {partition}: live {result.live_digest[:16]} replayed"
+            f" {result.replayed_digest[:16]} at position {result.position}"
+            f" ({result.events} events): {verdict}"
+        )
+        different += not result.equal
+    return 1 if different else 0
+
+
+def register_verify_replay(commands: Subcommands) -> None:
+    """Add `partita verify-replay`."""
+    verify = add_command(
+        commands,
+        "verify-replay",
+        cmd_verify_replay,
+        "rebuild partition state from the log and compare its digest with the live store",
+        examples=VERIFY_EXAMPLES,
+        local=True,
+    )
+    verify.add_argument("--partition", type=int, help="only this partition (default: all)")
+    verify.add_argument(
+        "--engine",
+        default=BUILTIN_ENGINE,
+        metavar="MODULE:FUNCTION",
+        help="factory of the appliers to replay with (default: the built-in engine)",
+    )
+
+
+def register_worker(commands: Subcommands) -> None:
+    """Add `partita worker` (last in `partita --help`, hence apart from verify-replay)."""
+    worker = add_command(
+        commands,
+        "worker",
+        cmd_worker,
+        "run a partition worker: join the engine group and process the log's commands",
+        examples=WORKER_EXAMPLES,
+        local=True,
+    )
+    worker.add_argument(
+        "--engine",
+        default=BUILTIN_ENGINE,
+        metavar="MODULE:FUNCTION",
+        help="factory of the processors and appliers to run (default: the built-in engine)",
+    )
+    worker.add_argument(
+        "--max-commands-in-batch",
+        type=int,
+        default=100,
+        help="commands (a command and its follow-ups) processed per batch (default: 100)",
+    )
+    worker.add_argument(
+        "--log-level", default="info", choices=["debug", "info", "warning", "error"]
+    )
