@@ -18,6 +18,7 @@ import pytest
 from confluent_kafka import KafkaError, Message, Producer
 
 from engine.config import Config, KafkaRole
+from engine.log.clients import new_consumer
 from engine.log.security import KafkaAccess, kafka_access
 from engine.ops import chaos_log
 from engine.ops.chaos_log import Findings, LogTracker, uncommitted_offsets
@@ -128,10 +129,9 @@ def test_a_tracker_that_saw_aborted_records_reports_the_zombies_events_twice(
     see aborted transactions, the zombie's event (same source command, intent and key as the
     committed one) is counted twice and the run reports a duplicate."""
     config, offsets = doctored
-    made = chaos_log.new_consumer
 
     def reading_uncommitted(access: KafkaAccess, settings: dict[str, Any]) -> Any:
-        return made(access, {**settings, "isolation.level": "read_uncommitted"})
+        return new_consumer(access, {**settings, "isolation.level": "read_uncommitted"})
 
     monkeypatch.setattr(chaos_log, "new_consumer", reading_uncommitted)
     found = _track(config, records=3)
