@@ -4,8 +4,9 @@ With standbys on (`PARTITA_STANDBY=true`), a worker keeps the state store of eve
 it does not own up to date by applying that partition's EVENTs as they are committed (a
 read_committed, assign-only consumer; events only, as replay does). The store is the one a
 task would open, so when the partition moves here the task finds its state current and
-replays only the last few records. A standby whose store is empty or older than the log start
-starts from the newest snapshot. Taking a partition over closes its standby first (RocksDB
+replays only the last few records. The store is opened under the rules every reader of the log
+follows (`engine.stream.restorer`: a snapshot when it is empty, older than the log start, or
+from another log). Taking a partition over closes its standby first (RocksDB
 allows one owner of a store).
 
 A standby that meets an event it cannot apply (UnappliableRecordError: the body does not
@@ -18,7 +19,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import shutil
 from pathlib import Path
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
@@ -28,11 +28,11 @@ from engine.log.security import KafkaAccess
 from engine.processing import Engine
 from engine.protocol.codec import RecordCodec
 from engine.protocol.keys import partition_id_of_kafka
-from engine.snapshots import restore as restore_snapshot
-from engine.state import KeyGenerator, PartitionDb
+from engine.state import KeyGenerator
 from engine.state.db import LAST_APPLIED_POSITION
 from engine.stream.errors import UnappliableRecordError
 from engine.stream.replay import APPLIED, SKIPPED, apply_logged
+from engine.stream.restorer import Mode, Restorer
 from engine.stream.skips import SkipList, from_env
 
 _LOG = logging.getLogger("partita.standby")
@@ -61,15 +61,14 @@ class Standby:
         self.skipped = (from_env() if skips is None else skips).offsets(partition)
         self.stopped: UnappliableRecordError | None = None
         self.consumer: Consumer = clients.restore_consumer(access, namespace, partition)
+        restorer = Restorer(access, namespace, topic, partition, engine, codec, Mode.STANDBY, skips)
+        try:
+            self.db = restorer.open(path, self.consumer).db
+        except Exception:
+            self.consumer.close()
+            raise
         tp = TopicPartition(topic, partition)
         log_start, _ = self.consumer.get_watermark_offsets(tp, timeout=30, cached=False)
-        self.db = PartitionDb.open_current(path)
-        applied = self.db.position(LAST_APPLIED_POSITION)
-        if applied < 0 or applied + 1 < log_start:  # empty or too old: a snapshot first
-            self.db.close()
-            if restore_snapshot(access, namespace, partition, path, not_before=log_start) is None:
-                shutil.rmtree(path, ignore_errors=True)
-            self.db = PartitionDb.open_current(path)
         self.keys = KeyGenerator(self.db, partition_id_of_kafka(partition))
         start = max(self.db.position(LAST_APPLIED_POSITION) + 1, log_start)
         self.consumer.assign([TopicPartition(topic, partition, start)])

@@ -16,7 +16,6 @@ from __future__ import annotations
 import contextlib
 import enum
 import logging
-import shutil
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -30,18 +29,17 @@ from engine.processing import Engine, ProcessingOutput
 from engine.processing.context import DEFAULT_MESSAGE_TTL_MS
 from engine.processing.job_push import JobPush
 from engine.protocol.codec import RecordCodec
-from engine.protocol.keys import partition_id_of_kafka
 from engine.protocol.records import Record
-from engine.snapshots import Manifest, SnapshotError, SnapshotSettings, Snapshotter
-from engine.snapshots import restore as restore_snapshot
-from engine.state import KeyGenerator, PartitionDb
-from engine.state.db import LAST_APPLIED_POSITION, LAST_INGRESS_POSITION, LAST_PROCESSED_POSITION
+from engine.snapshots import Manifest, SnapshotSettings, Snapshotter
+from engine.state import PartitionDb
+from engine.state.db import LAST_INGRESS_POSITION, LAST_PROCESSED_POSITION
 from engine.stream import counters
 from engine.stream.backpressure import Backpressure
-from engine.stream.errors import AbortedBatchError, LogTruncatedError, UnappliableRecordError
+from engine.stream.errors import AbortedBatchError, UnappliableRecordError
 from engine.stream.processing import ProcessingStateMachine
-from engine.stream.replay import ReplayResult, ReplayStateMachine
+from engine.stream.replay import ReplayResult
 from engine.stream.replies import ReplyRoutes
+from engine.stream.restorer import Mode, Restorer
 from engine.stream.skips import from_env as skips_from_env
 from engine.stream.stopped import commit_stopped
 from engine.stream.stopped import decode as decode_stopped
@@ -56,6 +54,21 @@ class TaskState(enum.Enum):
     PROCESSING = "processing"
     STOPPED = "stopped"
     CLOSED = "closed"
+
+
+_TRANSITIONS: dict[TaskState, frozenset[TaskState]] = {
+    TaskState.CREATED: frozenset({TaskState.OPENING, TaskState.CLOSED}),
+    TaskState.OPENING: frozenset({TaskState.REPLAYING, TaskState.CLOSED}),
+    TaskState.REPLAYING: frozenset({TaskState.PROCESSING, TaskState.STOPPED, TaskState.CLOSED}),
+    TaskState.PROCESSING: frozenset({TaskState.STOPPED, TaskState.CLOSED}),
+    TaskState.STOPPED: frozenset({TaskState.CLOSED}),
+    TaskState.CLOSED: frozenset(),
+}
+"""Where each state may go next; any other move is a bug (IllegalTaskStateError)."""
+
+
+class IllegalTaskStateError(RuntimeError):
+    """A task was asked to move between states its lifecycle does not connect."""
 
 
 def state_dir(home: Path, namespace: str, partition: int) -> Path:
@@ -119,12 +132,20 @@ class PartitionTask:
     def __repr__(self) -> str:
         return f"PartitionTask({self.topic}/{self.partition}, {self.state.value})"
 
+    def _move(self, state: TaskState) -> None:
+        if state not in _TRANSITIONS[self.state]:
+            raise IllegalTaskStateError(
+                f"partition {self.partition}: a task cannot go from {self.state.name} to"
+                f" {state.name}"
+            )
+        self.state = state
+
     def fence(self) -> None:
         """OPENING: open the store and fence the previous owner (`init_transactions` aborts
         its open batch and makes its producer unusable). Safe to run for several tasks in
         parallel threads."""
         self._started = time.monotonic()
-        self.state = TaskState.OPENING
+        self._move(TaskState.OPENING)
         self.db = PartitionDb.open_current(state_dir(self.home, self.namespace, self.partition))
         self.producer = clients.transactional_producer(self.access, self.namespace, self.partition)
         self.producer.init_transactions(60)
@@ -134,33 +155,26 @@ class PartitionTask:
         if self.state is TaskState.CREATED:
             self.fence()
         assert self.db is not None
-        self.state = TaskState.REPLAYING
+        self._move(TaskState.REPLAYING)
         restore = clients.restore_consumer(self.access, self.namespace, self.partition)
+        restorer = Restorer(
+            self.access,
+            self.namespace,
+            self.topic,
+            self.partition,
+            self.engine,
+            self.codec,
+            Mode.ACTIVE,
+            self.skips,
+        )
+        path = state_dir(self.home, self.namespace, self.partition)
+        db, self.db = self.db, None
         try:
-            for attempt in (1, 2):
-                self._restore_if_needed(restore)
-                assert self.db is not None
-                keys = KeyGenerator(self.db, partition_id_of_kafka(self.partition))
-                try:
-                    self.replay = ReplayStateMachine(
-                        restore,
-                        self.topic,
-                        self.partition,
-                        self.engine,
-                        self.codec,
-                        self.db,
-                        keys,
-                        skips=self.skips,
-                    ).run()
-                    break
-                except LogTruncatedError as truncated:  # truncated since the check: restore
-                    if attempt == 2:
-                        raise
-                    _LOG.warning(
-                        "partition %d: %s; restoring a snapshot", self.partition, truncated
-                    )
-                    self.db.rollback()
+            opened, keys, self.replay = restorer.replay(path, restore, db=db)
+            self.db, self.restored = opened.db, opened.manifest
         except UnappliableRecordError as error:
+            assert restorer.opened is not None
+            self.db = restorer.opened.db  # still open, its last replay chunk uncommitted
             self._stop(error)
             return
         finally:
@@ -203,7 +217,7 @@ class PartitionTask:
                 work_dir=self.home / "snapshots" / self.namespace / f"partition-{self.partition}",
                 settings=self.snapshot_settings,
             )
-        self.state = TaskState.PROCESSING
+        self._move(TaskState.PROCESSING)
         _LOG.info(
             "partition %d: processing from log offset %d and ingress offset %d (replayed %d"
             " events, opened in %.2f s)",
@@ -221,7 +235,7 @@ class PartitionTask:
         self.db.rollback()
         self._resume = self._resume_offsets()
         self.stopped = error
-        self.state = TaskState.STOPPED
+        self._move(TaskState.STOPPED)
         _LOG.error("partition %d: STOPPED: %s", self.partition, error)
         try:
             commit_stopped(
@@ -286,56 +300,6 @@ class PartitionTask:
                 )
             resumed.append(max(group, store, 0))
         return resumed[0], resumed[1]
-
-    def _restore_if_needed(self, consumer: Consumer) -> None:
-        """A store that is empty, that ends before the log now starts (truncated since), or
-        that reaches past the log's end (the topic was recreated) is replaced by the newest
-        snapshot that verifies, or rebuilt from the log."""
-        assert self.db is not None
-        tp = TopicPartition(self.topic, self.partition)
-        log_start, log_end = consumer.get_watermark_offsets(tp, timeout=30, cached=False)
-        applied = self.db.position(LAST_APPLIED_POSITION)
-        processed = self.db.position(LAST_PROCESSED_POSITION)
-        has_state = max(applied, processed) >= 0
-        if max(applied, processed) >= log_end:
-            _LOG.warning(
-                "partition %d: local state reaches offset %d but the log ends at %d: it belongs"
-                " to another log (the topic was recreated); rebuilding it",
-                self.partition,
-                max(applied, processed),
-                log_end,
-            )
-        elif processed >= 0 and applied + 1 >= log_start:
-            return  # local state is current enough: replay the tail
-        path = state_dir(self.home, self.namespace, self.partition)
-        self.db.close()
-        self.db = None
-        manifest = restore_snapshot(
-            self.access,
-            self.namespace,
-            self.partition,
-            path,
-            not_before=log_start,
-            up_to=log_end - 1,  # a snapshot past the log's end is from another log
-        )
-        if manifest is None and log_start > 0:
-            shutil.rmtree(path, ignore_errors=True)
-            raise SnapshotError(
-                f"partition {self.partition}: the log starts at offset {log_start} and no"
-                " snapshot reaches it; the state cannot be rebuilt (restore the snapshots topic"
-                " or reset the namespace)"
-            )
-        if manifest is None and has_state:
-            shutil.rmtree(path, ignore_errors=True)  # stale local state: rebuild from the log
-        self.db = PartitionDb.open_current(path)
-        self.restored = manifest
-        if manifest is not None:
-            _LOG.info(
-                "partition %d: restored snapshot %s (processed position %d)",
-                self.partition,
-                manifest.snapshot_id,
-                manifest.processed_position,
-            )
 
     def maybe_snapshot(self) -> None:
         """Between batches: start a snapshot when one is due; after one uploaded, truncate
@@ -416,7 +380,7 @@ class PartitionTask:
         """Discard uncommitted changes and release the store and the producer."""
         if self.state is TaskState.CLOSED:
             return
-        self.state = TaskState.CLOSED
+        self._move(TaskState.CLOSED)
         if self.snapshotter is not None:
             self.snapshotter.close()
         if self.db is not None:

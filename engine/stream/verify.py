@@ -17,19 +17,15 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from confluent_kafka import TopicPartition
-
 from engine.config import Config, KafkaRole
 from engine.errors import PartitaError
 from engine.log import clients
 from engine.log.security import kafka_access
 from engine.processing import Engine
 from engine.protocol.codec import RecordCodec
-from engine.protocol.keys import partition_id_of_kafka
-from engine.snapshots import restore as restore_snapshot
-from engine.state import KeyGenerator, PartitionDb
+from engine.state import PartitionDb
 from engine.state.db import LAST_APPLIED_POSITION
-from engine.stream.replay import ReplayStateMachine
+from engine.stream.restorer import Mode, Restorer
 from engine.stream.skips import SkipList
 from engine.stream.task import state_dir
 
@@ -62,43 +58,22 @@ def verify_replay(
         position = live.position(LAST_APPLIED_POSITION)
         live_digest = live.digest()
     scratch = Path(tempfile.mkdtemp(prefix=f"partita-verify-{partition}-"))
+    restorer = Restorer(
+        access,
+        config.namespace,
+        config.log_topic,
+        partition,
+        engine,
+        RecordCodec(),
+        Mode.VERIFY,
+        skips,
+    )
+    consumer = clients.restore_consumer(access, config.namespace, partition)
     try:
-        watcher = clients.restore_consumer(access, config.namespace, partition)
-        try:
-            tp = TopicPartition(config.log_topic, partition)
-            log_start, _ = watcher.get_watermark_offsets(tp, timeout=30, cached=False)
-        finally:
-            watcher.close()
-        if log_start > 0:  # truncated: start from a snapshot, replay the rest
-            manifest = restore_snapshot(
-                access,
-                config.namespace,
-                partition,
-                scratch / "replayed",
-                not_before=log_start,
-                up_to=position,
-            )
-            if manifest is None:
-                raise PartitaError(
-                    f"partition {partition}: the log starts at {log_start} and no snapshot"
-                    f" up to position {position} reaches it"
-                )
-        with PartitionDb(scratch / "replayed") as fresh:
-            keys = KeyGenerator(fresh, partition_id_of_kafka(partition))
-            consumer = clients.restore_consumer(access, config.namespace, partition)
-            try:
-                result = ReplayStateMachine(
-                    consumer,
-                    config.log_topic,
-                    partition,
-                    engine,
-                    RecordCodec(),
-                    fresh,
-                    keys,
-                    skips=skips,
-                ).run(until=position)
-            finally:
-                consumer.close()
-            return Verification(partition, position, live_digest, fresh.digest(), result.events)
+        opened, _keys, result = restorer.replay(scratch / "replayed", consumer, until=position)
+        return Verification(partition, position, live_digest, opened.db.digest(), result.events)
     finally:
+        consumer.close()
+        if restorer.opened is not None:
+            restorer.opened.db.close()
         shutil.rmtree(scratch, ignore_errors=True)

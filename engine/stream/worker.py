@@ -33,7 +33,7 @@ from engine.log.security import kafka_access
 from engine.processing import Engine
 from engine.processing.job_push import JobPush
 from engine.protocol.codec import RecordCodec
-from engine.snapshots import SnapshotSettings
+from engine.snapshots import SnapshotError, SnapshotSettings
 from engine.stream.backpressure import Backpressure
 from engine.stream.errors import AbortedBatchError, TaskFencedError
 from engine.stream.replies import ReplyRoutes
@@ -82,6 +82,7 @@ class Worker:
         self.job_topic_refresh_s = job_topic_refresh_s
         self._next_job_topic_refresh = 0.0
         self.standbys: dict[int, Standby] = {}
+        self._no_standby: set[int] = set()
         self.replies = ReplyRoutes(config.allowed_reply_topics)
         self.backpressure = Backpressure(config.backpressure_lag, 0, config.commands_topic)
         self.access = kafka_access(config, KafkaRole.ENGINE)
@@ -245,15 +246,21 @@ class Worker:
         for partition in range(self.partition_count):
             if partition in self.tasks or partition in self.standbys:
                 continue
-            self.standbys[partition] = Standby(
-                access=self.access,
-                namespace=self.config.namespace,
-                topic=self.config.log_topic,
-                partition=partition,
-                path=state_dir(self.config.home, self.config.namespace, partition),
-                engine=self.engine,
-                codec=self.codec,
-            )
+            if partition in self._no_standby:
+                continue
+            try:
+                self.standbys[partition] = Standby(
+                    access=self.access,
+                    namespace=self.config.namespace,
+                    topic=self.config.log_topic,
+                    partition=partition,
+                    path=state_dir(self.config.home, self.config.namespace, partition),
+                    engine=self.engine,
+                    codec=self.codec,
+                )
+            except SnapshotError as error:  # its owner cannot rebuild it either: say so once
+                self._no_standby.add(partition)
+                _LOG.error("no standby for partition %d: %s", partition, error)
         for standby in self.standbys.values():
             standby.catch_up()
 

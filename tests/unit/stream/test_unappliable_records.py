@@ -19,6 +19,7 @@ from engine.protocol.records import event
 from engine.protocol.values import JobBatchValue, JobValue, VariableValue
 from engine.state import KeyGenerator, PartitionDb
 from engine.state.db import LAST_APPLIED_POSITION
+from engine.stream import restorer as restorer_module
 from engine.stream import standby as standby_module
 from engine.stream import verify as verify_module
 from engine.stream.errors import UnappliableRecordError
@@ -133,7 +134,7 @@ def _standby(
     monkeypatch.setattr(
         standby_module.clients, "restore_consumer", lambda *_: MemoryConsumer(kafka)
     )
-    monkeypatch.setattr(standby_module, "restore_snapshot", lambda *_, **__: None)
+    monkeypatch.setattr(restorer_module, "restore_snapshot", lambda *_, **__: None)
     return Standby(
         access=KafkaAccess("unused:9092", KafkaRole.ENGINE),
         namespace="mem",
