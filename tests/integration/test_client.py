@@ -3,6 +3,8 @@ jobs, cancel, and readable rejections."""
 
 from __future__ import annotations
 
+import json
+import re
 import threading
 import uuid
 from collections.abc import Iterator
@@ -14,11 +16,21 @@ from engine.cli import main
 from engine.client import Client, CommandRejectedError
 from engine.config import Config
 from engine.protocol.enums import RejectionType
-from tests.integration.workers import BUILTIN_ENGINE, WorkerProcess, create_topics
+from engine.protocol.intents import JobIntent, ProcessInstanceCreationIntent, ProcessInstanceIntent
+from engine.protocol.keys import kafka_partition_of_key
+from engine.protocol.records import Record
+from tests.integration.workers import (
+    BUILTIN_ENGINE,
+    WorkerProcess,
+    create_topics,
+    read_log,
+    wait_until,
+)
 
 pytestmark = pytest.mark.kafka
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "bpmn"
+ELEMENT_COMPLETED = ProcessInstanceIntent.ELEMENT_COMPLETED
 
 
 @pytest.fixture(scope="module")
@@ -48,15 +60,35 @@ def running(
 def test_deploy_create_and_work_from_the_cli(
     running: tuple[Config, list[str]], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    _, flags = running
+    """What the CLI says happened is what the log holds: the instance it names was created with
+    the given variables, its job completed with the worker's variables, and it completed."""
+    config, flags = running
     assert main(["deploy", str(FIXTURES / "one-task.bpmn"), *flags]) == 0
     assert "one-task version 1 key " in capsys.readouterr().out
     assert main(["deploy", str(FIXTURES / "one-task.bpmn"), *flags]) == 0
     assert "(unchanged: an identical resource is deployed)" in capsys.readouterr().out
     assert main(["create", "one-task", "--vars", '{"orderId": 7}', *flags]) == 0
-    assert "version 1 created" in capsys.readouterr().out
+    said = re.fullmatch(r"instance (\d+) of one-task version 1 created\n", capsys.readouterr().out)
+    assert said is not None
+    instance = int(said.group(1))
     assert main(["jobs", "work", "work", "--count", "1", "--vars", '{"done": true}', *flags]) == 0
     assert "1 jobs of type work completed" in capsys.readouterr().out
+
+    def of_instance() -> list[Record]:
+        log = read_log(config).partitions[kafka_partition_of_key(instance)]
+        return [r for r in log if getattr(r.value, "process_instance_key", None) == instance]
+
+    wait_until(
+        lambda: any(r.key == instance and r.intent is ELEMENT_COMPLETED for r in of_instance()),
+        30,
+        f"instance {instance} to complete",
+    )
+    records = of_instance()
+    (created,) = [r for r in records if r.intent is ProcessInstanceCreationIntent.CREATED]
+    assert json.loads(created.value.variables) == {"orderId": 7}
+    (job,) = [r for r in records if r.intent is JobIntent.COMPLETED]
+    assert json.loads(job.value.variables) == {"done": True}
+    assert [r.key for r in records if r.intent is ELEMENT_COMPLETED][-1] == instance
 
 
 def test_create_and_await_the_result_while_a_worker_completes_the_job(

@@ -6,7 +6,9 @@ import json
 
 import pytest
 
+from engine.bench.codec import typical_records
 from engine.cli import main
+from engine.protocol.codec import RecordCodec
 
 
 def test_bench_codec_prints_encode_and_decode_figures(capsys: pytest.CaptureFixture[str]) -> None:
@@ -14,7 +16,11 @@ def test_bench_codec_prints_encode_and_decode_figures(capsys: pytest.CaptureFixt
     (line,) = capsys.readouterr().out.splitlines()
     figures = json.loads(line)
     assert set(figures["encode_us"]) == set(figures["decode_us"]) == {"job", "process_instance"}
-    assert all(v > 0 for v in figures["encode_us"].values())
+    assert all(v > 0 for v in [*figures["encode_us"].values(), *figures["decode_us"].values()])
+    # the sizes it reports are those of the very records it timed, encoded as the log holds them
+    codec = RecordCodec()
+    assert figures["bytes"] == {n: len(codec.encode(r)) for n, r in typical_records().items()}
+    assert (figures["rounds"], figures["batch"]) == (3, 50)
 
 
 def test_bench_state_prints_store_figures(capsys: pytest.CaptureFixture[str]) -> None:
