@@ -266,10 +266,34 @@ def test_the_broker_has_a_login_for_every_mechanism_of_every_listener(secrets: P
     assert 'username="broker"' in inter_broker and "user_broker=" in inter_broker
     assert settings["sasl.mechanism.inter.broker.protocol"] == "PLAIN"
     assert settings["ssl.keystore.location"] == "/mnt/shared/config/broker.p12"
-    assert (secrets / "kafka" / "broker.p12").stat().st_size > 0
+    _assert_broker_keystore(secrets / "kafka", generated["ssl.keystore.password"])
     admin = read_properties(secrets / "kafka" / "admin.properties", "admin.properties")
     assert admin["ssl.truststore.location"] == "/mnt/shared/config/ca.pem"
     assert f'password="{_plain_password(inter_broker, "admin")}"' in admin["sasl.jaas.config"]
+
+
+def _assert_broker_keystore(folder: Path, password: str) -> None:
+    """broker.p12 opens with the password server.properties gives the broker and holds the
+    broker's key, its certificate signed by the CA whose certificate is ca.pem (what every
+    client trusts)."""
+
+    def keytool(*args: str) -> str:
+        store = ["-keystore", str(folder / "broker.p12"), "-storetype", "PKCS12"]
+        run = subprocess.run(
+            ["keytool", *args, *store, "-storepass", password],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert run.returncode == 0, run.stdout + run.stderr
+        return run.stdout
+
+    listing = keytool("-list", "-v", "-alias", "broker")
+    assert "Entry type: PrivateKeyEntry" in listing
+    assert "Certificate chain length: 2" in listing
+    assert "Owner: CN=kafka\nIssuer: CN=Partita compose CA\n" in listing
+    ca = keytool("-exportcert", "-rfc", "-alias", "ca")
+    assert ca.split() == (folder / "ca.pem").read_text().split()
 
 
 def _plain_password(jaas: str, user: str) -> str:
