@@ -46,7 +46,6 @@ def test_short_chaos_run_loses_and_duplicates_nothing() -> None:
     assert summary["lost"] == 0, summary
     assert summary["duplicated"] == 0, summary
     assert summary["replay"] == "equal", summary
-    assert summary["aborted_records_visible"] == 0, summary
     assert summary["truncated_records"] > 0, summary  # the log start moved during the run
     hostile = summary["hostile"]
     assert hostile["sent"] >= 20, summary

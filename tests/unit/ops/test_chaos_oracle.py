@@ -276,7 +276,6 @@ def _clean_result() -> dict[str, Any]:
     return {
         "lost": 0,
         "duplicated": 0,
-        "aborted_records_visible": 0,
         "hostile": {"sent": 3, "rejected": 3},
         "replies_on_log": 0,
         "records_in_other_namespace": 0,
@@ -289,7 +288,6 @@ def _clean_result() -> dict[str, Any]:
     [
         ("lost", 1),
         ("duplicated", 1),
-        ("aborted_records_visible", 1),
         ("hostile", {"sent": 3, "rejected": 2}),
         ("replies_on_log", 1),
         ("records_in_other_namespace", 1),
