@@ -10,15 +10,15 @@ from engine.processing import (
     events,
     incidents,
     instances,
-    job_activation,
-    job_push,
-    jobs,
     messages,
     process_subscriptions,
     timers,
     variables,
 )
 from engine.processing.engine import Engine
+from engine.processing.job import appliers as job_appliers
+from engine.processing.job import processors as job_processors
+from engine.processing.job import push as job_push
 
 
 def build_engine() -> Engine:
@@ -29,11 +29,11 @@ def build_engine() -> Engine:
     instances.register(engine)
     creation.register(engine)
     element.register(engine)
-    jobs.register(engine)
+    engine.install(job_processors.handlers)
+    engine.install(job_appliers.handlers)
     incidents.register(engine)
     variables.register(engine)
-    job_activation.register(engine)
-    job_push.register(engine)
+    engine.install(job_push.handlers)
     messages.register(engine)
     process_subscriptions.register(engine)
     timers.register(engine)

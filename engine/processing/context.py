@@ -4,17 +4,20 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 from engine import __version__
 from engine.processing.awaiting import AwaitedResults
 from engine.processing.engine import Engine
-from engine.processing.job_push import JobPush
 from engine.protocol.enums import RecordType, RejectionType
 from engine.protocol.headers import Headers, ReplyTo
 from engine.protocol.intents import Intent
 from engine.protocol.records import NO_KEY, Record, command
 from engine.protocol.values import VALUE_TYPES, JobValue, RecordValue
 from engine.state import KeyGenerator, PartitionDb
+
+if TYPE_CHECKING:  # set by the stream layer; job.push reads it (and imports this module)
+    from engine.processing.job.push import JobPush
 
 DEFAULT_MESSAGE_TTL_MS = 300_000
 MAX_DEADLINE = 2**63 - 1

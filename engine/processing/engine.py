@@ -1,9 +1,10 @@
-"""The dispatch maps of the state machine."""
+"""The dispatch maps of the state machine, and `Handlers`, the decorators a module registers
+its processors, appliers and due-date checkers with."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, ClassVar, TypeVar
 
 from engine.protocol.enums import RecordType, ValueType
 from engine.protocol.intents import INTENTS_BY_VALUE_TYPE, Intent
@@ -32,6 +33,57 @@ AfterCommand = Callable[[Record, "ProcessingContext"], None]
 """Runs after each successful processor, inside the command's savepoint (e.g. job push)."""
 
 
+_P = TypeVar("_P", bound=Processor)
+_A = TypeVar("_A", bound=Applier)
+_C = TypeVar("_C", bound=DueDateChecker)
+_H = TypeVar("_H", bound=AfterCommand)
+
+
+class Handlers:
+    """The handlers one module defines, each registered by a decorator on its definition:
+
+        handlers = Handlers()
+
+        @handlers.processor(JobIntent.COMPLETE)
+        def complete(command: Record, ctx: ProcessingContext) -> None: ...
+
+    Nothing is registered until an engine build installs the module (`Engine.install`), in
+    the order of the definitions; the order of due-date checkers is the order they run in.
+    """
+
+    def __init__(self) -> None:
+        self.processors: list[tuple[Intent, Processor]] = []
+        self.appliers: list[tuple[Intent, Applier, int]] = []
+        self.due_date_checkers: list[DueDateChecker] = []
+        self.after_command_hooks: list[AfterCommand] = []
+
+    def processor(self, *intents: Intent) -> Callable[[_P], _P]:
+        """Register the decorated function as the processor of the commands `intents`."""
+
+        def register(function: _P) -> _P:
+            self.processors.extend((intent, function) for intent in intents)
+            return function
+
+        return register
+
+    def applier(self, *intents: Intent, version: int = 1) -> Callable[[_A], _A]:
+        """Register the decorated function as the applier of the events `intents`."""
+
+        def register(function: _A) -> _A:
+            self.appliers.extend((intent, function, version) for intent in intents)
+            return function
+
+        return register
+
+    def due_date_checker(self, function: _C) -> _C:
+        self.due_date_checkers.append(function)
+        return function
+
+    def after_command(self, function: _H) -> _H:
+        self.after_command_hooks.append(function)
+        return function
+
+
 def _value_type_of(intent: Intent) -> ValueType:
     for value_type, enum in INTENTS_BY_VALUE_TYPE.items():
         if type(intent) is enum:
@@ -50,6 +102,17 @@ class Engine:
         self.appliers: dict[tuple[ValueType, Intent, int], Applier] = {}
         self.due_date_checkers: list[DueDateChecker] = []
         self.after_command_hooks: list[AfterCommand] = []
+
+    def install(self, handlers: Handlers) -> None:
+        """Register every handler a module recorded in `handlers`."""
+        for intent, processor in handlers.processors:
+            self.processor(intent, processor)
+        for intent, applier, version in handlers.appliers:
+            self.applier(intent, applier, version)
+        for checker in handlers.due_date_checkers:
+            self.due_date_checker(checker)
+        for hook in handlers.after_command_hooks:
+            self.after_command(hook)
 
     def processor(self, intent: Intent, processor: Processor) -> None:
         """Register the processor of the command `intent`."""

@@ -9,10 +9,11 @@ element never became active, its completion otherwise.
 
 from __future__ import annotations
 
-from engine.processing import instances, job_state
+from engine.processing import instances
 from engine.processing.context import ProcessingContext, RejectionError
 from engine.processing.engine import Engine
-from engine.processing.job_state import JOBS
+from engine.processing.job import state as job_state
+from engine.processing.job.state import JOBS
 from engine.protocol.enums import ErrorType, RejectionType
 from engine.protocol.intents import IncidentIntent
 from engine.protocol.intents import ProcessInstanceIntent as Instance

@@ -9,7 +9,7 @@ from typing import Any
 from engine import __version__
 from engine.processing import events, instances
 from engine.processing.context import ProcessingContext, RejectionError
-from engine.processing.job_state import JOBS, job_value
+from engine.processing.job.state import JOBS, job_value
 from engine.protocol.enums import RecordType, RejectionType, ValueType
 from engine.protocol.intents import (
     JobIntent,

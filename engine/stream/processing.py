@@ -36,11 +36,12 @@ from typing import Any
 
 from confluent_kafka import Message, Producer, TopicPartition
 
-from engine.processing import Engine, ProcessingContext, ProcessingOutput, RejectionError, job_push
+from engine.processing import Engine, ProcessingContext, ProcessingOutput, RejectionError
 from engine.processing.awaiting import AwaitedResults
 from engine.processing.banning import is_banned
 from engine.processing.context import DEFAULT_MESSAGE_TTL_MS, HandOverError
-from engine.processing.job_push import JobPush
+from engine.processing.job import push as job_push
+from engine.processing.job.push import JobPush
 from engine.protocol.codec import RecordCodec
 from engine.protocol.enums import RecordType, RejectionType, ValueType
 from engine.protocol.errors import DecodeError, ProtocolError, RecordTooLargeError

@@ -27,7 +27,7 @@ from engine.log import clients
 from engine.log.security import KafkaAccess
 from engine.processing import Engine, ProcessingOutput
 from engine.processing.context import DEFAULT_MESSAGE_TTL_MS
-from engine.processing.job_push import JobPush
+from engine.processing.job.push import JobPush
 from engine.protocol.codec import RecordCodec
 from engine.protocol.records import Record
 from engine.snapshots import Manifest, SnapshotSettings, Snapshotter

@@ -31,7 +31,7 @@ from engine.log import clients
 from engine.log.admin import wait_for_metadata
 from engine.log.security import kafka_access
 from engine.processing import Engine
-from engine.processing.job_push import JobPush
+from engine.processing.job.push import JobPush
 from engine.protocol.codec import RecordCodec
 from engine.snapshots import SnapshotError, SnapshotSettings
 from engine.stream.backpressure import Backpressure

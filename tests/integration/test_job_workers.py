@@ -16,7 +16,7 @@ import pytest
 from engine.cli import main
 from engine.client import ActivatedJob, BpmnError, Client, JobWorker
 from engine.config import Config
-from engine.processing.job_push import PUSH_WORKER
+from engine.processing.job.state import PUSH_WORKER
 from engine.protocol.enums import ErrorType, RecordType
 from engine.protocol.intents import (
     IncidentIntent,

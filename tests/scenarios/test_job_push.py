@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from engine.processing.builtin import build_engine
-from engine.processing.job_push import PUSH_WORKER, JobPush
+from engine.processing.job.push import JobPush
+from engine.processing.job.state import PUSH_WORKER
 from engine.protocol.enums import RejectionType
 from engine.protocol.intents import DeploymentIntent, JobBatchIntent, JobIntent
 from engine.protocol.records import Record, command

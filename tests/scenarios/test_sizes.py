@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 
-from engine.processing.job_push import MAX_JOB_VARIABLES_BYTES
+from engine.processing.job.activation import MAX_JOB_VARIABLES_BYTES
 from engine.protocol.enums import ErrorType, RecordType, RejectionType
 from engine.protocol.headers import ReplyTo
 from engine.protocol.intents import (

@@ -19,7 +19,7 @@ from engine.log.admin import admin_client
 from engine.log.security import KafkaAccess
 from engine.log.topics import TopicSpec, apply_topics
 from engine.processing import Engine
-from engine.processing.job_push import JobPush
+from engine.processing.job.push import JobPush
 from engine.protocol.codec import PRODUCER_MAX_BYTES
 from engine.protocol.headers import CORRELATION_ID, ReplyTo, header, record_headers
 from engine.protocol.records import Record

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.processing import Engine
-from engine.processing.job_push import JobPush
+from engine.processing.job.push import JobPush
 from engine.protocol.codec import RecordCodec
 from engine.protocol.enums import RecordType
 from engine.protocol.headers import ReplyTo, record_headers

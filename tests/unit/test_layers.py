@@ -52,7 +52,6 @@ KNOWN_VIOLATIONS = {
     ("engine.bpmn.activities", "engine.protocol.enums"),
     # item 1: cycles between processing modules, broken by function-level imports
     ("engine.processing.events", "lazy engine.processing"),
-    ("engine.processing.job_push", "lazy engine.processing.incidents"),
     ("engine.processing.scopes", "lazy engine.processing.mappings"),
     ("engine.processing.scopes", "lazy engine.processing.termination"),
 }

@@ -11,28 +11,22 @@ deadline passes times out like a polled one and is pushed again.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
 
-from engine.processing import instances
-from engine.processing.job_state import (
+from engine.processing.context import ProcessingContext
+from engine.processing.engine import Handlers
+from engine.processing.job.activation import activated_job
+from engine.processing.job.state import (
     ACTIVATABLE,
-    JOBS,
+    PUSH_WORKER,
     activatable_count,
-    job_value,
     pushed_count,
 )
-from engine.protocol.enums import ErrorType
-from engine.protocol.intents import JobBatchIntent, JobIntent
+from engine.protocol.intents import JobBatchIntent
 from engine.protocol.records import Record
-from engine.protocol.values import JobBatchValue, JobValue
+from engine.protocol.values import JobBatchValue
 
-if TYPE_CHECKING:
-    from engine.processing.context import ProcessingContext
-    from engine.processing.engine import Engine
-
-PUSH_WORKER = "partita.push"
-"""The worker name of pushed activations (reserved: a poll may not use it)."""
+handlers = Handlers()
 
 DEFAULT_LIMIT = 256
 DEFAULT_TIMEOUT_MS = 300_000
@@ -47,40 +41,6 @@ class JobPush:
     limit: int = DEFAULT_LIMIT
     """Pushed, unfinished jobs per type and partition; the flow control of push."""
     timeout_ms: int = DEFAULT_TIMEOUT_MS
-
-
-MAX_JOB_VARIABLES_BYTES = 3 * 1024 * 1024
-"""The variables one activated job may carry: with the job's other fields and the record's
-envelope it must fit in one log record (engine.protocol.codec.DEFAULT_MAX_RECORD_BYTES)."""
-
-
-def activated_job(ctx: ProcessingContext, key: int, worker: str, deadline: int) -> JobValue | None:
-    """The job as a worker receives it: with the variables visible to its task. None when
-    those variables are too large to send: the job then fails with no retries and a
-    MESSAGE_SIZE_EXCEEDED incident (as in Zeebe) instead of blocking its type. Shrinking the
-    variables, updating the retries and resolving the incident activates it again."""
-    stored = ctx.state.column(JOBS).get(key)
-    assert stored is not None
-    encoded = instances.visible_variables_json(ctx.state, int(stored["elementInstanceKey"]))
-    size = len(encoded) if len(encoded) * 4 <= MAX_JOB_VARIABLES_BYTES else len(encoded.encode())
-    if size > MAX_JOB_VARIABLES_BYTES:
-        _fail_too_large(ctx, key, job_value(stored), size)
-        return None
-    return replace(job_value(stored), worker=worker, deadline=deadline, variables=encoded)
-
-
-def _fail_too_large(ctx: ProcessingContext, key: int, job: JobValue, size: int) -> None:
-    from engine.processing.incidents import job_incident  # incidents -> context -> here
-
-    message = (
-        f"job {key} cannot be activated: the variables visible to element {job.element_id!r}"
-        f" are {size} bytes, over the limit of {MAX_JOB_VARIABLES_BYTES} for one job. Make them"
-        " smaller (e.g. keep large payloads outside the process and pass references), then"
-        " update the job's retries and resolve this incident"
-    )
-    failed = replace(job, retries=0, error_message=message, variables="{}")
-    ctx.append_event(JobIntent.FAILED, failed, key)
-    job_incident(ctx, key, failed, ErrorType.MESSAGE_SIZE_EXCEEDED, message)
 
 
 def push(ctx: ProcessingContext, job_type: str) -> int:
@@ -119,6 +79,7 @@ def push(ctx: ProcessingContext, job_type: str) -> int:
     return pushed
 
 
+@handlers.after_command
 def after_command(_command: Record, ctx: ProcessingContext) -> None:
     """Runs after every command: push for the job types the command touched."""
     if ctx.job_push is None or not ctx.touched_job_types:
@@ -127,7 +88,3 @@ def after_command(_command: Record, ctx: ProcessingContext) -> None:
     ctx.touched_job_types.clear()
     for job_type in touched:
         push(ctx, job_type)
-
-
-def register(engine: Engine) -> None:
-    engine.after_command(after_command)

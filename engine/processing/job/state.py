@@ -25,6 +25,9 @@ BACKOFFS = ColumnFamilies.JOB_BACKOFF
 PUSHED = ColumnFamilies.JOB_PUSHED
 ACTIVATABLE_COUNT = ColumnFamilies.JOB_ACTIVATABLE_COUNT
 
+PUSH_WORKER = "partita.push"
+"""The worker name of pushed activations (reserved: a poll may not use it)."""
+
 ACTIVE_STATES = ("ACTIVATABLE", "ACTIVATED")
 """States in which a worker may complete, fail or throw an error for the job."""
 
