@@ -5,13 +5,16 @@ Banned instances live in state (column family `banned_instance`), so replay rest
 
 from __future__ import annotations
 
-from engine.processing.engine import Engine
+from engine.processing.engine import Engine, Handlers
 from engine.protocol.intents import ErrorIntent
 from engine.protocol.records import Record
 from engine.protocol.values import ErrorValue
 from engine.state import ColumnFamilies, PartitionDb
 
+handlers = Handlers()
 
+
+@handlers.applier(ErrorIntent.CREATED)
 def apply_error_created(record: Record, db: PartitionDb) -> None:
     value = record.value
     assert isinstance(value, ErrorValue)
@@ -26,4 +29,6 @@ def is_banned(db: PartitionDb, process_instance_key: int) -> bool:
 
 
 def register(engine: Engine) -> None:
-    engine.applier(ErrorIntent.CREATED, apply_error_created)
+    """Install the core every engine build needs (engines for tests and benchmarks that have
+    no rooms of their own install only this)."""
+    engine.install(handlers)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from engine.bpmn import BpmnValidationError, parse_bpmn
 from engine.processing.builtin import build_engine
-from engine.processing.deployment import processes_of
+from engine.processing.deployment.validation import processes_of
 from engine.protocol.intents import ProcessInstanceIntent
 from tests.conformance import corpus
 from tests.support.memory import MemoryEngine

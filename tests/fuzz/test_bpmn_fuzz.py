@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from engine.bpmn import BpmnValidationError, parse_bpmn
 from engine.bpmn.xml import MAX_BYTES, MAX_DEPTH, MAX_ELEMENTS
-from engine.processing.deployment import processes_of
+from engine.processing.deployment.validation import processes_of
 from tests.fuzz import fuzz_settings
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "bpmn"

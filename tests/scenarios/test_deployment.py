@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.processing import processes
+from engine.processing.deployment import state as deployment_state
 from engine.protocol.enums import RecordType, RejectionType
 from engine.protocol.intents import DeploymentIntent, ProcessIntent
 from engine.protocol.records import Record, command
@@ -47,7 +47,7 @@ def test_deploying_creates_version_1_on_every_partition(engine: MemoryEngine) ->
         DeploymentIntent.FULLY_DISTRIBUTED,
     ]
     for partition in range(3):
-        deployed = processes.latest(engine.dbs[partition], "order-process")
+        deployed = deployment_state.latest(engine.dbs[partition], "order-process")
         assert deployed is not None and deployed.key == meta.process_definition_key
         assert deployed.model(engine.dbs[partition]).element("charge").name == "Charge card"
     for partition in (1, 2):
@@ -70,7 +70,7 @@ def test_an_identical_redeploy_creates_no_version_a_changed_one_does(engine: Mem
         r for r in engine.results_of(0, changed) if r.intent is DeploymentIntent.CREATED
     ).value.processes_metadata
     assert (meta2.version, meta2.is_duplicate) == (2, False)
-    assert processes.latest(engine.dbs[2], "order-process").version == 2  # type: ignore[union-attr]
+    assert deployment_state.latest(engine.dbs[2], "order-process").version == 2  # type: ignore[union-attr]
 
 
 def test_invalid_resources_are_rejected_with_every_problem(engine: MemoryEngine) -> None:
@@ -86,7 +86,7 @@ def test_invalid_resources_are_rejected_with_every_problem(engine: MemoryEngine)
     assert "'notes.txt': only BPMN resources (.bpmn) can be deployed" in reason
     assert 'charge: a service task needs <zeebe:taskDefinition type="..."/>' in reason
     assert "Flow_ship: invalid expression '=orderPaid = = true'" in reason
-    assert processes.latest(engine.dbs[0], "order-process") is None
+    assert deployment_state.latest(engine.dbs[0], "order-process") is None
 
 
 def test_a_deployment_sent_to_another_partition_is_forwarded_to_partition_0(
@@ -98,7 +98,7 @@ def test_a_deployment_sent_to_another_partition_is_forwarded_to_partition_0(
         next(r.intent for r in engine.records(0) if r.record_type is RecordType.COMMAND)
         is DeploymentIntent.CREATE
     )
-    assert processes.latest(engine.dbs[1], "order-process") is not None
+    assert deployment_state.latest(engine.dbs[1], "order-process") is not None
 
 
 def test_an_xml_bomb_is_rejected_and_the_partition_goes_on(engine: MemoryEngine) -> None:

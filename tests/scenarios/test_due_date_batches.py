@@ -12,8 +12,8 @@ import pytest
 
 from engine.processing.builtin import build_engine
 from engine.processing.engine import MAX_DUE_COMMANDS
-from engine.processing.messages import expired_messages
-from engine.processing.timers import due_timers
+from engine.processing.message.processors import expired_messages
+from engine.processing.timer.processors import due_timers
 from engine.protocol.enums import RecordType
 from engine.protocol.intents import (
     MessageIntent,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.processing import instances
+from engine.processing.variable import state as variable_state
 from engine.protocol.enums import RejectionType
 from engine.protocol.intents import (
     JobIntent,
@@ -143,7 +143,7 @@ def test_message_start_events_follow_the_latest_version(engine: Any) -> None:
     ]
     (job,) = jobs_of(engine, first)
     assert job.value.type == "handle-order"
-    assert instances.local_variables(engine.dbs[0], first) == {"item": "book"}
+    assert variable_state.local_variables(engine.dbs[0], first) == {"item": "book"}
 
     again = publish(engine, "order-placed", "c-1", item="pen")
     assert again.intent is MessageIntent.PUBLISHED  # c-1 already has an active instance

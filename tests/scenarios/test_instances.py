@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from engine.processing import instances
 from engine.processing.builtin import build_engine
+from engine.processing.instance import state as instance_state
+from engine.processing.variable import state as variable_state
 from engine.protocol.enums import (
     ErrorType,
     RecordType,
@@ -83,8 +84,8 @@ def test_start_service_task_end_follows_zeebes_record_order(engine: MemoryEngine
         (VariableIntent.CREATED, "orderId", "42"),
         (VariableIntent.CREATED, "paid", "true"),
     ]
-    assert instances.instance(engine.dbs[0], instance) is None  # completed and removed
-    assert instances.local_variables(engine.dbs[0], instance) == {}
+    assert instance_state.instance(engine.dbs[0], instance) is None  # completed and removed
+    assert variable_state.local_variables(engine.dbs[0], instance) == {}
 
 
 def test_unknown_process_and_bad_variables_are_rejected(engine: MemoryEngine) -> None:
@@ -115,7 +116,7 @@ def test_exclusive_and_parallel_gateways_with_mappings(engine: MemoryEngine) -> 
     (charge,) = jobs_of(engine, instance)
     assert charge.value.type == "payment-service" and charge.value.retries == 5
     assert dict(charge.value.custom_headers) == {"method": "card"}
-    task_scope = instances.local_variables(engine.dbs[0], charge.value.element_instance_key)
+    task_scope = variable_state.local_variables(engine.dbs[0], charge.value.element_instance_key)
     assert task_scope == {"amount": 12.5}  # the input mapping, local to the task
     complete(engine, charge, paid=True)
 
@@ -184,8 +185,8 @@ def test_cancel_terminates_children_and_cancels_the_job(engine: MemoryEngine) ->
         ("PROCESS_INSTANCE", "ELEMENT_TERMINATED"),
     ]
     assert results[1].value.element_id == "charge" and results[2].key == charge.key
-    assert instances.instance(engine.dbs[0], instance) is None
-    assert instances.local_variables(engine.dbs[0], instance) == {}
+    assert instance_state.instance(engine.dbs[0], instance) is None
+    assert variable_state.local_variables(engine.dbs[0], instance) == {}
     (rejection,) = complete(engine, charge)  # the job went with the instance
     assert rejection.rejection_type is RejectionType.NOT_FOUND
 
@@ -218,11 +219,11 @@ def test_variable_documents_update_local_and_propagated(engine: MemoryEngine) ->
         if r.intent is VariableDocumentIntent.UPDATED
     ]
     assert updated.value.scope_key == task
-    assert instances.local_variables(engine.dbs[0], task) == {"amount": 5, "note": "x"}
+    assert variable_state.local_variables(engine.dbs[0], task) == {"amount": 5, "note": "x"}
     propagate = VariableDocumentValue(scope_key=task, variables='{"note": "y", "region": "eu"}')
     send(engine, command(VariableDocumentIntent.UPDATE, propagate))
-    assert instances.local_variables(engine.dbs[0], task)["note"] == "y"  # defined locally
-    assert instances.local_variables(engine.dbs[0], instance)["region"] == "eu"  # new: root
+    assert variable_state.local_variables(engine.dbs[0], task)["note"] == "y"  # defined locally
+    assert variable_state.local_variables(engine.dbs[0], instance)["region"] == "eu"  # new: root
     (missing,) = send(
         engine, command(VariableDocumentIntent.UPDATE, VariableDocumentValue(scope_key=12345))
     )

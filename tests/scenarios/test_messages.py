@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from engine.processing import instances
+from engine.processing.variable import state as variable_state
 from engine.protocol.enums import RecordType, RejectionType
 from engine.protocol.intents import (
     MessageIntent,
@@ -41,7 +41,7 @@ def test_a_message_completes_a_catch_event_then_a_receive_task(engine: Any) -> N
     assert reply.value.process_instance_key == instance
     assert ("paid", "ELEMENT_COMPLETED") in steps(engine, instance)
     assert ("confirm", "ELEMENT_ACTIVATED") in steps(engine, instance)
-    assert instances.local_variables(engine.dbs[0], instance)["amount"] == 10
+    assert variable_state.local_variables(engine.dbs[0], instance)["amount"] == 10
 
     publish(engine, "order-confirmed", "o-1", confirmedBy="ann", noise=1)
     assert steps(engine, instance)[-1] == ("wait-payment", "ELEMENT_COMPLETED")
@@ -122,7 +122,7 @@ def test_correlation_across_partitions(three: Any) -> None:
     reply = publish(three, "payment-received", key, amount=7)
     assert reply.partition_id == 3 and reply.intent is MessageSubscriptionIntent.CORRELATING
     assert ("paid", "ELEMENT_COMPLETED") in steps(three, instance)
-    assert instances.local_variables(three.dbs[0], instance)["amount"] == 7
+    assert variable_state.local_variables(three.dbs[0], instance)["amount"] == 7
     correlate = [
         r
         for r in three.records(0)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from engine.processing import instances
+from engine.processing.variable import state as variable_state
 from engine.protocol.enums import ErrorType
 from engine.protocol.intents import IncidentIntent, JobIntent, TimerIntent
 from engine.protocol.records import command
@@ -15,7 +15,7 @@ from tests.scenarios.helpers import all_events, complete, create, deploy, jobs_o
 
 
 def _variables(engine: Any, job: Any) -> dict[str, Any]:
-    return instances.visible_variables(engine.dbs[0], job.value.element_instance_key)
+    return variable_state.visible_variables(engine.dbs[0], job.value.element_instance_key)
 
 
 def test_parallel_instances_collect_their_output_in_order(engine: Any) -> None:

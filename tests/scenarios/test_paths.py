@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.processing import instances
+from engine.processing.instance import state as instance_state
 from engine.protocol.enums import ErrorType
 from engine.protocol.intents import DeploymentIntent, IncidentIntent, VariableDocumentIntent
 from engine.protocol.records import command
@@ -44,7 +44,7 @@ def test_parallel_branches_finishing_at_different_times_join_once(engine: Any) -
     assert steps.count(("join", "ELEMENT_ACTIVATING")) == 1
     assert ("medium", "ELEMENT_COMPLETED") in steps and ("big", "ELEMENT_ACTIVATING") not in steps
     assert steps[-1] == ("paths", "ELEMENT_COMPLETED")
-    assert instances.instance(engine.dbs[0], instance) is None
+    assert instance_state.instance(engine.dbs[0], instance) is None
 
 
 def test_no_true_condition_and_no_default_is_an_incident_until_variables_change(

@@ -8,7 +8,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from engine.processing import instances, queries
+from engine.processing.instance import queries
+from engine.processing.instance import state as instance_state
+from engine.processing.variable import state as variable_state
 from engine.protocol.enums import ErrorType, RejectionType
 from engine.protocol.intents import IncidentIntent, JobIntent, ProcessInstanceIntent
 from engine.protocol.records import command
@@ -50,9 +52,9 @@ def test_an_embedded_subprocess_has_its_own_scope(engine: Any) -> None:
         for r in engine.events(0)
         if r.intent is ProcessInstanceIntent.ELEMENT_ACTIVATED and r.value.element_id == "sub"
     )
-    assert instances.local_variables(engine.dbs[0], sub_key) == {"orderId": 7}
+    assert variable_state.local_variables(engine.dbs[0], sub_key) == {"orderId": 7}
     assert job.value.element_id == "inner"
-    inner = instances.instance(engine.dbs[0], job.value.element_instance_key)
+    inner = instance_state.instance(engine.dbs[0], job.value.element_instance_key)
     assert inner is not None and inner["flowScopeKey"] == sub_key
     complete(engine, job, subResult="ok")
     lifecycle = steps(engine, instance)
@@ -149,7 +151,7 @@ def test_a_call_activity_runs_a_child_instance_with_the_variables(engine: Any) -
     (job,) = _instance_jobs(engine, parent)
     child = job.value.process_instance_key
     assert child != parent
-    assert instances.local_variables(engine.dbs[0], child) == {"childId": "child", "x": 1}
+    assert variable_state.local_variables(engine.dbs[0], child) == {"childId": "child", "x": 1}
     (refused,) = send(
         engine,
         command(
@@ -163,7 +165,7 @@ def test_a_call_activity_runs_a_child_instance_with_the_variables(engine: Any) -
     complete(engine, job, y=2)
     assert steps(engine, child)[-1] == ("child", "ELEMENT_COMPLETED")
     assert steps(engine, parent)[-1] == ("parent", "ELEMENT_COMPLETED")
-    assert instances.local_variables(engine.dbs[0], parent) == {}  # completed and removed
+    assert variable_state.local_variables(engine.dbs[0], parent) == {}  # completed and removed
     ys = [r for r in engine.events(0) if r.value_type.name == "VARIABLE" and r.value.name == "y"]
     assert [(r.value.scope_key, json.loads(r.value.value)) for r in ys] == [(child, 2), (parent, 2)]
 
@@ -173,7 +175,7 @@ def test_only_mapped_variables_cross_a_strict_call_activity(engine: Any) -> None
     parent = create(engine, "parent-strict", x=5, secret="s")
     (job,) = _instance_jobs(engine, parent)
     child = job.value.process_instance_key
-    assert instances.local_variables(engine.dbs[0], child) == {"x": 5}
+    assert variable_state.local_variables(engine.dbs[0], child) == {"x": 5}
     complete(engine, job, y=9, noise=True)
     names = {
         r.value.name

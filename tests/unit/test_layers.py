@@ -50,10 +50,6 @@ KNOWN_VIOLATIONS = {
     ("engine.bpmn.parser", "engine.protocol.enums"),
     ("engine.bpmn.events", "engine.protocol.enums"),
     ("engine.bpmn.activities", "engine.protocol.enums"),
-    # item 1: cycles between processing modules, broken by function-level imports
-    ("engine.processing.events", "lazy engine.processing"),
-    ("engine.processing.scopes", "lazy engine.processing.mappings"),
-    ("engine.processing.scopes", "lazy engine.processing.termination"),
 }
 
 

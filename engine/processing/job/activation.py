@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from engine.processing import instances
+from engine.processing.behavior.incidents import job_incident
 from engine.processing.context import ProcessingContext
-from engine.processing.incidents import job_incident
 from engine.processing.job.state import JOBS, job_value
+from engine.processing.variable.state import visible_variables_json
 from engine.protocol.enums import ErrorType
 from engine.protocol.intents import JobIntent
 from engine.protocol.values import JobValue
@@ -25,7 +25,7 @@ def activated_job(ctx: ProcessingContext, key: int, worker: str, deadline: int) 
     variables, updating the retries and resolving the incident activates it again."""
     stored = ctx.state.column(JOBS).get(key)
     assert stored is not None
-    encoded = instances.visible_variables_json(ctx.state, int(stored["elementInstanceKey"]))
+    encoded = visible_variables_json(ctx.state, int(stored["elementInstanceKey"]))
     size = len(encoded) if len(encoded) * 4 <= MAX_JOB_VARIABLES_BYTES else len(encoded.encode())
     if size > MAX_JOB_VARIABLES_BYTES:
         _fail_too_large(ctx, key, job_value(stored), size)

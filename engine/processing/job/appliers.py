@@ -3,8 +3,8 @@ the indexes and per-type counters right."""
 
 from __future__ import annotations
 
-from engine.processing import instances
 from engine.processing.engine import Handlers
+from engine.processing.instance import state as instance_state
 from engine.processing.job import state as job_state
 from engine.processing.job.state import JOBS, PUSH_WORKER, stored_job
 from engine.protocol.intents import JobBatchIntent, JobIntent
@@ -20,9 +20,9 @@ def apply_created(record: Record, db: PartitionDb) -> None:
     value = record.value
     assert isinstance(value, JobValue)
     job_state.make_created(db, record.key, stored_job(value))
-    element = instances.instance(db, value.element_instance_key)
+    element = instance_state.instance(db, value.element_instance_key)
     if element is not None:
-        db.column(instances.INSTANCES).update(
+        db.column(instance_state.INSTANCES).update(
             value.element_instance_key, {**element, "jobKey": record.key}
         )
 

@@ -19,10 +19,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import replace
 
-from engine.processing import instances, scopes
+from engine.processing.behavior.errors import catch_error
+from engine.processing.behavior.incidents import job_incident
+from engine.processing.behavior.variables import propagate_variables, variables_document
 from engine.processing.context import MAX_DEADLINE, ProcessingContext, RejectionError
 from engine.processing.engine import MAX_DUE_COMMANDS, Handlers
-from engine.processing.incidents import job_incident
+from engine.processing.instance import state as instance_state
 from engine.processing.job import state as job_state
 from engine.processing.job.activation import MAX_JOB_VARIABLES_BYTES, activated_job
 from engine.processing.job.state import (
@@ -34,7 +36,6 @@ from engine.processing.job.state import (
     activatable_count,
     job_value,
 )
-from engine.processing.mappings import propagate_variables, variables_document
 from engine.protocol.enums import ErrorType, RejectionType
 from engine.protocol.intents import JobBatchIntent, JobIntent
 from engine.protocol.intents import ProcessInstanceIntent as Instance
@@ -75,10 +76,10 @@ def complete(command: Record, ctx: ProcessingContext) -> None:
     variables = variables_document(value.variables)
     job = replace(job_value(stored), variables=value.variables or "{}")
     ctx.append_event(JobIntent.COMPLETED, job, command.key, respond=True)
-    element = instances.instance(ctx.state, job.element_instance_key)
+    element = instance_state.instance(ctx.state, job.element_instance_key)
     if element is None:
         return
-    task = instances.value_of(element)
+    task = instance_state.value_of(element)
     propagate_variables(ctx, job.element_instance_key, variables, task)
     ctx.append_command(Instance.COMPLETE_ELEMENT, task, job.element_instance_key)
 
@@ -131,7 +132,7 @@ def throw_error(command: Record, ctx: ProcessingContext) -> None:
     )
     ctx.append_event(JobIntent.ERROR_THROWN, thrown, command.key, respond=True)
     variables = value.variables if value.variables not in ("", "{}") else "{}"
-    if scopes.catch_error(ctx, thrown.element_instance_key, value.error_code, variables):
+    if catch_error(ctx, thrown.element_instance_key, value.error_code, variables):
         return
     detail = f": {value.error_message}" if value.error_message else ""
     message = (

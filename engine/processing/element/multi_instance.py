@@ -21,10 +21,14 @@ from typing import Any
 
 from engine.bpmn import FlowNode, MultiInstance
 from engine.feel import FeelError, compile_expression
-from engine.processing import events, instances
+from engine.processing.behavior.expressions import ExpressionError
+from engine.processing.behavior.incidents import element_incident
+from engine.processing.behavior.subscriptions import evaluate, open_events
+from engine.processing.behavior.termination import terminate_element
+from engine.processing.behavior.variables import propagate_variables, set_variable
 from engine.processing.context import ProcessingContext
-from engine.processing.mappings import element_incident, propagate_variables, set_variable
-from engine.processing.termination import terminate_element
+from engine.processing.instance import state as instance_state
+from engine.processing.variable.state import variable_json, visible_variables
 from engine.protocol.enums import BpmnElementType, ErrorType
 from engine.protocol.intents import ProcessInstanceIntent as Instance
 from engine.protocol.values import ProcessInstanceValue
@@ -43,12 +47,12 @@ def is_inner(ctx: ProcessingContext, value: ProcessInstanceValue) -> bool:
     """Whether the element instance runs inside a multi-instance body."""
     if value.bpmn_element_type is BODY or value.flow_scope_key <= 0:
         return False
-    scope = instances.instance(ctx.state, value.flow_scope_key)
+    scope = instance_state.instance(ctx.state, value.flow_scope_key)
     return scope is not None and scope["elementType"] == BODY.name
 
 
 def _collection(ctx: ProcessingContext, loop: MultiInstance, key: int) -> list[Any]:
-    variables = instances.visible_variables(ctx.state, key)
+    variables = visible_variables(ctx.state, key)
     try:
         result = compile_expression(loop.input_collection).evaluate(variables)
     except FeelError as error:
@@ -70,21 +74,19 @@ def activate_body(
     assert loop is not None
     try:
         items = _collection(ctx, loop, key)
-        variables = instances.visible_variables(ctx.state, key)
-        openings = [
-            events.evaluate(e, variables, ctx.now) for e in process.boundary_events(element.id)
-        ]
+        variables = visible_variables(ctx.state, key)
+        openings = [evaluate(e, variables, ctx.now) for e in process.boundary_events(element.id)]
     except MultiInstanceError as error:
         element_incident(
             ctx, ErrorType.EXTRACT_VALUE_ERROR, f"{element.id}: {error.reason}", value, key
         )
         return
-    except events.EventError as error:
+    except ExpressionError as error:
         element_incident(ctx, ErrorType.EXTRACT_VALUE_ERROR, error.reason, value, key)
         return
     if loop.output_collection:
         set_variable(ctx, key, loop.output_collection, [None] * len(items), value)
-    events.open_events(ctx, openings, key, value)
+    open_events(ctx, openings, key, value)
     ctx.append_event(Instance.ELEMENT_ACTIVATED, value, key)
     if not items:
         ctx.append_command(Instance.COMPLETE_ELEMENT, value, key)
@@ -118,7 +120,7 @@ def _start_inner(
 
 
 def loop_counter(ctx: ProcessingContext, key: int) -> int:
-    text = instances.variable_json(ctx.state, key, LOOP_COUNTER)
+    text = variable_json(ctx.state, key, LOOP_COUNTER)
     return int(json.loads(text)) if text is not None else 0
 
 
@@ -132,23 +134,21 @@ def collect_output(
     if not loop.output_collection:
         return True
     try:
-        result = compile_expression(loop.output_element).evaluate(
-            instances.visible_variables(ctx.state, key)
-        )
+        result = compile_expression(loop.output_element).evaluate(visible_variables(ctx.state, key))
     except FeelError as error:
         reason = f"outputElement '{loop.output_element}': {error.reason}"
         element_incident(ctx, ErrorType.EXTRACT_VALUE_ERROR, f"{element.id}: {reason}", value, key)
         return False
     body_key = value.flow_scope_key
-    body = instances.instance(ctx.state, body_key)
+    body = instance_state.instance(ctx.state, body_key)
     assert body is not None
-    text = instances.variable_json(ctx.state, body_key, loop.output_collection)
+    text = variable_json(ctx.state, body_key, loop.output_collection)
     collected = json.loads(text) if text is not None else []
     index = loop_counter(ctx, key) - 1
     while len(collected) <= index:
         collected.append(None)
     collected[index] = result
-    set_variable(ctx, body_key, loop.output_collection, collected, instances.value_of(body))
+    set_variable(ctx, body_key, loop.output_collection, collected, instance_state.value_of(body))
     return True
 
 
@@ -159,10 +159,10 @@ def inner_completed(
     loop = element.multi_instance
     assert loop is not None
     body_key = value.flow_scope_key
-    body = instances.instance(ctx.state, body_key)
+    body = instance_state.instance(ctx.state, body_key)
     if body is None or body["state"] != Instance.ELEMENT_ACTIVATED.name:
         return
-    body_value = instances.value_of(body)
+    body_value = instance_state.value_of(body)
     try:
         items = _collection(ctx, loop, body_key)
     except MultiInstanceError as error:
@@ -174,13 +174,13 @@ def inner_completed(
             body_key,
         )
         return
-    active = instances.children(ctx.state, body_key)
+    active = instance_state.children(ctx.state, body_key)
     if loop.completion_condition:
         # While the body runs, inner instances only end by completing (a boundary event or a
         # met condition ends the body itself), so the counts follow from what was started.
         started = counter if loop.sequential else len(items)
         variables = {
-            **instances.visible_variables(ctx.state, body_key),
+            **visible_variables(ctx.state, body_key),
             "numberOfInstances": len(items),
             "numberOfActiveInstances": len(active),
             "numberOfCompletedInstances": started - len(active),
@@ -196,7 +196,7 @@ def inner_completed(
             return
         if done:
             for child in active:
-                stored = instances.instance(ctx.state, child)
+                stored = instance_state.instance(ctx.state, child)
                 if stored is not None:
                     terminate_element(ctx, child, stored)
             ctx.append_command(Instance.COMPLETE_ELEMENT, body_value, body_key)
@@ -215,6 +215,6 @@ def hand_over_output(
     assert loop is not None
     if not loop.output_collection:
         return
-    text = instances.variable_json(ctx.state, key, loop.output_collection)
+    text = variable_json(ctx.state, key, loop.output_collection)
     collected = json.loads(text) if text is not None else []
     propagate_variables(ctx, value.flow_scope_key, {loop.output_collection: collected}, value)

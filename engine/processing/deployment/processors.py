@@ -9,28 +9,30 @@ other partition inside the same transaction, so distribution is atomic with the 
 needs no retries; each partition writes the PROCESS CREATED events and DEPLOYMENT DISTRIBUTED,
 and partition 0 records FULLY_DISTRIBUTED at once. A client's creation can reach another
 partition before the distribution does (ingress and the log are two topics): that partition
-hands it to partition 0 (`creation._find`).
+hands it to partition 0 (`instance.creation`).
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
 
-from engine.bpmn import BpmnError, BpmnValidationError, EventNode, Problem, Process, parse_bpmn
-from engine.bpmn.schedule import ScheduleError, first_due
-from engine.feel import FeelSyntaxError, compile_expression
-from engine.processing import processes, start_events
+from engine.bpmn import BpmnError, Process
 from engine.processing.context import ProcessingContext, RejectionError
-from engine.processing.engine import Engine
+from engine.processing.deployment import start_events
+from engine.processing.deployment import state as deployment_state
+from engine.processing.deployment.validation import processes_of
+from engine.processing.engine import Handlers
 from engine.protocol.enums import RejectionType
 from engine.protocol.intents import DeploymentIntent, ProcessIntent
-from engine.protocol.intents import MessageStartEventSubscriptionIntent as StartSubscription
 from engine.protocol.records import Record
 from engine.protocol.values import DeploymentValue, ProcessMetadata, ProcessValue
+
+handlers = Handlers()
 
 _BPMN_SUFFIXES = (".bpmn", ".xml", ".bpmn20.xml")
 
 
+@handlers.processor(DeploymentIntent.CREATE)
 def create(command: Record, ctx: ProcessingContext) -> None:
     value = command.value
     assert isinstance(value, DeploymentValue)
@@ -55,9 +57,9 @@ def create(command: Record, ctx: ProcessingContext) -> None:
     deployment_key = ctx.keys.next_key()
     metadata: list[ProcessMetadata] = []
     for name, content, models in parsed:
-        digest = processes.checksum(content)
+        digest = deployment_state.checksum(content)
         for model in models:
-            latest = processes.latest(ctx.state, model.id)
+            latest = deployment_state.latest(ctx.state, model.id)
             if latest is not None and latest.checksum == digest.hex():
                 metadata.append(
                     ProcessMetadata(model.id, latest.version, latest.key, name, digest, True)
@@ -79,12 +81,13 @@ def create(command: Record, ctx: ProcessingContext) -> None:
     ctx.append_event(DeploymentIntent.FULLY_DISTRIBUTED, created, deployment_key)
 
 
+@handlers.processor(DeploymentIntent.DISTRIBUTE)
 def distribute(command: Record, ctx: ProcessingContext) -> None:
     value = command.value
     assert isinstance(value, DeploymentValue)
     resources = {r.resource_name: r.resource for r in value.resources}
     for meta in value.processes_metadata:
-        if meta.is_duplicate or processes.by_key(ctx.state, meta.process_definition_key):
+        if meta.is_duplicate or deployment_state.by_key(ctx.state, meta.process_definition_key):
             continue
         process = ProcessValue(
             meta.bpmn_process_id,
@@ -94,10 +97,10 @@ def distribute(command: Record, ctx: ProcessingContext) -> None:
             meta.checksum,
             resources[meta.resource_name],
         )
-        previous = processes.latest(ctx.state, meta.bpmn_process_id)
+        previous = deployment_state.latest(ctx.state, meta.bpmn_process_id)
         ctx.append_event(ProcessIntent.CREATED, process, meta.process_definition_key)
         if previous is None or previous.version < meta.version:
-            deployed = processes.by_key(ctx.state, meta.process_definition_key)
+            deployed = deployment_state.by_key(ctx.state, meta.process_definition_key)
             assert deployed is not None
             _started_events(ctx, deployed.key, deployed.model(ctx.state), previous)
     ctx.append_event(DeploymentIntent.DISTRIBUTED, value, command.key, respond=True)
@@ -107,44 +110,8 @@ def _started_events(
     ctx: ProcessingContext,
     key: int,
     model: Process,
-    previous: processes.DeployedProcess | None,
+    previous: deployment_state.DeployedProcess | None,
 ) -> None:
-    deployed = processes.by_key(ctx.state, key)
+    deployed = deployment_state.by_key(ctx.state, key)
     assert deployed is not None
     start_events.on_deployed(ctx, deployed, model, previous)
-
-
-def processes_of(resource: bytes, name: str) -> list[Process]:
-    """Parse and validate a BPMN resource, its FEEL expressions and static timer values
-    included, reporting every problem at once."""
-    models = parse_bpmn(resource, name, check_expression=_feel_problem)
-    problems = []
-    for model in models:
-        for element in model.elements.values():
-            timer = element.timer if isinstance(element, EventNode) else None
-            if timer is None or timer.expression.startswith("="):
-                continue
-            try:
-                first_due(timer.kind, timer.expression, 0)
-            except ScheduleError as error:
-                problems.append(Problem(element.id, str(error)))
-    if problems:
-        raise BpmnValidationError(name, problems)
-    return models
-
-
-def _feel_problem(text: str) -> str | None:
-    try:
-        compile_expression(text)
-    except FeelSyntaxError as error:
-        return error.reason
-    return None
-
-
-def register(engine: Engine) -> None:
-    engine.processor(DeploymentIntent.CREATE, create)
-    engine.processor(DeploymentIntent.DISTRIBUTE, distribute)
-    engine.applier(ProcessIntent.CREATED, processes.apply_process_created)
-    engine.applier(StartSubscription.CREATED, start_events.apply_created)
-    engine.applier(StartSubscription.DELETED, start_events.apply_deleted)
-    engine.applier(StartSubscription.CORRELATED, start_events.apply_correlated)

@@ -1,22 +1,29 @@
 """PROCESS_MESSAGE_SUBSCRIPTION CORRELATE: the message partition offers a message to an element
 instance waiting for it. Still waiting: PROCESS_MESSAGE_SUBSCRIPTION CORRELATED, the event is
-triggered (`events.trigger`) and MESSAGE_SUBSCRIPTION CORRELATE confirms it; no longer waiting
-(completed, terminated): a rejection, and MESSAGE_SUBSCRIPTION REJECT frees the message."""
+triggered (`behavior.triggers`) and MESSAGE_SUBSCRIPTION CORRELATE confirms it; no longer
+waiting (completed, terminated): a rejection, and MESSAGE_SUBSCRIPTION REJECT frees the
+message."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 
-from engine.processing import events, instances, processes
+from engine.processing.behavior.triggers import trigger
 from engine.processing.context import ProcessingContext
-from engine.processing.engine import Engine
+from engine.processing.deployment import state as deployment_state
+from engine.processing.engine import Handlers
+from engine.processing.instance import state as instance_state
+from engine.processing.message.state import PROCESS_SUBSCRIPTIONS, subscription_value
 from engine.protocol.enums import RejectionType
 from engine.protocol.intents import MessageSubscriptionIntent, ProcessMessageSubscriptionIntent
 from engine.protocol.intents import ProcessInstanceIntent as Instance
 from engine.protocol.records import Record
 from engine.protocol.values import MessageSubscriptionValue, ProcessMessageSubscriptionValue
 
+handlers = Handlers()
 
+
+@handlers.processor(ProcessMessageSubscriptionIntent.CORRELATE)
 def correlate(record: Record, ctx: ProcessingContext) -> None:
     value = record.value
     assert isinstance(value, ProcessMessageSubscriptionValue)
@@ -30,10 +37,10 @@ def correlate(record: Record, ctx: ProcessingContext) -> None:
         interrupting=value.interrupting,
         variables=value.variables,
     )
-    stored = ctx.state.column(events.SUBSCRIPTIONS).get(
+    stored = ctx.state.column(PROCESS_SUBSCRIPTIONS).get(
         (value.element_instance_key, value.message_name)
     )
-    owner = instances.instance(ctx.state, value.element_instance_key)
+    owner = instance_state.instance(ctx.state, value.element_instance_key)
     if (
         stored is None
         or stored["correlation_key"] != value.correlation_key
@@ -48,24 +55,18 @@ def correlate(record: Record, ctx: ProcessingContext) -> None:
         ctx.append_command(MessageSubscriptionIntent.REJECT, answer)
         return
     correlated = replace(
-        events.subscription_value(stored), message_key=value.message_key, variables=value.variables
+        subscription_value(stored), message_key=value.message_key, variables=value.variables
     )
     ctx.append_event(
         ProcessMessageSubscriptionIntent.CORRELATED, correlated, value.element_instance_key
     )
     ctx.append_command(MessageSubscriptionIntent.CORRELATE, answer)
-    deployed = processes.by_key(ctx.state, int(owner["processDefinitionKey"]))
+    deployed = deployment_state.by_key(ctx.state, int(owner["processDefinitionKey"]))
     assert deployed is not None
-    events.trigger(
+    trigger(
         ctx,
         deployed.model(ctx.state),
         value.element_instance_key,
         stored["element_id"],
         value.variables,
     )
-
-
-def register(engine: Engine) -> None:
-    engine.processor(ProcessMessageSubscriptionIntent.CORRELATE, correlate)
-    engine.applier(ProcessMessageSubscriptionIntent.CREATED, events.apply_subscription_created)
-    engine.applier(ProcessMessageSubscriptionIntent.DELETED, events.apply_subscription_deleted)

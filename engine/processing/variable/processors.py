@@ -6,33 +6,36 @@ it is already defined, nearest scope first, or creates it on the process instanc
 
 from __future__ import annotations
 
-from engine.processing import instances
+from engine.processing.behavior.variables import (
+    propagate_variables,
+    set_variable,
+    variables_document,
+)
 from engine.processing.context import ProcessingContext, RejectionError
-from engine.processing.engine import Engine
-from engine.processing.mappings import propagate_variables, set_variable, variables_document
+from engine.processing.engine import Handlers
+from engine.processing.instance import state as instance_state
 from engine.protocol.enums import RejectionType, VariableDocumentUpdateSemantic
 from engine.protocol.intents import VariableDocumentIntent
 from engine.protocol.records import Record
 from engine.protocol.values import VariableDocumentValue
 
+handlers = Handlers()
 
+
+@handlers.processor(VariableDocumentIntent.UPDATE)
 def update(command: Record, ctx: ProcessingContext) -> None:
     value = command.value
     assert isinstance(value, VariableDocumentValue)
-    scope = instances.instance(ctx.state, value.scope_key)
+    scope = instance_state.instance(ctx.state, value.scope_key)
     if scope is None:
         raise RejectionError(
             RejectionType.NOT_FOUND, f"no active element instance with key {value.scope_key}"
         )
     variables = variables_document(value.variables)
-    element = instances.value_of(scope)
+    element = instance_state.value_of(scope)
     if value.update_semantics is VariableDocumentUpdateSemantic.LOCAL:
         for name, result in variables.items():
             set_variable(ctx, value.scope_key, name, result, element)
     else:
         propagate_variables(ctx, value.scope_key, variables, element)
     ctx.append_event(VariableDocumentIntent.UPDATED, value, ctx.keys.next_key(), respond=True)
-
-
-def register(engine: Engine) -> None:
-    engine.processor(VariableDocumentIntent.UPDATE, update)

@@ -1,25 +1,32 @@
-"""PROCESS_INSTANCE_CREATION CREATE: start an instance of a deployed process.
+"""PROCESS_INSTANCE_CREATION CREATE and CREATE_WITH_AWAITING_RESULT: start an instance of a
+deployed process.
 
 The process is chosen by definition key, or by bpmnProcessId and version (-1: the latest).
 The instance gets a key, CREATED answers the request, the creation variables become VARIABLE
 CREATED events on the instance scope, and ACTIVATE_ELEMENT of the process follows in the batch.
+With CREATE_WITH_AWAITING_RESULT the answer waits until the instance ends
+(`behavior.results`). A creation that names a process this partition has not received yet is
+handed to partition 0, which deploys every process first.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
 
-from engine.processing import processes
+from engine.processing.behavior.variables import set_variable, variables_document
 from engine.processing.context import HandOverError, ProcessingContext, RejectionError
-from engine.processing.engine import Engine
-from engine.processing.mappings import set_variable, variables_document
+from engine.processing.deployment import state as deployment_state
+from engine.processing.engine import Handlers
 from engine.protocol.enums import BpmnElementType, RejectionType
 from engine.protocol.intents import ProcessInstanceCreationIntent as Creation
 from engine.protocol.intents import ProcessInstanceIntent as Instance
 from engine.protocol.records import Record
 from engine.protocol.values import ProcessInstanceCreationValue, ProcessInstanceValue
 
+handlers = Handlers()
 
+
+@handlers.processor(Creation.CREATE, Creation.CREATE_WITH_AWAITING_RESULT)
 def create(command: Record, ctx: ProcessingContext) -> None:
     value = command.value
     assert isinstance(value, ProcessInstanceCreationValue)
@@ -57,23 +64,20 @@ def create(command: Record, ctx: ProcessingContext) -> None:
     ctx.append_command(Instance.ACTIVATE_ELEMENT, process, key)
 
 
-def _find(ctx: ProcessingContext, value: ProcessInstanceCreationValue) -> processes.DeployedProcess:
+def _find(
+    ctx: ProcessingContext, value: ProcessInstanceCreationValue
+) -> deployment_state.DeployedProcess:
     if value.process_definition_key > 0:
-        found = processes.by_key(ctx.state, value.process_definition_key)
+        found = deployment_state.by_key(ctx.state, value.process_definition_key)
         what = f"process definition {value.process_definition_key}"
     elif value.version >= 0:
-        found = processes.by_version(ctx.state, value.bpmn_process_id, value.version)
+        found = deployment_state.by_version(ctx.state, value.bpmn_process_id, value.version)
         what = f"version {value.version} of process '{value.bpmn_process_id}'"
     else:
-        found = processes.latest(ctx.state, value.bpmn_process_id)
+        found = deployment_state.latest(ctx.state, value.bpmn_process_id)
         what = f"process '{value.bpmn_process_id}'"
     if found is None:
         if ctx.partition != 0:  # maybe deployed, its distribution not read here yet
             raise HandOverError(0, f"{what} is not known on partition {ctx.partition}")
         raise RejectionError(RejectionType.NOT_FOUND, f"{what} is not deployed")
     return found
-
-
-def register(engine: Engine) -> None:
-    engine.processor(Creation.CREATE, create)
-    engine.processor(Creation.CREATE_WITH_AWAITING_RESULT, create)

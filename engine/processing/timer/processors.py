@@ -1,4 +1,4 @@
-"""Timers: the due-date checker turns a due TIMER into TIMER TRIGGER; TRIGGERED fires the
+"""TIMER TRIGGER: the due-date checker turns a due timer into TRIGGER; TRIGGERED fires the
 event it belongs to (a catch event, a boundary event, an event-based gateway's branch, or a
 timer start event, which creates an instance), and a cycle with firings left schedules its
 next timer (start events and non-interrupting boundary events)."""
@@ -9,9 +9,14 @@ from collections.abc import Iterable
 
 from engine.bpmn import EventNode
 from engine.bpmn.schedule import ScheduleError, after, cycle
-from engine.processing import events, instances, processes, start_events
+from engine.processing.behavior.expressions import ExpressionError, text_of
+from engine.processing.behavior.triggers import start_instance, trigger
 from engine.processing.context import ProcessingContext, RejectionError
-from engine.processing.engine import MAX_DUE_COMMANDS, Engine
+from engine.processing.deployment import state as deployment_state
+from engine.processing.engine import MAX_DUE_COMMANDS, Handlers
+from engine.processing.instance import state as instance_state
+from engine.processing.timer.state import NO_OWNER, TIMER_DUE, TIMERS, timer_value
+from engine.processing.variable.state import visible_variables
 from engine.protocol.enums import RejectionType
 from engine.protocol.intents import ProcessInstanceIntent as Instance
 from engine.protocol.intents import TimerIntent
@@ -19,42 +24,35 @@ from engine.protocol.records import Record, command
 from engine.protocol.values import TimerValue
 from engine.state import PartitionDb
 
-
-def due_timers(db: PartitionDb, now: int) -> Iterable[Record]:
-    """The due-date checker: TRIGGER for the earliest timers due, at most MAX_DUE_COMMANDS."""
-    due: list[Record] = []
-    for (due_date, owner, key), _unused in db.column(events.TIMER_DUE).items():
-        if due_date > now or len(due) == MAX_DUE_COMMANDS:
-            break
-        due.append(command(TimerIntent.TRIGGER, TimerValue(element_instance_key=owner), key=key))
-    return due
+handlers = Handlers()
 
 
-def trigger(record: Record, ctx: ProcessingContext) -> None:
+@handlers.processor(TimerIntent.TRIGGER)
+def trigger_timer(record: Record, ctx: ProcessingContext) -> None:
     value = record.value
     assert isinstance(value, TimerValue)
-    stored = ctx.state.column(events.TIMERS).get((value.element_instance_key, record.key))
+    stored = ctx.state.column(TIMERS).get((value.element_instance_key, record.key))
     if stored is None:
         raise RejectionError(RejectionType.NOT_FOUND, f"no timer {record.key}")
-    timer = events.timer_value(stored)
+    timer = timer_value(stored)
     if timer.due_date > ctx.now:
         raise RejectionError(RejectionType.INVALID_STATE, f"timer {record.key} is not due")
     ctx.append_event(TimerIntent.TRIGGERED, timer, record.key)
-    deployed = processes.by_key(ctx.state, timer.process_definition_key)
+    deployed = deployment_state.by_key(ctx.state, timer.process_definition_key)
     if deployed is None:
         return
     model = deployed.model(ctx.state)
     event = model.element(timer.target_element_id)
     assert isinstance(event, EventNode) and event.timer is not None
     owner = timer.element_instance_key
-    if owner == start_events.NO_OWNER:
-        start_events.start_instance(ctx, deployed, event.id, "{}")
-    elif not events.trigger(ctx, model, owner, event.id, "{}"):
+    if owner == NO_OWNER:
+        start_instance(ctx, deployed, event.id, "{}")
+    elif not trigger(ctx, model, owner, event.id, "{}"):
         return
     if timer.repetitions == 1 or event.timer.kind != "cycle":
         return
-    if owner != start_events.NO_OWNER:
-        still = instances.instance(ctx.state, owner)
+    if owner != NO_OWNER:
+        still = instance_state.instance(ctx.state, owner)
         if event.interrupting or still is None or still["state"] != Instance.ELEMENT_ACTIVATED.name:
             return
     _schedule_next(ctx, timer, event, owner)
@@ -64,10 +62,10 @@ def _schedule_next(ctx: ProcessingContext, timer: TimerValue, event: EventNode, 
     assert event.timer is not None
     text = event.timer.expression
     if text.startswith("="):
-        variables = instances.visible_variables(ctx.state, owner) if owner > 0 else {}
+        variables = visible_variables(ctx.state, owner) if owner > 0 else {}
         try:
-            text = events.text_of(event.timer.expression, variables, event.id)
-        except events.EventError:
+            text = text_of(event.timer.expression, variables, event.id)
+        except ExpressionError:
             return
     try:
         interval = cycle(text).interval
@@ -86,9 +84,12 @@ def _schedule_next(ctx: ProcessingContext, timer: TimerValue, event: EventNode, 
     ctx.append_event(TimerIntent.CREATED, following, ctx.keys.next_key())
 
 
-def register(engine: Engine) -> None:
-    engine.processor(TimerIntent.TRIGGER, trigger)
-    engine.applier(TimerIntent.CREATED, events.apply_timer_created)
-    engine.applier(TimerIntent.TRIGGERED, events.apply_timer_removed)
-    engine.applier(TimerIntent.CANCELED, events.apply_timer_removed)
-    engine.due_date_checker(due_timers)
+@handlers.due_date_checker
+def due_timers(db: PartitionDb, now: int) -> Iterable[Record]:
+    """The due-date checker: TRIGGER for the earliest timers due, at most MAX_DUE_COMMANDS."""
+    due: list[Record] = []
+    for (due_date, owner, key), _unused in db.column(TIMER_DUE).items():
+        if due_date > now or len(due) == MAX_DUE_COMMANDS:
+            break
+        due.append(command(TimerIntent.TRIGGER, TimerValue(element_instance_key=owner), key=key))
+    return due

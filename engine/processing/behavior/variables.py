@@ -1,6 +1,7 @@
-"""Variables of element instances: setting one (VARIABLE CREATED / UPDATED, nothing when the
-value is unchanged), Zeebe's default merge (where a variable is defined, nearest scope first,
-else on the process instance), input and output mappings, and element incidents."""
+"""Variables of element instances: a command's variables document, setting one (VARIABLE
+CREATED / UPDATED, nothing when the value is unchanged), Zeebe's default merge (where a
+variable is defined, nearest scope first, else on the process instance), and input and output
+mappings (a failing one is an incident)."""
 
 from __future__ import annotations
 
@@ -8,11 +9,13 @@ import json
 from typing import Any
 
 from engine.feel import FeelError, compile_expression
-from engine.processing import instances
+from engine.processing.behavior.incidents import element_incident
 from engine.processing.context import ProcessingContext, RejectionError
+from engine.processing.instance.state import scope_chain
+from engine.processing.variable.state import variable_json
 from engine.protocol.enums import ErrorType, RejectionType
-from engine.protocol.intents import IncidentIntent, VariableIntent
-from engine.protocol.values import IncidentValue, ProcessInstanceValue, VariableValue
+from engine.protocol.intents import VariableIntent
+from engine.protocol.values import ProcessInstanceValue, VariableValue
 
 
 def variables_document(text: str) -> dict[str, Any]:
@@ -71,7 +74,7 @@ def set_variable(
     ctx: ProcessingContext, scope_key: int, name: str, result: Any, value: ProcessInstanceValue
 ) -> None:
     encoded = json.dumps(result, separators=(",", ":"), ensure_ascii=False)
-    existing = instances.variable_json(ctx.state, scope_key, name)
+    existing = variable_json(ctx.state, scope_key, name)
     if existing is not None and (existing == encoded or _canonical(existing) == encoded):
         return
     variable = VariableValue(
@@ -95,10 +98,10 @@ def propagate_variables(
 ) -> None:
     """Zeebe's default merge: set each variable where it is defined, nearest scope first, or
     on the process instance when no scope defines it."""
-    chain = instances.scope_chain(ctx.state, scope_key)
+    chain = scope_chain(ctx.state, scope_key)
     for name, result in results.items():
         target = next(
-            (s for s in chain if instances.variable_json(ctx.state, s, name) is not None),
+            (s for s in chain if variable_json(ctx.state, s, name) is not None),
             value.process_instance_key,
         )
         set_variable(ctx, target, name, result, value)
@@ -120,23 +123,3 @@ def merge_event_variables(
             set_variable(ctx, key, name, result, value)
     else:
         propagate_variables(ctx, key, variables, value)
-
-
-def element_incident(
-    ctx: ProcessingContext,
-    error_type: ErrorType,
-    message: str,
-    value: ProcessInstanceValue,
-    key: int,
-) -> None:
-    incident = IncidentValue(
-        error_type=error_type,
-        error_message=message,
-        bpmn_process_id=value.bpmn_process_id,
-        process_definition_key=value.process_definition_key,
-        process_instance_key=value.process_instance_key,
-        element_id=value.element_id,
-        element_instance_key=key,
-        variable_scope_key=key,
-    )
-    ctx.append_event(IncidentIntent.CREATED, incident, ctx.keys.next_key())

@@ -2,8 +2,8 @@
 
 State (written only by the PROCESS CREATED applier): `process_by_key` holds the definition,
 `process_resource` its BPMN XML, `process_by_id_and_version` and `latest_process_version`
-index it. Parsed models are cached in
-memory by key: parsing is deterministic, so the cache is derived data, never state.
+index it. Parsed models are cached in memory by key: parsing is deterministic, so the cache is
+derived data, never state.
 """
 
 from __future__ import annotations
@@ -13,8 +13,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine.bpmn import Process, parse_bpmn
-from engine.protocol.records import Record
-from engine.protocol.values import ProcessValue
 from engine.state import ColumnFamilies, PartitionDb
 from engine.state.errors import KeyNotFoundError
 
@@ -79,27 +77,6 @@ def latest(db: PartitionDb, bpmn_process_id: str) -> DeployedProcess | None:
 def by_version(db: PartitionDb, bpmn_process_id: str, version: int) -> DeployedProcess | None:
     key = db.column(BY_ID_AND_VERSION).get((bpmn_process_id, version))
     return None if key is None else by_key(db, key)
-
-
-def apply_process_created(record: Record, db: PartitionDb) -> None:
-    value = record.value
-    assert isinstance(value, ProcessValue)
-    db.column(BY_KEY).upsert(
-        value.process_definition_key,
-        {
-            "bpmnProcessId": value.bpmn_process_id,
-            "version": value.version,
-            "resourceName": value.resource_name,
-            "checksum": value.checksum.hex(),
-        },
-    )
-    db.column(RESOURCES).upsert(value.process_definition_key, value.resource.decode("utf-8"))
-    db.column(BY_ID_AND_VERSION).upsert(
-        (value.bpmn_process_id, value.version), value.process_definition_key
-    )
-    current = db.column(LATEST).get(value.bpmn_process_id)
-    if current is None or value.version > current:
-        db.column(LATEST).upsert(value.bpmn_process_id, value.version)
 
 
 _MODELS: dict[tuple[int, str, str], Process] = {}

@@ -9,16 +9,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.processing import instances
-from engine.state import ColumnFamilies, PartitionDb
-
-INCIDENT_BY_ELEMENT = ColumnFamilies.INCIDENT_BY_ELEMENT
-INCIDENTS = ColumnFamilies.INCIDENT
+from engine.processing.incident.state import BY_ELEMENT, INCIDENTS
+from engine.processing.instance import state as instance_state
+from engine.state import PartitionDb
 
 
 def instance_tree(db: PartitionDb, key: int) -> dict[str, Any] | None:
     """The element instance `key` and everything active under it; None when it is not active."""
-    stored = instances.instance(db, key)
+    stored = instance_state.instance(db, key)
     if stored is None:
         return None
     node: dict[str, Any] = {
@@ -29,7 +27,7 @@ def instance_tree(db: PartitionDb, key: int) -> dict[str, Any] | None:
         "incidents": [],
         "children": [],
     }
-    incident_key = db.column(INCIDENT_BY_ELEMENT).get(key)
+    incident_key = db.column(BY_ELEMENT).get(key)
     incident = db.column(INCIDENTS).get(incident_key) if incident_key is not None else None
     if incident is not None:
         node["incidents"].append(
@@ -39,7 +37,7 @@ def instance_tree(db: PartitionDb, key: int) -> dict[str, Any] | None:
                 "message": incident["errorMessage"],
             }
         )
-    for child in instances.children(db, key):
+    for child in instance_state.children(db, key):
         subtree = instance_tree(db, child)
         if subtree is not None:
             node["children"].append(subtree)

@@ -1,0 +1,34 @@
+"""The applier of PROCESS CREATED: the only writer of the deployed processes in state."""
+
+from __future__ import annotations
+
+from engine.processing.deployment.state import BY_ID_AND_VERSION, BY_KEY, LATEST, RESOURCES
+from engine.processing.engine import Handlers
+from engine.protocol.intents import ProcessIntent
+from engine.protocol.records import Record
+from engine.protocol.values import ProcessValue
+from engine.state import PartitionDb
+
+handlers = Handlers()
+
+
+@handlers.applier(ProcessIntent.CREATED)
+def apply_process_created(record: Record, db: PartitionDb) -> None:
+    value = record.value
+    assert isinstance(value, ProcessValue)
+    db.column(BY_KEY).upsert(
+        value.process_definition_key,
+        {
+            "bpmnProcessId": value.bpmn_process_id,
+            "version": value.version,
+            "resourceName": value.resource_name,
+            "checksum": value.checksum.hex(),
+        },
+    )
+    db.column(RESOURCES).upsert(value.process_definition_key, value.resource.decode("utf-8"))
+    db.column(BY_ID_AND_VERSION).upsert(
+        (value.bpmn_process_id, value.version), value.process_definition_key
+    )
+    current = db.column(LATEST).get(value.bpmn_process_id)
+    if current is None or value.version > current:
+        db.column(LATEST).upsert(value.bpmn_process_id, value.version)

@@ -1,0 +1,47 @@
+"""The appliers of INCIDENT events. Resolving a job's incident makes the job activatable again
+when it stopped for lack of retries or an uncaught error."""
+
+from __future__ import annotations
+
+from engine.processing.engine import Handlers
+from engine.processing.incident.state import BY_ELEMENT, INCIDENTS
+from engine.processing.job import state as job_state
+from engine.processing.job.state import JOBS
+from engine.protocol.intents import IncidentIntent
+from engine.protocol.records import Record
+from engine.protocol.values import IncidentValue
+from engine.state import PartitionDb
+
+handlers = Handlers()
+
+
+@handlers.applier(IncidentIntent.CREATED)
+def apply_created(record: Record, db: PartitionDb) -> None:
+    value = record.value
+    assert isinstance(value, IncidentValue)
+    db.column(INCIDENTS).insert(
+        record.key,
+        {
+            "errorType": value.error_type.name,
+            "errorMessage": value.error_message,
+            "elementInstanceKey": value.element_instance_key,
+            "jobKey": value.job_key,
+            "processInstanceKey": value.process_instance_key,
+        },
+    )
+    if value.element_instance_key > 0:
+        db.column(BY_ELEMENT).upsert(value.element_instance_key, record.key)
+
+
+@handlers.applier(IncidentIntent.RESOLVED)
+def apply_resolved(record: Record, db: PartitionDb) -> None:
+    stored = db.column(INCIDENTS).get(record.key)
+    if stored is None:
+        return
+    db.column(INCIDENTS).delete_existing(record.key)
+    job_key = stored["jobKey"]
+    job = db.column(JOBS).get(job_key) if job_key > 0 else None
+    if job is not None and db.column(job_state.STATES).get(job_key) in ("FAILED", "ERROR_THROWN"):
+        job_state.make_activatable(db, job_key, job)  # a worker can take it again
+    if db.column(BY_ELEMENT).get(stored["elementInstanceKey"]) == record.key:
+        db.column(BY_ELEMENT).delete(stored["elementInstanceKey"])

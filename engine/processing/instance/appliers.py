@@ -1,0 +1,144 @@
+"""The appliers of PROCESS_INSTANCE and PROCESS_EVENT events: element instances come and go
+with their children, variables, taken flows and triggers, and a scope counts the flows taken
+inside it whose target has not activated yet (`activeFlows`)."""
+
+from __future__ import annotations
+
+from engine.processing.deployment import state as deployment_state
+from engine.processing.engine import Handlers
+from engine.processing.instance.state import (
+    CHILDREN,
+    INSTANCES,
+    TAKEN,
+    TRIGGERS,
+    instance,
+    taken_count,
+)
+from engine.processing.message.state import STARTED, STARTED_BY_INSTANCE
+from engine.processing.variable.state import VARIABLES
+from engine.protocol.enums import BpmnElementType, BpmnEventType
+from engine.protocol.intents import ProcessEventIntent
+from engine.protocol.intents import ProcessInstanceIntent as Instance
+from engine.protocol.records import Record
+from engine.protocol.values import ProcessEventValue, ProcessInstanceValue
+from engine.state import PartitionDb
+from engine.state.errors import KeyNotFoundError
+
+handlers = Handlers()
+
+_NOT_VIA_FLOW = {BpmnElementType.PROCESS, BpmnElementType.START_EVENT}
+
+
+def _adjust_flows(db: PartitionDb, scope_key: int, delta: int) -> None:
+    scope = instance(db, scope_key)
+    if scope is not None:
+        db.column(INSTANCES).update(
+            scope_key, {**scope, "activeFlows": scope["activeFlows"] + delta}
+        )
+
+
+@handlers.applier(Instance.ELEMENT_ACTIVATING)
+def apply_activating(record: Record, db: PartitionDb) -> None:
+    value = record.value
+    assert isinstance(value, ProcessInstanceValue)
+    db.column(INSTANCES).insert(
+        record.key,
+        {
+            "elementId": value.element_id,
+            "elementType": value.bpmn_element_type.name,
+            "flowScopeKey": value.flow_scope_key,
+            "processInstanceKey": value.process_instance_key,
+            "processDefinitionKey": value.process_definition_key,
+            "bpmnProcessId": value.bpmn_process_id,
+            "version": value.version,
+            "state": Instance.ELEMENT_ACTIVATING.name,
+            "activeFlows": 0,
+            "jobKey": -1,
+            "eventType": value.bpmn_event_type.name,
+            "parentProcessInstanceKey": value.parent_process_instance_key,
+            "parentElementInstanceKey": value.parent_element_instance_key,
+        },
+    )
+    if value.bpmn_element_type is BpmnElementType.PROCESS and value.parent_element_instance_key > 0:
+        caller = instance(db, value.parent_element_instance_key)
+        if caller is not None:  # the call activity knows its child, to terminate it
+            db.column(INSTANCES).update(
+                value.parent_element_instance_key, {**caller, "calledChildKey": record.key}
+            )
+    if value.flow_scope_key > 0:
+        db.column(CHILDREN).insert((value.flow_scope_key, record.key), None)
+        if value.bpmn_element_type is BpmnElementType.PARALLEL_GATEWAY:
+            model = deployment_state.deployed(db, value.process_definition_key)
+            gateway = model.model(db).element(value.element_id)
+            for flow in gateway.incoming:  # the join consumes one arrival of every flow
+                key = (value.flow_scope_key, gateway.id, flow)
+                left = taken_count(db, *key) - 1
+                if left > 0:
+                    db.column(TAKEN).upsert(key, left)
+                else:
+                    db.column(TAKEN).delete(key)
+            _adjust_flows(db, value.flow_scope_key, -len(gateway.incoming))
+        elif value.bpmn_element_type not in _NOT_VIA_FLOW:
+            _adjust_flows(db, value.flow_scope_key, -1)
+
+
+@handlers.applier(
+    Instance.ELEMENT_ACTIVATED, Instance.ELEMENT_COMPLETING, Instance.ELEMENT_TERMINATING
+)
+def apply_state(record: Record, db: PartitionDb) -> None:
+    found = instance(db, record.key)
+    if found is None:
+        raise KeyNotFoundError(INSTANCES.name, record.key, f"{record.intent.name} of an element")
+    db.column(INSTANCES).update(record.key, {**found, "state": record.intent.name})
+
+
+@handlers.applier(Instance.ELEMENT_COMPLETED, Instance.ELEMENT_TERMINATED)
+def apply_ended(record: Record, db: PartitionDb) -> None:
+    value = record.value
+    assert isinstance(value, ProcessInstanceValue)
+    db.column(INSTANCES).delete_existing(record.key)
+    if value.flow_scope_key > 0:
+        db.column(CHILDREN).delete((value.flow_scope_key, record.key))
+    db.column(VARIABLES).delete_prefix(VARIABLES.key.prefix(record.key))
+    db.column(TAKEN).delete_prefix(TAKEN.key.prefix(record.key))  # joins never completed
+    db.column(TRIGGERS).delete_prefix(TRIGGERS.key.prefix(record.key))  # fired as it ended
+    if value.bpmn_event_type is BpmnEventType.TERMINATE and value.flow_scope_key > 0:
+        scope = instance(db, value.flow_scope_key)  # a terminate end event: nothing is pending
+        if scope is not None:
+            db.column(INSTANCES).update(value.flow_scope_key, {**scope, "activeFlows": 0})
+        db.column(TAKEN).delete_prefix(TAKEN.key.prefix(value.flow_scope_key))
+    if value.bpmn_element_type is BpmnElementType.PROCESS:
+        started = db.column(STARTED_BY_INSTANCE).get(record.key)
+        if started is not None:  # its correlation key may start another instance now
+            db.column(STARTED_BY_INSTANCE).delete(record.key)
+            db.column(STARTED).delete((started[0], started[1]))
+
+
+@handlers.applier(Instance.SEQUENCE_FLOW_TAKEN)
+def apply_flow_taken(record: Record, db: PartitionDb) -> None:
+    value = record.value
+    assert isinstance(value, ProcessInstanceValue)
+    _adjust_flows(db, value.flow_scope_key, +1)
+    process = deployment_state.deployed(db, value.process_definition_key).model(db)
+    flow = process.flows[value.element_id]
+    target = process.element(flow.target)
+    if target.element_type is BpmnElementType.PARALLEL_GATEWAY and len(target.incoming) > 1:
+        taken = taken_count(db, value.flow_scope_key, target.id, flow.id)
+        db.column(TAKEN).upsert((value.flow_scope_key, target.id, flow.id), taken + 1)
+
+
+@handlers.applier(ProcessEventIntent.TRIGGERING)
+def apply_triggering(record: Record, db: PartitionDb) -> None:
+    value = record.value
+    assert isinstance(value, ProcessEventValue)
+    db.column(TRIGGERS).upsert(
+        (value.scope_key, record.key),
+        {"target": value.target_element_id, "variables": value.variables},
+    )
+
+
+@handlers.applier(ProcessEventIntent.TRIGGERED)
+def apply_triggered(record: Record, db: PartitionDb) -> None:
+    value = record.value
+    assert isinstance(value, ProcessEventValue)
+    db.column(TRIGGERS).delete((value.scope_key, record.key))

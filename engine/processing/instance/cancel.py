@@ -1,0 +1,36 @@
+"""PROCESS_INSTANCE CANCEL: terminate a root process instance and everything active in it (an
+instance a call activity started is cancelled through its root)."""
+
+from __future__ import annotations
+
+from engine.processing.behavior.termination import terminate_element
+from engine.processing.context import ProcessingContext, RejectionError
+from engine.processing.engine import Handlers
+from engine.processing.instance import state as instance_state
+from engine.protocol.enums import RejectionType
+from engine.protocol.intents import ProcessInstanceIntent as Instance
+from engine.protocol.records import Record
+
+handlers = Handlers()
+
+
+@handlers.processor(Instance.CANCEL)
+def cancel(command: Record, ctx: ProcessingContext) -> None:
+    """PROCESS_INSTANCE CANCEL: terminate the instance and everything active in it."""
+    stored = instance_state.instance(ctx.state, command.key)
+    if stored is None or stored["flowScopeKey"] > 0:
+        raise RejectionError(
+            RejectionType.NOT_FOUND, f"no active process instance with key {command.key}"
+        )
+    if stored["state"] == Instance.ELEMENT_TERMINATING.name:
+        raise RejectionError(
+            RejectionType.INVALID_STATE, f"process instance {command.key} is already terminating"
+        )
+    if stored.get("parentElementInstanceKey", -1) > 0:
+        raise RejectionError(
+            RejectionType.INVALID_STATE,
+            f"process instance {command.key} was started by call activity instance"
+            f" {stored['parentElementInstanceKey']}; cancel its root process instance"
+            f" {stored['parentProcessInstanceKey']} instead",
+        )
+    terminate_element(ctx, command.key, stored, respond=True)

@@ -1,0 +1,83 @@
+"""Element instances in state, and the event triggers waiting in their scopes.
+
+An element instance (column family `element_instance`) records its element, flow scope,
+process and lifecycle state, and for scopes the number of sequence flows taken inside it whose
+target is not active yet (`activeFlows`): a scope completes when it has no active children and
+no active flows. `element_instance_children` indexes the children of a scope, `taken_flows`
+counts the arrivals at parallel joins, and `event_trigger` holds, per scope, the events that
+fired for an element that has not taken them yet (its target element id and variables).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from engine.protocol.enums import BpmnElementType, BpmnEventType
+from engine.protocol.values import ProcessInstanceValue
+from engine.state import ColumnFamilies, PartitionDb
+
+INSTANCES = ColumnFamilies.ELEMENT_INSTANCE
+CHILDREN = ColumnFamilies.ELEMENT_INSTANCE_CHILDREN
+TAKEN = ColumnFamilies.TAKEN_FLOWS
+TRIGGERS = ColumnFamilies.EVENT_TRIGGER
+
+
+def instance(db: PartitionDb, key: int) -> dict[str, Any] | None:
+    found: dict[str, Any] | None = db.column(INSTANCES).get(key)
+    return found
+
+
+def value_of(stored: dict[str, Any]) -> ProcessInstanceValue:
+    """The PROCESS_INSTANCE record value of a stored element instance."""
+    return ProcessInstanceValue(
+        bpmn_process_id=stored["bpmnProcessId"],
+        version=stored["version"],
+        process_definition_key=stored["processDefinitionKey"],
+        process_instance_key=stored["processInstanceKey"],
+        element_id=stored["elementId"],
+        flow_scope_key=stored["flowScopeKey"],
+        bpmn_element_type=BpmnElementType[stored["elementType"]],
+        bpmn_event_type=BpmnEventType[stored.get("eventType", "UNSPECIFIED")],
+        parent_process_instance_key=stored.get("parentProcessInstanceKey", -1),
+        parent_element_instance_key=stored.get("parentElementInstanceKey", -1),
+    )
+
+
+def children(db: PartitionDb, scope_key: int) -> list[int]:
+    return [child for (_, child), _ in db.column(CHILDREN).items(CHILDREN.key.prefix(scope_key))]
+
+
+def scope_chain(db: PartitionDb, key: int) -> list[int]:
+    """`key` and its flow scopes up to the process instance, innermost first."""
+    chain = []
+    current: int | None = key
+    while current is not None and current > 0:
+        chain.append(current)
+        found = instance(db, current)
+        current = None if found is None else found["flowScopeKey"]
+    return chain
+
+
+def taken_count(db: PartitionDb, scope_key: int, gateway: str, flow: str) -> int:
+    return db.column(TAKEN).get((scope_key, gateway, flow)) or 0
+
+
+def trigger_for(
+    db: PartitionDb, scope_key: int, element_id: str
+) -> tuple[int, dict[str, Any]] | None:
+    """(trigger key, stored trigger) of the event waiting in `scope_key` for `element_id`."""
+    for (_, trigger_key), stored in db.column(TRIGGERS).items(TRIGGERS.key.prefix(scope_key)):
+        if stored["target"] == element_id:
+            return trigger_key, stored
+    return None
+
+
+def has_trigger(db: PartitionDb, scope_key: int, element_id: str) -> bool:
+    return trigger_for(db, scope_key, element_id) is not None
+
+
+def triggered_start(db: PartitionDb, instance_key: int) -> str | None:
+    """The start event a pending trigger names for a new instance, if any."""
+    for _, stored in db.column(TRIGGERS).items(TRIGGERS.key.prefix(instance_key)):
+        return str(stored["target"])
+    return None
