@@ -25,7 +25,8 @@ events) and `state` (its column families and how they are read):
 
 Nothing imports a room's processors or appliers but `builtin`. User tasks, decisions and
 signals get rooms of their own (`user_task/`, `decision/`, `signal/`) laid out the same way
-and added to `builtin.HANDLER_MODULES`.
+and added to `builtin.HANDLER_MODULES`. `docs/handlers.md` lists the function that handles each
+(value type, intent); regenerate it with `python -m engine.processing.handlers_doc`.
 """
 
 from engine.processing.context import ProcessingContext, ProcessingOutput, RejectionError

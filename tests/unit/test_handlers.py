@@ -1,0 +1,140 @@
+"""The rooms of engine/processing: docs/handlers.md is the table the engine's registry gives,
+every handler is registered by the module that defines it, and the processing modules import
+each other without a cycle, no module but the build importing one that registers handlers."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+from pathlib import Path
+
+from engine.processing.builtin import HANDLER_MODULES, build_engine
+from engine.processing.engine import Engine, Handlers
+from engine.processing.handlers_doc import render
+from engine.protocol.intents import JobIntent
+
+ROOT = Path(__file__).resolve().parents[2]
+PROCESSING = ROOT / "engine" / "processing"
+
+
+def test_the_handlers_table_in_docs_is_generated_from_the_engine() -> None:
+    committed = (ROOT / "docs" / "handlers.md").read_text()
+    assert committed == render(), (
+        "docs/handlers.md is stale: run"
+        " `python -m engine.processing.handlers_doc > docs/handlers.md`"
+    )
+
+
+def test_the_table_names_each_handler_and_its_module() -> None:
+    page = render()
+    assert (
+        "| `COMPLETE` | client command | `complete` | [job/processors.py]"
+        "(../engine/processing/job/processors.py) |"
+    ) in page
+    assert "| `COMPLETED` | event | `apply_removed` | [job/appliers.py]" in page
+    assert "| `UPDATE_TIMEOUT` | client command | - | - |" in page  # no processor yet
+
+
+def test_every_handler_is_registered_by_the_module_that_defines_it() -> None:
+    engine = build_engine()
+    registered = {
+        *engine.processors.values(),
+        *engine.appliers.values(),
+        *engine.due_date_checkers,
+        *engine.after_command_hooks,
+    }
+    installed = set()
+    for module in HANDLER_MODULES:
+        handlers: Handlers = module.handlers
+        functions = [
+            *(f for _, f in handlers.processors),
+            *(f for _, f, _version in handlers.appliers),
+            *handlers.due_date_checkers,
+            *handlers.after_command_hooks,
+        ]
+        assert functions, f"{module.__name__} registers nothing"
+        for function in functions:
+            assert function.__module__ == module.__name__, (
+                f"{module.__name__} registers {function.__qualname__} of {function.__module__}"
+            )
+        installed.update(functions)
+    assert registered == installed
+
+
+def test_install_registers_in_definition_order() -> None:
+    handlers = Handlers()
+    calls: list[str] = []
+
+    @handlers.processor(JobIntent.COMPLETE, JobIntent.FAIL)
+    def decide(record: object, ctx: object) -> None:
+        calls.append("decide")
+
+    @handlers.due_date_checker
+    def first(db: object, now: int) -> list[object]:
+        return []
+
+    @handlers.due_date_checker
+    def second(db: object, now: int) -> list[object]:
+        return []
+
+    engine = Engine()
+    engine.install(handlers)
+    assert {key[2] for key in engine.processors} == {JobIntent.COMPLETE, JobIntent.FAIL}
+    assert engine.due_date_checkers == [first, second]
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _runtime_imports(path: Path, known: set[str]) -> set[str]:
+    """The engine.processing modules `path` imports when it is imported (annotations-only
+    imports under TYPE_CHECKING aside)."""
+    found: set[str] = set()
+
+    def walk(node: ast.AST) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test):
+                continue
+            if isinstance(child, ast.ImportFrom) and child.module in known:
+                found.add(child.module)
+                found.update(f"{child.module}.{a.name}" for a in child.names)
+            elif isinstance(child, ast.Import):
+                found.update(a.name for a in child.names)
+            walk(child)
+
+    walk(ast.parse(path.read_text(), str(path)))
+    return found & known
+
+
+def test_processing_modules_import_each_other_without_a_cycle() -> None:
+    paths = {_module_name(p): p for p in sorted(PROCESSING.rglob("*.py"))}
+    known = set(paths)
+    graph = {name: _runtime_imports(path, known) - {name} for name, path in paths.items()}
+    handler_modules = {
+        name
+        for name in known
+        if isinstance(getattr(importlib.import_module(name), "handlers", None), Handlers)
+    }
+    importers = {
+        (name, imported)
+        for name, imports in graph.items()
+        for imported in imports & handler_modules
+        if name != "engine.processing.builtin"
+    }
+    assert not importers, f"modules that register handlers are imported by others: {importers}"
+
+    done: set[str] = set()
+
+    def visit(name: str, path: list[str]) -> None:
+        if name in path:
+            raise AssertionError(f"import cycle: {' -> '.join([*path[path.index(name) :], name])}")
+        if name in done:
+            return
+        for imported in sorted(graph[name]):
+            visit(imported, [*path, name])
+        done.add(name)
+
+    for name in sorted(graph):
+        visit(name, [])
