@@ -16,7 +16,7 @@ from engine.protocol.records import NO_KEY, Record, command
 from engine.protocol.values import VALUE_TYPES, JobValue, RecordValue
 from engine.state import KeyGenerator, PartitionDb
 
-if TYPE_CHECKING:  # set by the stream layer; job.push reads it (and imports this module)
+if TYPE_CHECKING:  # an annotation only: job.push, which reads ctx.job_push, imports this module
     from engine.processing.job.push import JobPush
 
 DEFAULT_MESSAGE_TTL_MS = 300_000

@@ -1,6 +1,7 @@
 """The rooms of engine/processing: docs/handlers.md is the table the engine's registry gives,
 every handler is registered by the module that defines it, and the processing modules import
-each other without a cycle, no module but the build importing one that registers handlers."""
+each other without a cycle: rooms' `state` and the shared `behavior` import no room's logic, and
+no module but the build imports one that registers handlers."""
 
 from __future__ import annotations
 
@@ -108,10 +109,38 @@ def _runtime_imports(path: Path, known: set[str]) -> set[str]:
     return found & known
 
 
-def test_processing_modules_import_each_other_without_a_cycle() -> None:
+def _graph() -> dict[str, set[str]]:
+    """engine.processing module -> the engine.processing modules it imports at run time."""
     paths = {_module_name(p): p for p in sorted(PROCESSING.rglob("*.py"))}
-    known = set(paths)
-    graph = {name: _runtime_imports(path, known) - {name} for name, path in paths.items()}
+    return {name: _runtime_imports(path, set(paths)) - {name} for name, path in paths.items()}
+
+
+def test_shared_behaviours_and_state_modules_import_no_room_logic() -> None:
+    """A room's `state` imports only other rooms' state; `behavior` only state, other
+    behaviours and the machinery: so any room can use them without a cycle."""
+    machinery = {"engine.processing.context", "engine.processing.engine"}
+    packages = {name for name in _graph() if (ROOT / name.replace(".", "/")).is_dir()}
+
+    def allowed(imported: str, *, behavior: bool) -> bool:
+        if imported in packages or imported.endswith(".state"):
+            return True
+        return behavior and (
+            imported.startswith("engine.processing.behavior.") or imported in machinery
+        )
+
+    for name, imports in _graph().items():
+        if name.endswith(".state"):
+            wrong = {i for i in imports if not allowed(i, behavior=False)}
+        elif name.startswith("engine.processing.behavior."):
+            wrong = {i for i in imports if not allowed(i, behavior=True)}
+        else:
+            continue
+        assert not wrong, f"{name} imports {sorted(wrong)}"
+
+
+def test_processing_modules_import_each_other_without_a_cycle() -> None:
+    graph = _graph()
+    known = set(graph)
     handler_modules = {
         name
         for name in known
