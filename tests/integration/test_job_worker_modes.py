@@ -57,15 +57,23 @@ def _create(client: Client, job_type: str, count: int) -> list[bytes]:
     return correlations
 
 
-def _job_answers(config: Config) -> tuple[Counter[int], Counter[int], int]:
-    """From the log: JOB COMPLETE commands and COMPLETED events per job key, and rejections
-    of job answers."""
+def _job_answers(config: Config, job_type: str) -> tuple[Counter[int], Counter[int], int]:
+    """From the log, for the jobs of `job_type` only (the namespace is the module's): JOB
+    COMPLETE commands and COMPLETED events per job key, and rejections of their answers."""
     log = read_log(config)
     commands: Counter[int] = Counter()
     completed: Counter[int] = Counter()
     rejected = 0
+    ours = {
+        record.key
+        for records in log.partitions.values()
+        for record in records
+        if record.intent is JobIntent.CREATED and getattr(record.value, "type", None) == job_type
+    }
     for records in log.partitions.values():
         for record in records:
+            if record.key not in ours:
+                continue
             if record.intent is JobIntent.COMPLETE and record.record_type is RecordType.COMMAND:
                 commands[record.key] += 1
             elif record.intent is JobIntent.COMPLETED:
@@ -127,7 +135,7 @@ def test_stop_finishes_and_answers_the_jobs_in_hand(config: Config) -> None:
         assert not thread.is_alive()
     in_hand = set(started)
     assert worker.stats.completed == len(in_hand) and worker.stats.rejected == 0
-    _, completed, _ = _job_answers(config)
+    _, completed, _ = _job_answers(config, "graceful")
     assert in_hand <= set(completed), "a job taken before stop() was left unanswered"
 
 
@@ -196,7 +204,7 @@ def test_exactly_once_worker_killed_mid_run_answers_every_job_once(config: Confi
         for process in (first, second):
             if process is not None and process.poll() is None:
                 process.kill()
-    commands, completed, rejected = _job_answers(config)
+    commands, completed, rejected = _job_answers(config, job_type)
     eos_jobs = {k for k in completed if k in commands}
     # the 80 instances' jobs, each completed exactly once though the first worker was killed
     assert len(completed) == 80 and set(completed.values()) == {1}, completed
