@@ -1,11 +1,13 @@
-"""The dispatch maps of the state machine, and `Handlers`, the decorators a module registers
-its processors, appliers and due-date checkers with."""
+"""The dispatch maps of the state machine, `Handlers` (the decorators a module registers its
+processors, appliers and due-date checkers with), and `TopicHook`, the one way engine work
+tied to topics on the cluster (job push) reaches the stream layer, which names no domain."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, ClassVar, TypeVar
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, ClassVar, Protocol, TypeVar
 
+from engine.config import Config
 from engine.protocol.enums import RecordType, ValueType
 from engine.protocol.intents import INTENTS_BY_VALUE_TYPE, Intent
 from engine.protocol.records import Record
@@ -33,10 +35,36 @@ AfterCommand = Callable[[Record, "ProcessingContext"], None]
 """Runs after each successful processor, inside the command's savepoint (e.g. job push)."""
 
 
+class TopicHook(Protocol):
+    """Engine work that writes, in the batch's own transaction, to topics the worker finds
+    on the cluster (Zeebe's side-effect writer, scheduled by the stream layer): job push is
+    one. The stream layer calls these and nothing else of the domain."""
+
+    def configure(self, config: Config) -> None:
+        """Take the worker's settings (e.g. limits) before the first batch."""
+
+    def topic_prefix(self, namespace: str) -> str:
+        """The prefix of the topics this hook writes to."""
+
+    def topics_found(self, topics: Mapping[str, int]) -> list[str]:
+        """The topics with the prefix that exist now (name -> partitions); returns the names
+        that became writable since the last call, for `catch_up`."""
+
+    def bind(self, ctx: ProcessingContext) -> None:
+        """Attach the hook to a batch's context, so processors and after-command hooks use it."""
+
+    def catch_up(self, ctx: ProcessingContext, names: Sequence[str], now: int) -> None:
+        """In a batch without commands, at `now` (ms): the work that waited for the topics
+        `names` (e.g. jobs activatable before their job topic existed). Begins its own
+        trigger on `ctx`."""
+
+
 _P = TypeVar("_P", bound=Processor)
 _A = TypeVar("_A", bound=Applier)
 _C = TypeVar("_C", bound=DueDateChecker)
 _H = TypeVar("_H", bound=AfterCommand)
+_T = TypeVar("_T", bound=Callable[[], "TopicHook"])
+_K = TypeVar("_K")
 
 
 class Handlers:
@@ -56,6 +84,8 @@ class Handlers:
         self.appliers: list[tuple[Intent, Applier, int]] = []
         self.due_date_checkers: list[DueDateChecker] = []
         self.after_command_hooks: list[AfterCommand] = []
+        self.topic_hooks: list[Callable[[], TopicHook]] = []
+        """Factories: each engine installing these handlers gets hooks of its own."""
 
     def processor(self, *intents: Intent) -> Callable[[_P], _P]:
         """Register the decorated function as the processor of the commands `intents`."""
@@ -83,6 +113,11 @@ class Handlers:
         self.after_command_hooks.append(function)
         return function
 
+    def topic_hook(self, factory: _T) -> _T:
+        """Register a TopicHook class (or factory); every engine gets an instance of its own."""
+        self.topic_hooks.append(factory)
+        return factory
+
 
 def _value_type_of(intent: Intent) -> ValueType:
     for value_type, enum in INTENTS_BY_VALUE_TYPE.items():
@@ -102,6 +137,7 @@ class Engine:
         self.appliers: dict[tuple[ValueType, Intent, int], Applier] = {}
         self.due_date_checkers: list[DueDateChecker] = []
         self.after_command_hooks: list[AfterCommand] = []
+        self.topic_hooks: list[TopicHook] = []
 
     def install(self, handlers: Handlers) -> None:
         """Register every handler a module recorded in `handlers`."""
@@ -113,6 +149,8 @@ class Engine:
             self.due_date_checker(checker)
         for hook in handlers.after_command_hooks:
             self.after_command(hook)
+        for factory in handlers.topic_hooks:
+            self.topic_hook(factory())
 
     def processor(self, intent: Intent, processor: Processor) -> None:
         """Register the processor of the command `intent`."""
@@ -137,6 +175,16 @@ class Engine:
 
     def after_command(self, hook: AfterCommand) -> None:
         self.after_command_hooks.append(hook)
+
+    def topic_hook(self, hook: TopicHook) -> None:
+        self.topic_hooks.append(hook)
+
+    def hook(self, kind: type[_K]) -> _K:
+        """This engine's topic hook of class `kind` (e.g. its JobPush); LookupError if none."""
+        for hook in self.topic_hooks:
+            if isinstance(hook, kind):
+                return hook
+        raise LookupError(f"this engine has no {kind.__name__} hook")
 
     def find_processor(self, record: Record) -> Processor | None:
         return self.processors.get((record.record_type, record.value_type, record.intent))

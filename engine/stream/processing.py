@@ -40,10 +40,9 @@ from engine.processing import Engine, ProcessingContext, ProcessingOutput, Rejec
 from engine.processing.awaiting import AwaitedResults
 from engine.processing.banning import is_banned
 from engine.processing.context import DEFAULT_MESSAGE_TTL_MS, HandOverError
-from engine.processing.job import push as job_push
-from engine.processing.job.push import JobPush
+from engine.processing.engine import TopicHook
 from engine.protocol.codec import RecordCodec
-from engine.protocol.enums import RecordType, RejectionType, ValueType
+from engine.protocol.enums import RecordType, RejectionType
 from engine.protocol.errors import DecodeError, ProtocolError, RecordTooLargeError
 from engine.protocol.headers import (
     Headers,
@@ -52,10 +51,10 @@ from engine.protocol.headers import (
     record_headers,
     reply_to,
 )
-from engine.protocol.intents import ErrorIntent, JobBatchIntent
+from engine.protocol.intents import ErrorIntent
 from engine.protocol.records import Record
 from engine.protocol.routing import partition_for_command
-from engine.protocol.values import ErrorValue, JobBatchValue
+from engine.protocol.values import ErrorValue
 from engine.state import KeyGenerator, PartitionDb
 from engine.stream import counters
 from engine.stream.backpressure import Backpressure
@@ -91,7 +90,6 @@ class ProcessingStateMachine:
         ingress_end: Callable[[], int] = lambda: -1,
         max_commands_in_batch: int = 100,
         clock: Callable[[], float] = time.time,
-        job_push: JobPush | None = None,
         message_ttl_ms: int = DEFAULT_MESSAGE_TTL_MS,
         skipped: frozenset[int] = frozenset(),
     ) -> None:
@@ -125,7 +123,6 @@ class ProcessingStateMachine:
         """The end of this partition's ingress (as last fetched; -1 when unknown)."""
         self.max_commands_in_batch = max_commands_in_batch
         self.clock = clock
-        self.job_push = job_push
         self.message_ttl_ms = message_ttl_ms
         self.skipped = skipped
         """Log offsets an operator listed in PARTITA_SKIP_RECORDS: never processed."""
@@ -156,11 +153,11 @@ class ProcessingStateMachine:
         *,
         ingress: Sequence[Message] = (),
         due: Sequence[Record] = (),
-        push_types: Sequence[str] = (),
+        catch_up: Sequence[tuple[TopicHook, Sequence[str]]] = (),
     ) -> int:
         """Process one batch (log records and ingress records of this partition, and due-date
-        commands), and push waiting jobs of `push_types` (job types whose topic just
-        appeared). Returns the number of commands processed."""
+        commands), then the catch-up of topic hooks whose topics just appeared (`catch_up`:
+        hook and topic names). Returns the number of commands processed."""
         if not self.metrics.first_batch_started:
             self.metrics.first_batch_started = time.monotonic()
         output = ProcessingOutput()
@@ -174,7 +171,8 @@ class ProcessingStateMachine:
             self.partition_count,
         )
         context.awaiting = self.awaiting
-        context.job_push = self.job_push
+        for hook in self.engine.topic_hooks:
+            hook.bind(context)
         context.message_ttl_ms = self.message_ttl_ms
         self._batch_awaiting = self.awaiting.mark()
         last_offset = -1
@@ -221,8 +219,8 @@ class ProcessingStateMachine:
             processed += self._process_command(context, record, reply)
         for record in due:
             processed += self._process_command(context, record, None)
-        if push_types and self.job_push is not None:
-            self._push_waiting_jobs(context, push_types)
+        for hook, names in catch_up:
+            self._catch_up(context, hook, names)
         if last_offset < 0 and last_ingress < 0 and not len(output):
             return processed
         self._commit(output, last_offset, last_ingress)
@@ -363,15 +361,10 @@ class ProcessingStateMachine:
         context.output.forwarded.append((target, self.codec.encode(record), headers))
         self.metrics.forwarded += 1
 
-    def _push_waiting_jobs(self, context: ProcessingContext, job_types: Sequence[str]) -> None:
-        """Push jobs that were activatable before their type's job topic existed."""
-        trigger = Record(
-            RecordType.COMMAND, ValueType.JOB_BATCH, JobBatchIntent.ACTIVATE, JobBatchValue()
-        )
-        context.begin(trigger, None, int(self.clock() * 1000))
+    def _catch_up(self, context: ProcessingContext, hook: TopicHook, names: Sequence[str]) -> None:
+        """The work a topic hook kept waiting for topics that exist now, in this batch."""
         self.db.overlay.savepoint()
-        for job_type in job_types:
-            job_push.push(context, job_type)
+        hook.catch_up(context, names, int(self.clock() * 1000))
         self.db.overlay.release_savepoint()
 
     def _undo(

@@ -27,7 +27,7 @@ from engine.log import clients
 from engine.log.security import KafkaAccess
 from engine.processing import Engine, ProcessingOutput
 from engine.processing.context import DEFAULT_MESSAGE_TTL_MS
-from engine.processing.job.push import JobPush
+from engine.processing.engine import TopicHook
 from engine.protocol.codec import RecordCodec
 from engine.protocol.records import Record
 from engine.snapshots import Manifest, SnapshotSettings, Snapshotter
@@ -90,7 +90,6 @@ class PartitionTask:
         consumer: Consumer,
         max_commands_in_batch: int = 100,
         clock: Callable[[], float] = time.time,
-        job_push: JobPush | None = None,
         message_ttl_ms: int = DEFAULT_MESSAGE_TTL_MS,
         snapshots: SnapshotSettings | None = None,
         ingress_topic: str = "",
@@ -108,7 +107,6 @@ class PartitionTask:
         self.consumer = consumer
         self.max_commands_in_batch = max_commands_in_batch
         self.clock = clock
-        self.job_push = job_push
         self.message_ttl_ms = message_ttl_ms
         self.snapshot_settings = snapshots
         self.ingress_topic = ingress_topic or f"{namespace}.commands"
@@ -200,7 +198,6 @@ class PartitionTask:
             ingress_end=self._ingress_end,
             max_commands_in_batch=self.max_commands_in_batch,
             clock=self.clock,
-            job_push=self.job_push,
             message_ttl_ms=self.message_ttl_ms,
             skipped=self.skips.offsets(self.partition),
         )
@@ -371,10 +368,10 @@ class PartitionTask:
             return 0
         return self.processing.process((), due=due)
 
-    def push_waiting_jobs(self, job_types: Sequence[str]) -> None:
-        """Push activatable jobs of types whose job topic just appeared."""
+    def catch_up(self, hook: TopicHook, names: Sequence[str]) -> None:
+        """A batch of `hook`'s work that waited for the topics `names`, which exist now."""
         assert self.processing is not None
-        self.processing.process((), push_types=job_types)
+        self.processing.process((), catch_up=[(hook, names)])
 
     def close(self) -> None:
         """Discard uncommitted changes and release the store and the producer."""

@@ -31,7 +31,6 @@ from engine.log import clients
 from engine.log.admin import wait_for_metadata
 from engine.log.security import kafka_access
 from engine.processing import Engine
-from engine.processing.job.push import JobPush
 from engine.protocol.codec import RecordCodec
 from engine.snapshots import SnapshotError, SnapshotSettings
 from engine.stream.backpressure import Backpressure
@@ -78,7 +77,8 @@ class Worker:
         self.stopping = threading.Event()
         self.consumer: Consumer | None = None
         self.partition_count = 0
-        self.job_push = JobPush(limit=config.job_push_limit, timeout_ms=config.job_push_timeout_ms)
+        for hook in engine.topic_hooks:  # e.g. job push: its limits come from the config
+            hook.configure(config)
         self.job_topic_refresh_s = job_topic_refresh_s
         self._next_job_topic_refresh = 0.0
         self.standbys: dict[int, Standby] = {}
@@ -106,7 +106,6 @@ class Worker:
                 codec=self.codec,
                 consumer=consumer,
                 max_commands_in_batch=self.max_commands_in_batch,
-                job_push=self.job_push,
                 message_ttl_ms=self.config.message_ttl_ms,
                 ingress_topic=self.config.commands_topic,
                 replies=self.replies,
@@ -293,11 +292,10 @@ class Worker:
 
     def _refresh_topics(self, consumer: Consumer) -> None:
         """From the cluster's metadata, every few seconds: the partition counts of the allowed
-        reply topics, and the job topics. Job types are pushed while their topic
-        `<ns>.jobs.<type>` exists; jobs that were waiting when a topic appears are pushed at
-        once."""
+        reply topics, and the topics of the engine's topic hooks (job push: a job type is
+        pushed while `<ns>.jobs.<type>` exists, and jobs waiting when it appears are pushed at
+        once)."""
         self._next_job_topic_refresh = time.monotonic() + self.job_topic_refresh_s
-        prefix = self.config.job_topic("")
         try:
             metadata = consumer.list_topics(timeout=5)
         except KafkaException as exc:
@@ -310,24 +308,25 @@ class Worker:
                 if topic.error is None and topic.partitions
             }
         )
-        found = {
-            name[len(prefix) :]: (name, len(topic.partitions))
-            for name, topic in metadata.topics.items()
-            if name.startswith(prefix) and topic.error is None and topic.partitions
-        }
-        new = sorted(set(found) - set(self.job_push.topics))
-        self.job_push.topics.clear()
-        self.job_push.topics.update(found)
-        if not new:
-            return
-        _LOG.info("pushing jobs of types %s to their job topics", new)
-        for task in list(self.tasks.values()):
-            if task.state is not TaskState.PROCESSING:
+        for hook in self.engine.topic_hooks:
+            prefix = hook.topic_prefix(self.config.namespace)
+            new = hook.topics_found(
+                {
+                    name: len(topic.partitions)
+                    for name, topic in metadata.topics.items()
+                    if name.startswith(prefix) and topic.error is None and topic.partitions
+                }
+            )
+            if not new:
                 continue
-            try:
-                task.push_waiting_jobs(new)
-            except AbortedBatchError:
-                continue
+            _LOG.info("new topics for %s: %s", type(hook).__name__, new)
+            for task in list(self.tasks.values()):
+                if task.state is not TaskState.PROCESSING:
+                    continue
+                try:
+                    task.catch_up(hook, new)
+                except AbortedBatchError:
+                    continue
 
 
 _TRANSIENT = frozenset(

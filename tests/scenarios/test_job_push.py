@@ -93,7 +93,7 @@ def test_jobs_waiting_when_a_topic_appears_are_pushed(tmp_path: Path) -> None:
     instances = [create(memory, "one-task") for _ in range(3)]
     assert memory.kafka.log(TOPIC, 0) == []  # no topic yet: jobs wait for a poll
     push.topics["work"] = (TOPIC, 1)
-    memory.machines[0].process((), push_types=["work"])
+    memory.machines[0].process((), catch_up=[(push, ["work"])])
     assert sorted(key for key, _ in pushed(memory)) == sorted(
         jobs_of(memory, i)[0].key for i in instances
     )

@@ -41,6 +41,10 @@ class KafkaEngine(Harness):
         job_push: JobPush | None = None,
     ) -> None:
         self.engine = engine
+        if job_push is not None:  # this push (its topics, limits) instead of the engine's own
+            engine.topic_hooks[:] = [
+                h for h in engine.topic_hooks if not isinstance(h, JobPush)
+            ] + [job_push]
         self.bootstrap = bootstrap
         self.partitions = partitions
         self.namespace = f"s{uuid.uuid4().hex[:10]}"
@@ -113,7 +117,6 @@ class KafkaEngine(Harness):
                     replies=reply_routes(self.REPLIES),
                     next_offset=0,
                     clock=lambda: self.now,
-                    job_push=job_push,
                 )
             )
 

@@ -184,6 +184,10 @@ class MemoryEngine(Harness):
     ) -> None:
         self.kafka = MemoryKafka()
         self.engine = engine
+        if job_push is not None:  # this push (its topics, limits) instead of the engine's own
+            engine.topic_hooks[:] = [
+                h for h in engine.topic_hooks if not isinstance(h, JobPush)
+            ] + [job_push]
         self.partitions = partitions
         self.now = 1_764_000_000.0
         self.machines: list[ProcessingStateMachine] = []
@@ -206,7 +210,6 @@ class MemoryEngine(Harness):
                     replies=reply_routes(self.REPLIES),
                     next_offset=0,
                     clock=clock or (lambda: self.now),
-                    job_push=job_push,
                 )
             )
 

@@ -2,6 +2,7 @@
 depth), so a dependency that crosses a layer fails here instead of in a review:
 
     protocol <- state <- processing <- stream <- cli
+    stream: processing's generic core only, never a domain room (job, message, ...)
     bpmn, feel: nothing else of the engine (its shared errors aside)
     client, analytics: protocol and log (and the shared config and errors) only
 
@@ -40,6 +41,16 @@ ALLOWED: dict[str, set[str]] = {
 }
 """For each package, the packages it may import besides SHARED. Packages not listed (cli, ops,
 bench, demo) are applications on top and may import anything."""
+
+PROCESSING_CORE = {
+    "engine.processing",
+    "engine.processing.engine",
+    "engine.processing.context",
+    "engine.processing.awaiting",
+    "engine.processing.banning",
+}
+"""What of processing the stream layer may import: the generic core (dispatch, context, awaited
+results, banned instances). Domain rooms (job, message, ...) reach it only as TopicHooks."""
 
 CONFIG_ALLOWED = {"errors", "log", "bpmn"}
 """engine.config reads properties files (log.properties) and ISO-8601 durations (bpmn)."""
@@ -97,6 +108,8 @@ def violations(engine: Path = ENGINE) -> set[tuple[str, str]]:
                 found.add((module, f"lazy {imported}"))
             if target == package:
                 continue
+            if package == "stream" and target == "processing" and imported not in PROCESSING_CORE:
+                found.add((module, imported))
             if module == "engine.config":
                 if target not in CONFIG_ALLOWED:
                     found.add((module, imported))

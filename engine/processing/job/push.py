@@ -11,8 +11,10 @@ deadline passes times out like a polled one and is pushed again.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from engine.config import Config
 from engine.processing.context import ProcessingContext
 from engine.processing.engine import Handlers
 from engine.processing.job.activation import activated_job
@@ -22,6 +24,7 @@ from engine.processing.job.state import (
     activatable_count,
     pushed_count,
 )
+from engine.protocol.enums import RecordType, ValueType
 from engine.protocol.intents import JobBatchIntent
 from engine.protocol.records import Record
 from engine.protocol.values import JobBatchValue
@@ -32,15 +35,48 @@ DEFAULT_LIMIT = 256
 DEFAULT_TIMEOUT_MS = 300_000
 
 
+@handlers.topic_hook
 @dataclass(slots=True)
 class JobPush:
-    """The job types this worker pushes and how. `topics` maps a job type to its topic and
-    that topic's partition count; the worker refreshes it from the cluster's metadata."""
+    """The job types this worker pushes and how: the engine's TopicHook for `<ns>.jobs.*`.
+    `topics` maps a job type to its topic and that topic's partition count; the worker keeps
+    it current from the cluster's metadata (`topics_found`)."""
 
     topics: dict[str, tuple[str, int]] = field(default_factory=dict)
     limit: int = DEFAULT_LIMIT
     """Pushed, unfinished jobs per type and partition; the flow control of push."""
     timeout_ms: int = DEFAULT_TIMEOUT_MS
+
+    def configure(self, config: Config) -> None:
+        self.limit = config.job_push_limit
+        self.timeout_ms = config.job_push_timeout_ms
+
+    def topic_prefix(self, namespace: str) -> str:
+        return f"{namespace}.jobs."
+
+    def topics_found(self, topics: Mapping[str, int]) -> list[str]:
+        """Job topics that exist now; returns the job types newly pushed."""
+        found: dict[str, tuple[str, int]] = {}
+        for name, partitions in topics.items():
+            job_type = name.split(".jobs.", 1)[1] if ".jobs." in name else ""
+            if job_type:
+                found[job_type] = (name, partitions)
+        new = sorted(set(found) - set(self.topics))
+        self.topics.clear()
+        self.topics.update(found)
+        return new
+
+    def bind(self, ctx: ProcessingContext) -> None:
+        ctx.job_push = self
+
+    def catch_up(self, ctx: ProcessingContext, names: Sequence[str], now: int) -> None:
+        """Push the jobs that were activatable before their type's job topic existed."""
+        trigger = Record(
+            RecordType.COMMAND, ValueType.JOB_BATCH, JobBatchIntent.ACTIVATE, JobBatchValue()
+        )
+        ctx.begin(trigger, None, now)
+        for job_type in names:
+            push(ctx, job_type)
 
 
 def push(ctx: ProcessingContext, job_type: str) -> int:
