@@ -15,6 +15,7 @@ from engine.protocol.intents import Intent
 from engine.protocol.records import NO_KEY, Record, command
 from engine.protocol.values import VALUE_TYPES, JobValue, RecordValue
 from engine.state import KeyGenerator, PartitionDb
+from engine.state.view import StateView
 
 if TYPE_CHECKING:  # an annotation only: job.push, which reads ctx.job_push, imports this module
     from engine.processing.job.push import JobPush
@@ -87,7 +88,9 @@ class ProcessingContext:
         partition_count: int = 1,
     ) -> None:
         self.engine = engine
-        self.state = db
+        self.state: StateView = db
+        """Read only: a processor writes events (`append_event`), whose appliers change state."""
+        self._db = db
         self.keys = keys
         self.partition = partition
         self.partition_id = partition + 1
@@ -137,7 +140,7 @@ class ProcessingContext:
     ) -> Record:
         """Write an event and apply it to state. `respond` makes it the command's reply."""
         event = self._record(RecordType.EVENT, intent, value, key)
-        self.engine.apply(event, self.state)
+        self.engine.apply(event, self._db)
         if type(value) is JobValue:
             self.touched_job_types.add(value.type)
         self.output.records.append((self.partition, event))

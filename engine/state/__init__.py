@@ -5,5 +5,14 @@ from engine.state.column_family import ColumnFamily
 from engine.state.columns import ColumnFamilies, ColumnFamilyDef
 from engine.state.db import PartitionDb
 from engine.state.keygen import KeyGenerator
+from engine.state.view import ReadOnlyColumn, StateView
 
-__all__ = ["ColumnFamilies", "ColumnFamily", "ColumnFamilyDef", "KeyGenerator", "PartitionDb"]
+__all__ = [
+    "ColumnFamilies",
+    "ColumnFamily",
+    "ColumnFamilyDef",
+    "KeyGenerator",
+    "PartitionDb",
+    "ReadOnlyColumn",
+    "StateView",
+]

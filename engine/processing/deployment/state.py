@@ -15,6 +15,7 @@ from typing import Any
 from engine.bpmn import Process, parse_bpmn
 from engine.state import ColumnFamilies, PartitionDb
 from engine.state.errors import KeyNotFoundError
+from engine.state.view import StateView
 
 BY_KEY = ColumnFamilies.PROCESS_BY_KEY
 RESOURCES = ColumnFamilies.PROCESS_RESOURCE
@@ -30,7 +31,7 @@ class DeployedProcess:
     resource_name: str
     checksum: str
 
-    def model(self, db: PartitionDb) -> Process:
+    def model(self, db: StateView) -> Process:
         identity = (self.key, self.checksum, self.bpmn_process_id)
         cached = _MODELS.get(identity)
         if cached is not None:
@@ -55,7 +56,7 @@ def _from_state(key: int, stored: dict[str, Any]) -> DeployedProcess:
     )
 
 
-def by_key(db: PartitionDb, key: int) -> DeployedProcess | None:
+def by_key(db: StateView, key: int) -> DeployedProcess | None:
     stored = db.column(BY_KEY).get(key)
     return None if stored is None else _from_state(key, stored)
 
@@ -69,12 +70,12 @@ def deployed(db: PartitionDb, key: int) -> DeployedProcess:
     return found
 
 
-def latest(db: PartitionDb, bpmn_process_id: str) -> DeployedProcess | None:
+def latest(db: StateView, bpmn_process_id: str) -> DeployedProcess | None:
     version = db.column(LATEST).get(bpmn_process_id)
     return None if version is None else by_version(db, bpmn_process_id, version)
 
 
-def by_version(db: PartitionDb, bpmn_process_id: str, version: int) -> DeployedProcess | None:
+def by_version(db: StateView, bpmn_process_id: str, version: int) -> DeployedProcess | None:
     key = db.column(BY_ID_AND_VERSION).get((bpmn_process_id, version))
     return None if key is None else by_key(db, key)
 

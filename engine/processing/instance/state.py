@@ -14,7 +14,8 @@ from typing import Any
 
 from engine.protocol.enums import BpmnElementType, BpmnEventType
 from engine.protocol.values import ProcessInstanceValue
-from engine.state import ColumnFamilies, PartitionDb
+from engine.state import ColumnFamilies
+from engine.state.view import StateView
 
 INSTANCES = ColumnFamilies.ELEMENT_INSTANCE
 CHILDREN = ColumnFamilies.ELEMENT_INSTANCE_CHILDREN
@@ -22,7 +23,7 @@ TAKEN = ColumnFamilies.TAKEN_FLOWS
 TRIGGERS = ColumnFamilies.EVENT_TRIGGER
 
 
-def instance(db: PartitionDb, key: int) -> dict[str, Any] | None:
+def instance(db: StateView, key: int) -> dict[str, Any] | None:
     found: dict[str, Any] | None = db.column(INSTANCES).get(key)
     return found
 
@@ -43,11 +44,11 @@ def value_of(stored: dict[str, Any]) -> ProcessInstanceValue:
     )
 
 
-def children(db: PartitionDb, scope_key: int) -> list[int]:
+def children(db: StateView, scope_key: int) -> list[int]:
     return [child for (_, child), _ in db.column(CHILDREN).items(CHILDREN.key.prefix(scope_key))]
 
 
-def scope_chain(db: PartitionDb, key: int) -> list[int]:
+def scope_chain(db: StateView, key: int) -> list[int]:
     """`key` and its flow scopes up to the process instance, innermost first."""
     chain = []
     current: int | None = key
@@ -58,12 +59,12 @@ def scope_chain(db: PartitionDb, key: int) -> list[int]:
     return chain
 
 
-def taken_count(db: PartitionDb, scope_key: int, gateway: str, flow: str) -> int:
+def taken_count(db: StateView, scope_key: int, gateway: str, flow: str) -> int:
     return db.column(TAKEN).get((scope_key, gateway, flow)) or 0
 
 
 def trigger_for(
-    db: PartitionDb, scope_key: int, element_id: str
+    db: StateView, scope_key: int, element_id: str
 ) -> tuple[int, dict[str, Any]] | None:
     """(trigger key, stored trigger) of the event waiting in `scope_key` for `element_id`."""
     for (_, trigger_key), stored in db.column(TRIGGERS).items(TRIGGERS.key.prefix(scope_key)):
@@ -72,11 +73,11 @@ def trigger_for(
     return None
 
 
-def has_trigger(db: PartitionDb, scope_key: int, element_id: str) -> bool:
+def has_trigger(db: StateView, scope_key: int, element_id: str) -> bool:
     return trigger_for(db, scope_key, element_id) is not None
 
 
-def triggered_start(db: PartitionDb, instance_key: int) -> str | None:
+def triggered_start(db: StateView, instance_key: int) -> str | None:
     """The start event a pending trigger names for a new instance, if any."""
     for _, stored in db.column(TRIGGERS).items(TRIGGERS.key.prefix(instance_key)):
         return str(stored["target"])

@@ -14,6 +14,7 @@ from typing import Any
 from engine.protocol.values import JobValue
 from engine.state import ColumnFamilies, PartitionDb
 from engine.state.errors import KeyNotFoundError
+from engine.state.view import StateView
 
 JOBS = ColumnFamilies.JOB
 STATES = ColumnFamilies.JOB_STATE
@@ -41,12 +42,12 @@ def _count(db: PartitionDb, column: Any, job_type: str, delta: int) -> None:
         counts.delete(job_type)
 
 
-def pushed_count(db: PartitionDb, job_type: str) -> int:
+def pushed_count(db: StateView, job_type: str) -> int:
     """Jobs of `job_type` pushed to its job topic and not yet finished (the push bound)."""
     return db.column(PUSHED).get(job_type) or 0
 
 
-def activatable_count(db: PartitionDb, job_type: str) -> int:
+def activatable_count(db: StateView, job_type: str) -> int:
     """Activatable jobs of `job_type`: lets activation skip scanning an index whose deleted
     entries (RocksDB tombstones of a queue) make an empty scan cost more than a lookup."""
     return db.column(ACTIVATABLE_COUNT).get(job_type) or 0

@@ -19,7 +19,8 @@ from __future__ import annotations
 from typing import Any
 
 from engine.protocol.values import MessageValue, ProcessMessageSubscriptionValue
-from engine.state import ColumnFamilies, PartitionDb
+from engine.state import ColumnFamilies
+from engine.state.view import StateView
 
 MESSAGES = ColumnFamilies.MESSAGE
 BUFFER = ColumnFamilies.MESSAGE_CORRELATION  # (name, correlation key, message key)
@@ -44,7 +45,7 @@ def message_value(stored: dict[str, Any]) -> MessageValue:
     )
 
 
-def is_correlated(db: PartitionDb, message_key: int, bpmn_process_id: str) -> bool:
+def is_correlated(db: StateView, message_key: int, bpmn_process_id: str) -> bool:
     return db.column(CORRELATED).exists((message_key, bpmn_process_id))
 
 

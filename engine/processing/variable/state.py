@@ -7,25 +7,26 @@ import json
 from typing import Any
 
 from engine.processing.instance.state import scope_chain
-from engine.state import ColumnFamilies, PartitionDb
+from engine.state import ColumnFamilies
+from engine.state.view import StateView
 
 VARIABLES = ColumnFamilies.VARIABLE
 
 
-def local_variables(db: PartitionDb, scope_key: int) -> dict[str, Any]:
+def local_variables(db: StateView, scope_key: int) -> dict[str, Any]:
     return {
         name: json.loads(value)
         for (_, name), value in db.column(VARIABLES).items(VARIABLES.key.prefix(scope_key))
     }
 
 
-def variable_json(db: PartitionDb, scope_key: int, name: str) -> str | None:
+def variable_json(db: StateView, scope_key: int, name: str) -> str | None:
     """The JSON text of one local variable, or None."""
     found: str | None = db.column(VARIABLES).get((scope_key, name))
     return found
 
 
-def visible_variables_json(db: PartitionDb, key: int) -> str:
+def visible_variables_json(db: StateView, key: int) -> str:
     """`visible_variables` as a JSON object, built from the stored JSON texts unparsed."""
     merged: dict[str, str] = {}
     for scope in reversed(scope_chain(db, key)):
@@ -35,7 +36,7 @@ def visible_variables_json(db: PartitionDb, key: int) -> str:
     return "{" + ",".join(f"{dumps(n, ensure_ascii=False)}:{t}" for n, t in merged.items()) + "}"
 
 
-def visible_variables(db: PartitionDb, key: int) -> dict[str, Any]:
+def visible_variables(db: StateView, key: int) -> dict[str, Any]:
     """The variables an element sees: its own scope first, then its flow scopes."""
     result: dict[str, Any] = {}
     for scope in reversed(scope_chain(db, key)):
