@@ -252,6 +252,8 @@ def test_export_refuses_a_gap_left_by_truncation(
     assert main(["topics", "apply", "--export", *flags]) == 0
     assert main(["export", "--once", *flags]) == 0
     assert "exported 5 events" in capsys.readouterr().out
+    exported = sorted(document["value"]["elementId"] for _, document in _exported(config))
+    assert exported == ["e0", "e1", "e2", "e3", "e4"]  # the five events, each once
     produce(5)  # offsets 5..9, then truncated without waiting for the exporter
     admin = admin_client(kafka_access(config, KafkaRole.OPERATOR))
     futures = admin.delete_records([TopicPartition(config.log_topic, 0, 8)], request_timeout=30)

@@ -4,6 +4,7 @@ the live state always equals a replay of the log."""
 from __future__ import annotations
 
 import random
+import re
 import signal
 import time
 import uuid
@@ -258,7 +259,14 @@ def test_a_reset_or_expired_group_offset_never_reprocesses_what_the_store_proces
     copies = [c for p in range(3) for c in log.commands(p)]
     assert len(copies) == 18  # each client command copied into the log once
     assert assert_exactly_once(log, 3) == 18
-    assert "resuming at" in worker.log.read_text()
+    warned = re.findall(
+        rf"partition (\d): the engine group's committed offset on {re.escape(config.log_topic)}"
+        r" is missing but the state store processed up to (\d+); resuming at (\d+)",
+        worker.log.read_text(),
+    )
+    # said loudly for every partition's log, resuming right after what the store processed
+    assert sorted(int(p) for p, _, _ in warned) == [0, 1, 2], worker.tail()
+    assert all(int(at) == int(upto) + 1 for _, upto, at in warned), warned
     _verify(worker, 3)
 
 
