@@ -9,7 +9,7 @@ from typing import Any
 from engine.bpmn.errors import Problem
 from engine.bpmn.model import CallActivity, FlowNode, IoMapping, MultiInstance, ServiceTask
 from engine.bpmn.xml import Node
-from engine.protocol.enums import BpmnElementType
+from engine.elements import BpmnElementType
 
 BPMN = "{http://www.omg.org/spec/BPMN/20100524/MODEL}"
 ZEEBE = "{http://camunda.org/schema/zeebe/1.0}"

@@ -21,7 +21,7 @@ from engine.bpmn.model import (
     TimerDefinition,
 )
 from engine.bpmn.xml import Node
-from engine.protocol.enums import BpmnElementType, BpmnEventType
+from engine.elements import BpmnElementType, BpmnEventType
 
 BPMN = "{http://www.omg.org/spec/BPMN/20100524/MODEL}"
 ZEEBE = "{http://camunda.org/schema/zeebe/1.0}"

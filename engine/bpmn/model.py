@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from engine.protocol.enums import BpmnElementType, BpmnEventType
+from engine.elements import BpmnElementType, BpmnEventType
 
 
 @dataclass(frozen=True, slots=True)

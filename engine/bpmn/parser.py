@@ -27,7 +27,7 @@ from engine.bpmn.model import (
     SubProcess,
 )
 from engine.bpmn.xml import Node, parse_xml
-from engine.protocol.enums import BpmnElementType
+from engine.elements import BpmnElementType
 
 BPMN = "{http://www.omg.org/spec/BPMN/20100524/MODEL}"
 ZEEBE = "{http://camunda.org/schema/zeebe/1.0}"

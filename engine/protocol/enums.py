@@ -1,4 +1,5 @@
-"""Record types, value types and rejection types, named as Zeebe names them.
+"""Record types, value types and rejection types, named as Zeebe names them (the BPMN element
+and event types are the shared ones of `engine.elements`, re-exported here).
 
 The Avro enums in `avro/` carry the same symbols; a test keeps the two identical.
 """
@@ -6,6 +7,8 @@ The Avro enums in `avro/` carry the same symbols; a test keeps the two identical
 from __future__ import annotations
 
 from enum import Enum
+
+from engine.elements import BpmnElementType, BpmnEventType
 
 
 class RecordType(Enum):
@@ -58,55 +61,6 @@ class RejectionType(Enum):
     send again later (the clients do, with back-off)."""
 
 
-class BpmnElementType(Enum):
-    """The BPMN element a process instance record is about (Zeebe's names)."""
-
-    __hash__ = object.__hash__  # identity: a C-level hash (Enum hashes the name in Python)
-
-    UNSPECIFIED = "UNSPECIFIED"
-    PROCESS = "PROCESS"
-    SUB_PROCESS = "SUB_PROCESS"
-    EVENT_SUB_PROCESS = "EVENT_SUB_PROCESS"
-    START_EVENT = "START_EVENT"
-    INTERMEDIATE_CATCH_EVENT = "INTERMEDIATE_CATCH_EVENT"
-    INTERMEDIATE_THROW_EVENT = "INTERMEDIATE_THROW_EVENT"
-    BOUNDARY_EVENT = "BOUNDARY_EVENT"
-    END_EVENT = "END_EVENT"
-    SERVICE_TASK = "SERVICE_TASK"
-    RECEIVE_TASK = "RECEIVE_TASK"
-    USER_TASK = "USER_TASK"
-    MANUAL_TASK = "MANUAL_TASK"
-    TASK = "TASK"
-    SCRIPT_TASK = "SCRIPT_TASK"
-    SEND_TASK = "SEND_TASK"
-    BUSINESS_RULE_TASK = "BUSINESS_RULE_TASK"
-    EXCLUSIVE_GATEWAY = "EXCLUSIVE_GATEWAY"
-    PARALLEL_GATEWAY = "PARALLEL_GATEWAY"
-    INCLUSIVE_GATEWAY = "INCLUSIVE_GATEWAY"
-    EVENT_BASED_GATEWAY = "EVENT_BASED_GATEWAY"
-    SEQUENCE_FLOW = "SEQUENCE_FLOW"
-    MULTI_INSTANCE_BODY = "MULTI_INSTANCE_BODY"
-    CALL_ACTIVITY = "CALL_ACTIVITY"
-
-
-class BpmnEventType(Enum):
-    """The event definition of an event element (Zeebe's names)."""
-
-    __hash__ = object.__hash__  # identity: a C-level hash (Enum hashes the name in Python)
-
-    UNSPECIFIED = "UNSPECIFIED"
-    NONE = "NONE"
-    MESSAGE = "MESSAGE"
-    TIMER = "TIMER"
-    ERROR = "ERROR"
-    TERMINATE = "TERMINATE"
-    SIGNAL = "SIGNAL"
-    ESCALATION = "ESCALATION"
-    LINK = "LINK"
-    COMPENSATION = "COMPENSATION"
-    CONDITIONAL = "CONDITIONAL"
-
-
 class VariableDocumentUpdateSemantic(Enum):
     """LOCAL sets every variable on the given scope; PROPAGATE updates where a name is defined."""
 
@@ -130,3 +84,14 @@ class ErrorType(Enum):
     UNHANDLED_ERROR_EVENT = "UNHANDLED_ERROR_EVENT"
     MESSAGE_SIZE_EXCEEDED = "MESSAGE_SIZE_EXCEEDED"
     RESOURCE_NOT_FOUND = "RESOURCE_NOT_FOUND"
+
+
+__all__ = [
+    "BpmnElementType",
+    "BpmnEventType",
+    "ErrorType",
+    "RecordType",
+    "RejectionType",
+    "ValueType",
+    "VariableDocumentUpdateSemantic",
+]
