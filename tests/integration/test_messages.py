@@ -4,6 +4,7 @@ instance still takes its message exactly once. And `partita publish` from the CL
 
 from __future__ import annotations
 
+import json
 import signal
 import time
 import uuid
@@ -16,7 +17,7 @@ from engine.cli import main
 from engine.client import Client
 from engine.config import Config
 from engine.protocol.enums import RecordType
-from engine.protocol.intents import MessageSubscriptionIntent
+from engine.protocol.intents import MessageIntent, MessageSubscriptionIntent, VariableIntent
 from engine.protocol.intents import ProcessInstanceIntent as Instance
 from engine.protocol.routing import partition_for_correlation_key
 from tests.integration.workers import (
@@ -146,6 +147,18 @@ def test_publish_from_the_cli(
         assert "--ttl" in capsys.readouterr().err
     finally:
         assert worker.stop() == 0, worker.tail()
+    events = [r for rs in read_log(config).partitions.values() for r in rs]
+    published = [
+        (r.value.message_id, r.value.time_to_live, json.loads(r.value.variables))
+        for r in events
+        if r.record_type is RecordType.EVENT and r.intent is MessageIntent.PUBLISHED
+    ]
+    # the first started an instance with its variables; the duplicate id was never published;
+    # the last is buffered for a minute
+    assert published[0][0] == "m-1" and published[0][2] == {"item": "book"}
+    assert [(mid, ttl) for mid, ttl, _ in published[1:]] == [("", 60_000)], published
+    started = [r for r in events if r.intent is VariableIntent.CREATED and r.value.name == "item"]
+    assert [json.loads(r.value.value) for r in started] == ["book"]
 
 
 def test_a_timer_survives_its_worker_and_fires_on_a_new_machine(

@@ -10,7 +10,9 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
-from engine.config import Config
+from engine.config import Config, KafkaRole
+from engine.log.clients import engine_group, new_consumer
+from engine.log.security import kafka_access
 from engine.protocol.enums import RecordType, RejectionType, ValueType
 from engine.protocol.intents import (
     ErrorIntent,
@@ -299,6 +301,18 @@ def test_graceful_stop_then_verify_replay_matches_the_live_state(
     wait_answered(config, 30, 60, worker)
     assert worker.stop() == 0
     assert "Worker stopped." in worker.tail()
+    # a graceful stop commits what it read: the group resumes at the end of every partition
+    # (past at most the last transaction's marker)
+    group = new_consumer(
+        kafka_access(config, KafkaRole.OPERATOR), {"group.id": engine_group(config.namespace)}
+    )
+    try:
+        partitions = [TopicPartition(config.log_topic, p) for p in range(3)]
+        for tp in group.committed(partitions, timeout=10):
+            _, end = group.get_watermark_offsets(tp, timeout=10, cached=False)
+            assert end - 1 <= tp.offset <= end, (tp, end)
+    finally:
+        group.close()
 
     result = worker.verify_replay()
     assert result.returncode == 0, result.stdout + result.stderr
