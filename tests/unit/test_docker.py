@@ -213,7 +213,7 @@ def test_the_secured_start_runs_in_order_and_grants_every_role_its_acls() -> Non
 def secrets(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """What docker/secure/make-secrets.sh writes, run here as in the `secrets` service."""
     if shutil.which("bash") is None or shutil.which("keytool") is None:
-        pytest.skip("make-secrets.sh needs bash and the JDK's keytool")
+        pytest.fail("make-secrets.sh needs bash and the JDK's keytool: install them")
     out = tmp_path_factory.mktemp("compose-secrets")
     script = ROOT / "docker" / "secure" / "make-secrets.sh"
     env = {**os.environ, "OUT": str(out)}

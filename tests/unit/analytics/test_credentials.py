@@ -68,7 +68,7 @@ def _leaf(folder: Path, name: str, ca: tuple[Path, Path], extensions: str) -> tu
 @pytest.fixture(scope="module")
 def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
     if shutil.which("openssl") is None:
-        pytest.skip("the openssl command makes the test certificates")
+        pytest.fail("the openssl command makes the test certificates: install openssl")
     folder = tmp_path_factory.mktemp("pki")
     ca = _ca(folder, "partita-test-ca")
     other_ca, _ = _ca(folder, "someone-elses-ca")
