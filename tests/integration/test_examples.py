@@ -46,6 +46,7 @@ from engine.protocol.records import Record
 from tests.integration.workers import (
     BUILTIN_ENGINE,
     WorkerProcess,
+    clean_kafka_env,
     committed_messages,
     engine_namespace,
     read_log,
@@ -139,15 +140,6 @@ def _partita(args: list[str], access: Access) -> None:
     assert result.returncode == 0, f"partita {args}:\n{result.stdout}{result.stderr}"
 
 
-def _clean_env() -> dict[str, str]:
-    """This process's environment without a cluster or Kafka properties of its own."""
-    return {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith("PARTITA_KAFKA_CONFIG") and k != "KAFKA_BOOTSTRAP_SERVERS"
-    }
-
-
 @dataclass(frozen=True, slots=True)
 class Access:
     """How an example program reaches the cluster: its flags and its environment variables."""
@@ -156,7 +148,7 @@ class Access:
     env: dict[str, str] = field(default_factory=dict)
 
     def environment(self) -> dict[str, str]:
-        return {**_clean_env(), **self.env}
+        return {**clean_kafka_env(), **self.env}
 
 
 class Program:

@@ -15,7 +15,6 @@ And Kafka itself refuses the client principal a record on the log or a job topic
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -41,7 +40,13 @@ from engine.protocol.enums import ValueType
 from engine.protocol.keys import kafka_partition_of_key
 from engine.protocol.routing import partition_for_correlation_key
 from tests.conftest import free_port
-from tests.integration.workers import BUILTIN_ENGINE, ROOT, WorkerProcess, wait_until
+from tests.integration.workers import (
+    BUILTIN_ENGINE,
+    ROOT,
+    WorkerProcess,
+    clean_kafka_env,
+    wait_until,
+)
 
 pytestmark = pytest.mark.kafka
 
@@ -89,12 +94,7 @@ class Secured:
         return replace(self.admin, kafka_config=self.kafka.role(role), kafka_role_configs=())
 
     def env(self, role: KafkaRole, **extra: str) -> dict[str, str]:
-        clean = {
-            k: v
-            for k, v in os.environ.items()
-            if not k.startswith("PARTITA_KAFKA_CONFIG") and k != "KAFKA_BOOTSTRAP_SERVERS"
-        }
-        return {**clean, "PARTITA_KAFKA_CONFIG": str(self.kafka.role(role)), **extra}
+        return {**clean_kafka_env(), "PARTITA_KAFKA_CONFIG": str(self.kafka.role(role)), **extra}
 
     def flags(self) -> list[str]:
         return ["--bootstrap-servers", self.kafka.bootstrap, "--namespace", self.admin.namespace]

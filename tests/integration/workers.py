@@ -41,6 +41,16 @@ BUILTIN_ENGINE = "engine.processing.builtin:build_engine"
 CODEC = RecordCodec()
 
 
+def clean_kafka_env() -> dict[str, str]:
+    """This process's environment without a cluster or Kafka properties of its own, for a
+    child that must reach the cluster only through what the test gives it."""
+    return {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("PARTITA_KAFKA_CONFIG") and k != "KAFKA_BOOTSTRAP_SERVERS"
+    }
+
+
 def create_topics(config: Config) -> None:
     apply_topics(admin_client(kafka_access(config, KafkaRole.OPERATOR)), load_specs(config))
 
