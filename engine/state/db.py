@@ -32,7 +32,7 @@ LAST_APPLIED_POSITION = "last_applied_position"
 LAST_INGRESS_POSITION = "last_ingress_position"
 """The offset on `<ns>.commands` of the last client command processed (copied into the log)."""
 STATE_FORMAT_KEY = "state_format"
-STATE_FORMAT = 2
+STATE_FORMAT = 3
 """The layout of the column families this build reads and writes. A store written with
 another layout is rebuilt from the log (`open_current`), never read as if it matched."""
 
@@ -81,7 +81,7 @@ class PartitionDb:
         queues = frozenset(d.name for d in self.definitions if d.queue)
         self.overlay = Overlay(self._db_get, self._db_scan, queues)
         self._columns: dict[str, ColumnFamily[Any, Any]] = {}
-        self.meta: ColumnFamily[str, Any] = self.column(META)
+        self.meta: ColumnFamily[str, int] = self.column(META)
         format_key = META.key.encode(STATE_FORMAT_KEY)
         if not read_only and self._db_get(META.name, format_key) is None and self._is_empty():
             self._cfs[META.name].put(format_key, str(STATE_FORMAT).encode())

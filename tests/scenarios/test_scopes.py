@@ -55,7 +55,7 @@ def test_an_embedded_subprocess_has_its_own_scope(engine: Any) -> None:
     assert variable_state.local_variables(engine.dbs[0], sub_key) == {"orderId": 7}
     assert job.value.element_id == "inner"
     inner = instance_state.instance(engine.dbs[0], job.value.element_instance_key)
-    assert inner is not None and inner["flowScopeKey"] == sub_key
+    assert inner is not None and inner.flow_scope_key == sub_key
     complete(engine, job, subResult="ok")
     lifecycle = steps(engine, instance)
     assert ("sub-end", "ELEMENT_COMPLETED") in lifecycle and (

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
+from typing import Any
 
 from engine.processing import Engine, ProcessingContext, RejectionError, banning
 from engine.protocol.enums import BpmnElementType, RejectionType
@@ -24,8 +25,10 @@ from engine.protocol.intents import ProcessInstanceIntent as Instance
 from engine.protocol.records import Record, command
 from engine.protocol.values import ProcessInstanceCreationValue, ProcessInstanceValue
 from engine.state import ColumnFamilies, PartitionDb
+from engine.state.view import StateView
 
-INSTANCES = ColumnFamilies.ELEMENT_INSTANCE
+TOY_INSTANCES = ColumnFamilies.VARIABLE
+"""The toy keeps an instance as a JSON text under (instance key, "toy")."""
 DUE = ColumnFamilies.TIMER_DUE_DATE
 
 
@@ -60,10 +63,8 @@ def apply_created(record: Record, db: PartitionDb) -> None:
     assert isinstance(value, ProcessInstanceCreationValue)
     expire = json.loads(value.variables or "{}").get("expireAfterMs")
     due = -1 if expire is None else record.timestamp + int(expire)  # from the record: no clock
-    db.column(INSTANCES).insert(
-        record.key,
-        {"bpmnProcessId": value.bpmn_process_id, "variables": value.variables, "dueAt": due},
-    )
+    stored = {"bpmnProcessId": value.bpmn_process_id, "variables": value.variables, "dueAt": due}
+    db.column(TOY_INSTANCES).insert((record.key, "toy"), json.dumps(stored))
     if due >= 0:
         db.column(DUE).insert((due, record.key, 0), None)
 
@@ -80,7 +81,7 @@ def expired_instances(db: PartitionDb, now: int) -> list[Record]:
 
 
 def cancel(command: Record, ctx: ProcessingContext) -> None:
-    instance = ctx.state.column(INSTANCES).get(command.key)
+    instance = _toy_instance(ctx.state, command.key)
     if instance is None:
         raise RejectionError(RejectionType.NOT_FOUND, f"no process instance {command.key}")
     if json.loads(instance["variables"]).get("explodeOnCancel"):
@@ -92,11 +93,16 @@ def cancel(command: Record, ctx: ProcessingContext) -> None:
 
 
 def apply_terminated(record: Record, db: PartitionDb) -> None:
-    instance = db.column(INSTANCES).get(record.key)
+    instance = _toy_instance(db, record.key)
     assert instance is not None
     if instance.get("dueAt", -1) >= 0:
         db.column(DUE).delete_existing((instance["dueAt"], record.key, 0))
-    db.column(INSTANCES).delete_existing(record.key)
+    db.column(TOY_INSTANCES).delete_existing((record.key, "toy"))
+
+
+def _toy_instance(state: StateView, key: int) -> dict[str, Any] | None:
+    stored = state.column(TOY_INSTANCES).get((key, "toy"))
+    return None if stored is None else dict(json.loads(stored))
 
 
 def build_engine() -> Engine:

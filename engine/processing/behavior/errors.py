@@ -30,10 +30,10 @@ def catch_error(ctx: ProcessingContext, thrower_key: int, code: str, variables: 
         stored = instance_state.instance(ctx.state, current)
         if stored is None:
             return False
-        deployed = deployment_state.by_key(ctx.state, int(stored["processDefinitionKey"]))
+        deployed = deployment_state.by_key(ctx.state, int(stored.process_definition_key))
         assert deployed is not None
         model = deployed.model(ctx.state)
-        element_id = str(stored["elementId"])
+        element_id = str(stored.element_id)
         candidates: list[tuple[EventNode, Any]] = []
         for boundary_id in model.boundaries.get(element_id, ()):
             boundary = model.element(boundary_id)
@@ -44,10 +44,10 @@ def catch_error(ctx: ProcessingContext, thrower_key: int, code: str, variables: 
             if isinstance(start, EventNode) and start.error is not None:
                 candidates.append((start, sub))
         found = _matching(candidates, code)
-        if found is not None and stored["state"] == Instance.ELEMENT_ACTIVATED.name:
+        if found is not None and stored.state == Instance.ELEMENT_ACTIVATED.name:
             return trigger(ctx, model, current, found[0].id, variables)
-        parent = int(stored["flowScopeKey"])
+        parent = int(stored.flow_scope_key)
         if parent <= 0:
-            parent = int(stored.get("parentElementInstanceKey", -1))  # into the calling process
+            parent = int(stored.parent_element_instance_key)  # into the calling process
         current = parent
     return False

@@ -72,7 +72,7 @@ def prepare(ctx: ProcessingContext, process: Process, element_id: str, key: int)
     if instance_state.trigger_for(ctx.state, _trigger_scope(ctx, key), element_id) is not None:
         return []  # already triggered (after an event-based gateway): waits for nothing
     scope = instance_state.instance(ctx.state, _trigger_scope(ctx, key))
-    if scope is not None and scope["elementType"] == BpmnElementType.MULTI_INSTANCE_BODY.name:
+    if scope is not None and scope.element_type is BpmnElementType.MULTI_INSTANCE_BODY:
         events = [e for e in events if e.attached_to is None]  # the body has the boundaries
     variables = visible_variables(ctx.state, key)
     return [evaluate(event, variables, ctx.now) for event in events]
@@ -80,7 +80,7 @@ def prepare(ctx: ProcessingContext, process: Process, element_id: str, key: int)
 
 def _trigger_scope(ctx: ProcessingContext, key: int) -> int:
     found = instance_state.instance(ctx.state, key)
-    return -1 if found is None else int(found["flowScopeKey"])
+    return -1 if found is None else int(found.flow_scope_key)
 
 
 def open_events(
@@ -143,5 +143,5 @@ def close_events(ctx: ProcessingContext, key: int) -> None:
                 correlation_key=value.correlation_key,
             ),
         )
-    for (_, timer_key), stored in list(ctx.state.column(TIMERS).items(TIMERS.key.prefix(key))):
-        ctx.append_event(TimerIntent.CANCELED, timer_value(stored), timer_key)
+    for (_, timer_key), timer in list(ctx.state.column(TIMERS).items(TIMERS.key.prefix(key))):
+        ctx.append_event(TimerIntent.CANCELED, timer_value(timer), timer_key)

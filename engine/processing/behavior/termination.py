@@ -3,8 +3,6 @@ events and met completion conditions end what runs before it completes."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from engine import __version__
 from engine.processing.behavior.subscriptions import close_events
 from engine.processing.context import ProcessingContext
@@ -15,10 +13,11 @@ from engine.protocol.intents import JobIntent, ProcessInstanceCreationIntent
 from engine.protocol.intents import ProcessInstanceIntent as Instance
 from engine.protocol.records import Record
 from engine.protocol.values import ProcessInstanceCreationValue
+from engine.state.stored import ElementInstance
 
 
 def terminate_element(
-    ctx: ProcessingContext, key: int, stored: dict[str, Any], *, respond: bool = False
+    ctx: ProcessingContext, key: int, stored: ElementInstance, *, respond: bool = False
 ) -> None:
     """Terminate element instance `key` and what runs in it, depth-first: TERMINATING, the
     children, the element's job, its events, a called instance, TERMINATED. `respond` makes
@@ -30,12 +29,12 @@ def terminate_element(
         child_stored = instance_state.instance(ctx.state, child)
         if child_stored is not None:
             terminate_element(ctx, child, child_stored)
-    job_key = stored.get("jobKey", -1)
+    job_key = stored.job_key
     job = ctx.state.column(JOBS).get(job_key) if job_key > 0 else None
     if job is not None:
         ctx.append_event(JobIntent.CANCELED, job_value(job), job_key)
     close_events(ctx, key)
-    called_key = stored.get("calledChildKey", -1)
+    called_key = stored.called_child_key
     called = instance_state.instance(ctx.state, called_key) if called_key > 0 else None
     if called is not None:  # a call activity: its child instance goes with it
         terminate_element(ctx, called_key, called)

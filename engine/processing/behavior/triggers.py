@@ -45,10 +45,10 @@ def trigger(
     """An event of element instance `owner_key` fired for element `target_id`. False when the
     owner no longer waits (it completed or terminated meanwhile)."""
     owner = instance_state.instance(ctx.state, owner_key)
-    if owner is None or owner["state"] != Instance.ELEMENT_ACTIVATED.name:
+    if owner is None or owner.state != Instance.ELEMENT_ACTIVATED.name:
         return False
     value = instance_state.value_of(owner)
-    owner_id = str(owner["elementId"])
+    owner_id = str(owner.element_id)
     owner_element = None if owner_id == process.id else process.element(owner_id)
     target = process.element(target_id)
     if target.id == owner_id:  # a catch event or receive task
@@ -61,7 +61,7 @@ def trigger(
         if target.interrupting:
             for child in instance_state.children(ctx.state, owner_key):
                 stored = instance_state.instance(ctx.state, child)
-                if stored is not None and stored["state"] != Instance.ELEMENT_TERMINATING.name:
+                if stored is not None and stored.state != Instance.ELEMENT_TERMINATING.name:
                     terminate_element(ctx, child, stored)
         sub = process.element(target.scope)
         started = ProcessInstanceValue(
@@ -75,7 +75,7 @@ def trigger(
         )
         ctx.append_command(Instance.ACTIVATE_ELEMENT, started, ctx.keys.next_key())
         return True
-    scope_key = int(owner["flowScopeKey"])
+    scope_key = int(owner.flow_scope_key)
     _write_trigger(ctx, scope_key, target.id, variables, value)
     if isinstance(owner_element, EventBasedGateway):
         ctx.append_command(Instance.COMPLETE_ELEMENT, value, owner_key)
@@ -134,10 +134,10 @@ def consume_trigger(
     event = ProcessEventValue(
         scope_key=scope_key,
         target_element_id=element_id,
-        variables=stored["variables"],
+        variables=stored.variables,
         process_definition_key=value.process_definition_key,
         process_instance_key=value.process_instance_key,
     )
     ctx.append_event(ProcessEventIntent.TRIGGERED, event, trigger_key)
-    variables: dict[str, Any] = json.loads(stored["variables"] or "{}")
+    variables: dict[str, Any] = json.loads(stored.variables or "{}")
     return variables

@@ -8,6 +8,7 @@ from engine.protocol.intents import ProcessIntent
 from engine.protocol.records import Record
 from engine.protocol.values import ProcessValue
 from engine.state import PartitionDb
+from engine.state.stored import DeployedProcessRecord
 
 handlers = Handlers()
 
@@ -18,12 +19,12 @@ def apply_process_created(record: Record, db: PartitionDb) -> None:
     assert isinstance(value, ProcessValue)
     db.column(BY_KEY).upsert(
         value.process_definition_key,
-        {
-            "bpmnProcessId": value.bpmn_process_id,
-            "version": value.version,
-            "resourceName": value.resource_name,
-            "checksum": value.checksum.hex(),
-        },
+        DeployedProcessRecord(
+            bpmn_process_id=value.bpmn_process_id,
+            version=value.version,
+            resource_name=value.resource_name,
+            checksum=value.checksum.hex(),
+        ),
     )
     db.column(RESOURCES).upsert(value.process_definition_key, value.resource.decode("utf-8"))
     db.column(BY_ID_AND_VERSION).upsert(

@@ -36,7 +36,7 @@ def on_deployed(
             for (_, timer_key), stored in list(
                 ctx.state.column(TIMERS).items(TIMERS.key.prefix(NO_OWNER))
             ):
-                if stored["process_definition_key"] == previous.key:
+                if stored.process_definition_key == previous.key:
                     ctx.append_event(TimerIntent.CANCELED, timer_value(stored), timer_key)
     for event in _starts(model, "message"):
         ctx.append_event(StartSubscription.CREATED, _subscription(deployed, event), deployed.key)

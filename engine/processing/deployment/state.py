@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from typing import Any
 
 from engine.bpmn import Process, parse_bpmn
 from engine.state import ColumnFamilies, PartitionDb
 from engine.state.errors import KeyNotFoundError
+from engine.state.stored import DeployedProcessRecord
 from engine.state.view import StateView
 
 BY_KEY = ColumnFamilies.PROCESS_BY_KEY
@@ -50,9 +50,9 @@ def checksum(resource: bytes) -> bytes:
     return hashlib.md5(resource, usedforsecurity=False).digest()
 
 
-def _from_state(key: int, stored: dict[str, Any]) -> DeployedProcess:
+def _from_state(key: int, stored: DeployedProcessRecord) -> DeployedProcess:
     return DeployedProcess(
-        key, stored["bpmnProcessId"], stored["version"], stored["resourceName"], stored["checksum"]
+        key, stored.bpmn_process_id, stored.version, stored.resource_name, stored.checksum
     )
 
 

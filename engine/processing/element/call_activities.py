@@ -18,6 +18,7 @@ from engine.processing.variable.state import local_variables, visible_variables
 from engine.protocol.enums import BpmnElementType
 from engine.protocol.intents import ProcessInstanceIntent as Instance
 from engine.protocol.values import ProcessInstanceValue
+from engine.state.stored import ElementInstance
 
 
 class CalledElementError(Exception):
@@ -66,12 +67,12 @@ def call(
 
 
 def child_completed(
-    ctx: ProcessingContext, stored: dict[str, Any], variables: dict[str, Any]
+    ctx: ProcessingContext, stored: ElementInstance, variables: dict[str, Any]
 ) -> None:
     """A child instance completed: hand its variables to the call activity and complete it."""
-    parent_key = int(stored.get("parentElementInstanceKey", -1))
+    parent_key = int(stored.parent_element_instance_key)
     parent = instance_state.instance(ctx.state, parent_key) if parent_key > 0 else None
-    if parent is None or parent["state"] != Instance.ELEMENT_ACTIVATED.name:
+    if parent is None or parent.state != Instance.ELEMENT_ACTIVATED.name:
         return
     parent_value = instance_state.value_of(parent)
     deployed = deployment_state.by_key(ctx.state, parent_value.process_definition_key)

@@ -75,7 +75,7 @@ def terminate_siblings(ctx: ProcessingContext, scope_key: int, keep: int) -> Non
         if child == keep:
             continue
         stored = instance_state.instance(ctx.state, child)
-        if stored is not None and stored["state"] not in (
+        if stored is not None and stored.state not in (
             Instance.ELEMENT_TERMINATING.name,
             Instance.ELEMENT_COMPLETED.name,
         ):

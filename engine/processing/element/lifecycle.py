@@ -80,7 +80,7 @@ def activate_element(command: Record, ctx: ProcessingContext) -> None:
     existing = instance_state.instance(ctx.state, key)
     if existing is None:
         ctx.append_event(Instance.ELEMENT_ACTIVATING, value, key)
-    elif existing["state"] != Instance.ELEMENT_ACTIVATING.name:
+    elif existing.state != Instance.ELEMENT_ACTIVATING.name:
         raise RejectionError(RejectionType.INVALID_STATE, f"element instance {key} is active")
     # else: an incident stopped the activation and was resolved: continue it
     kind = value.bpmn_element_type
@@ -131,7 +131,7 @@ def complete_element(command: Record, ctx: ProcessingContext) -> None:
     assert isinstance(value, ProcessInstanceValue)
     key = command.key
     current = instance_state.instance(ctx.state, key)
-    if current is None or current["state"] != Instance.ELEMENT_ACTIVATED.name:
+    if current is None or current.state != Instance.ELEMENT_ACTIVATED.name:
         raise RejectionError(RejectionType.INVALID_STATE, f"element instance {key} is not active")
     model = model_of(ctx, value)
     if value.bpmn_element_type is BpmnElementType.PROCESS:
@@ -197,8 +197,8 @@ def _take(
 
 def _complete_scope_if_done(ctx: ProcessingContext, scope_key: int) -> None:
     scope = instance_state.instance(ctx.state, scope_key)
-    if scope is None or scope["activeFlows"] > 0 or instance_state.children(ctx.state, scope_key):
+    if scope is None or scope.active_flows > 0 or instance_state.children(ctx.state, scope_key):
         return
-    if scope["state"] != Instance.ELEMENT_ACTIVATED.name:
+    if scope.state != Instance.ELEMENT_ACTIVATED.name:
         return
     ctx.append_command(Instance.COMPLETE_ELEMENT, instance_state.value_of(scope), scope_key)

@@ -48,7 +48,7 @@ def is_inner(ctx: ProcessingContext, value: ProcessInstanceValue) -> bool:
     if value.bpmn_element_type is BODY or value.flow_scope_key <= 0:
         return False
     scope = instance_state.instance(ctx.state, value.flow_scope_key)
-    return scope is not None and scope["elementType"] == BODY.name
+    return scope is not None and scope.element_type is BODY
 
 
 def _collection(ctx: ProcessingContext, loop: MultiInstance, key: int) -> list[Any]:
@@ -160,7 +160,7 @@ def inner_completed(
     assert loop is not None
     body_key = value.flow_scope_key
     body = instance_state.instance(ctx.state, body_key)
-    if body is None or body["state"] != Instance.ELEMENT_ACTIVATED.name:
+    if body is None or body.state != Instance.ELEMENT_ACTIVATED.name:
         return
     body_value = instance_state.value_of(body)
     try:

@@ -5,7 +5,6 @@ its result and hands its variables to the call activity that started it."""
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
 
 from engine.bpmn import Process
 from engine.processing.behavior.expressions import ExpressionError
@@ -19,6 +18,7 @@ from engine.processing.variable.state import local_variables
 from engine.protocol.enums import ErrorType
 from engine.protocol.intents import ProcessInstanceIntent as Instance
 from engine.protocol.values import ProcessInstanceValue
+from engine.state.stored import ElementInstance
 
 
 def activate(
@@ -45,7 +45,7 @@ def activate(
 
 
 def complete(
-    ctx: ProcessingContext, stored: dict[str, Any], key: int, value: ProcessInstanceValue
+    ctx: ProcessingContext, stored: ElementInstance, key: int, value: ProcessInstanceValue
 ) -> None:
     """COMPLETING, its events closed, COMPLETED; then the result to an awaiting client and to
     the calling activity, if any."""

@@ -46,4 +46,4 @@ def event_subprocess_trigger(
     holder = instance_state.instance(ctx.state, value.flow_scope_key)
     if holder is None:
         return None
-    return consume_trigger(ctx, int(holder["flowScopeKey"]), element_id, -1, value)
+    return consume_trigger(ctx, holder.flow_scope_key, element_id, -1, value)

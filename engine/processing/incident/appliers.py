@@ -11,6 +11,7 @@ from engine.protocol.intents import IncidentIntent
 from engine.protocol.records import Record
 from engine.protocol.values import IncidentValue
 from engine.state import PartitionDb
+from engine.state.stored import Incident
 
 handlers = Handlers()
 
@@ -21,13 +22,13 @@ def apply_created(record: Record, db: PartitionDb) -> None:
     assert isinstance(value, IncidentValue)
     db.column(INCIDENTS).insert(
         record.key,
-        {
-            "errorType": value.error_type.name,
-            "errorMessage": value.error_message,
-            "elementInstanceKey": value.element_instance_key,
-            "jobKey": value.job_key,
-            "processInstanceKey": value.process_instance_key,
-        },
+        Incident(
+            error_type=value.error_type,
+            error_message=value.error_message,
+            element_instance_key=value.element_instance_key,
+            job_key=value.job_key,
+            process_instance_key=value.process_instance_key,
+        ),
     )
     if value.element_instance_key > 0:
         db.column(BY_ELEMENT).upsert(value.element_instance_key, record.key)
@@ -39,9 +40,9 @@ def apply_resolved(record: Record, db: PartitionDb) -> None:
     if stored is None:
         return
     db.column(INCIDENTS).delete_existing(record.key)
-    job_key = stored["jobKey"]
+    job_key = stored.job_key
     job = db.column(JOBS).get(job_key) if job_key > 0 else None
     if job is not None and db.column(job_state.STATES).get(job_key) in ("FAILED", "ERROR_THROWN"):
         job_state.make_activatable(db, job_key, job)  # a worker can take it again
-    if db.column(BY_ELEMENT).get(stored["elementInstanceKey"]) == record.key:
-        db.column(BY_ELEMENT).delete(stored["elementInstanceKey"])
+    if db.column(BY_ELEMENT).get(stored.element_instance_key) == record.key:
+        db.column(BY_ELEMENT).delete(stored.element_instance_key)

@@ -26,10 +26,10 @@ def resolve(command: Record, ctx: ProcessingContext) -> None:
     stored = ctx.state.column(INCIDENTS).get(command.key)
     if stored is None:
         raise RejectionError(RejectionType.NOT_FOUND, f"no open incident with key {command.key}")
-    job_key = stored["jobKey"]
+    job_key = stored.job_key
     if job_key > 0:
         job = ctx.state.column(JOBS).get(job_key)
-        if job is not None and job["retries"] <= 0:
+        if job is not None and job.retries <= 0:
             raise RejectionError(
                 RejectionType.INVALID_STATE,
                 f"job {job_key} has no retries left; update its retries before resolving"
@@ -40,11 +40,11 @@ def resolve(command: Record, ctx: ProcessingContext) -> None:
     )
     if job_key > 0:
         return  # the job is activatable again; a worker continues
-    element = instance_state.instance(ctx.state, stored["elementInstanceKey"])
+    element = instance_state.instance(ctx.state, stored.element_instance_key)
     if element is None:
         return
     value = instance_state.value_of(element)
-    if element["state"] == Instance.ELEMENT_ACTIVATING.name:
-        ctx.append_command(Instance.ACTIVATE_ELEMENT, value, stored["elementInstanceKey"])
+    if element.state == Instance.ELEMENT_ACTIVATING.name:
+        ctx.append_command(Instance.ACTIVATE_ELEMENT, value, stored.element_instance_key)
     else:
-        ctx.append_command(Instance.COMPLETE_ELEMENT, value, stored["elementInstanceKey"])
+        ctx.append_command(Instance.COMPLETE_ELEMENT, value, stored.element_instance_key)

@@ -3,19 +3,19 @@ instance -> the key of its open incident)."""
 
 from __future__ import annotations
 
-from engine.protocol.enums import ErrorType
 from engine.protocol.values import IncidentValue
 from engine.state import ColumnFamilies
+from engine.state.stored import Incident
 
 INCIDENTS = ColumnFamilies.INCIDENT
 BY_ELEMENT = ColumnFamilies.INCIDENT_BY_ELEMENT
 
 
-def incident_value(stored: dict[str, object], record_key: int) -> IncidentValue:
+def incident_value(stored: Incident, record_key: int) -> IncidentValue:
     return IncidentValue(
-        error_type=ErrorType[str(stored["errorType"])],
-        error_message=str(stored["errorMessage"]),
-        element_instance_key=int(stored["elementInstanceKey"]),  # type: ignore[call-overload]
-        job_key=int(stored["jobKey"]),  # type: ignore[call-overload]
-        process_instance_key=int(stored["processInstanceKey"]),  # type: ignore[call-overload]
+        error_type=stored.error_type,
+        error_message=stored.error_message,
+        element_instance_key=stored.element_instance_key,
+        job_key=stored.job_key,
+        process_instance_key=stored.process_instance_key,
     )

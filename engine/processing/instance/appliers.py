@@ -4,6 +4,8 @@ inside it whose target has not activated yet (`activeFlows`)."""
 
 from __future__ import annotations
 
+from msgspec.structs import replace
+
 from engine.processing.deployment import state as deployment_state
 from engine.processing.engine import Handlers
 from engine.processing.instance.state import (
@@ -23,9 +25,11 @@ from engine.protocol.records import Record
 from engine.protocol.values import ProcessEventValue, ProcessInstanceValue
 from engine.state import PartitionDb
 from engine.state.errors import KeyNotFoundError
+from engine.state.stored import ElementInstance, EventTrigger
 
 handlers = Handlers()
 
+_ACTIVATING = Instance.ELEMENT_ACTIVATING.name
 _NOT_VIA_FLOW = {BpmnElementType.PROCESS, BpmnElementType.START_EVENT}
 
 
@@ -33,7 +37,7 @@ def _adjust_flows(db: PartitionDb, scope_key: int, delta: int) -> None:
     scope = instance(db, scope_key)
     if scope is not None:
         db.column(INSTANCES).update(
-            scope_key, {**scope, "activeFlows": scope["activeFlows"] + delta}
+            scope_key, replace(scope, active_flows=scope.active_flows + delta)
         )
 
 
@@ -43,27 +47,25 @@ def apply_activating(record: Record, db: PartitionDb) -> None:
     assert isinstance(value, ProcessInstanceValue)
     db.column(INSTANCES).insert(
         record.key,
-        {
-            "elementId": value.element_id,
-            "elementType": value.bpmn_element_type.name,
-            "flowScopeKey": value.flow_scope_key,
-            "processInstanceKey": value.process_instance_key,
-            "processDefinitionKey": value.process_definition_key,
-            "bpmnProcessId": value.bpmn_process_id,
-            "version": value.version,
-            "state": Instance.ELEMENT_ACTIVATING.name,
-            "activeFlows": 0,
-            "jobKey": -1,
-            "eventType": value.bpmn_event_type.name,
-            "parentProcessInstanceKey": value.parent_process_instance_key,
-            "parentElementInstanceKey": value.parent_element_instance_key,
-        },
+        ElementInstance(
+            element_id=value.element_id,
+            element_type=value.bpmn_element_type,
+            flow_scope_key=value.flow_scope_key,
+            process_instance_key=value.process_instance_key,
+            process_definition_key=value.process_definition_key,
+            bpmn_process_id=value.bpmn_process_id,
+            version=value.version,
+            state=_ACTIVATING,
+            event_type=value.bpmn_event_type,
+            parent_process_instance_key=value.parent_process_instance_key,
+            parent_element_instance_key=value.parent_element_instance_key,
+        ),
     )
     if value.bpmn_element_type is BpmnElementType.PROCESS and value.parent_element_instance_key > 0:
         caller = instance(db, value.parent_element_instance_key)
         if caller is not None:  # the call activity knows its child, to terminate it
             db.column(INSTANCES).update(
-                value.parent_element_instance_key, {**caller, "calledChildKey": record.key}
+                value.parent_element_instance_key, replace(caller, called_child_key=record.key)
             )
     if value.flow_scope_key > 0:
         db.column(CHILDREN).insert((value.flow_scope_key, record.key), None)
@@ -89,7 +91,7 @@ def apply_state(record: Record, db: PartitionDb) -> None:
     found = instance(db, record.key)
     if found is None:
         raise KeyNotFoundError(INSTANCES.name, record.key, f"{record.intent.name} of an element")
-    db.column(INSTANCES).update(record.key, {**found, "state": record.intent.name})
+    db.column(INSTANCES).update(record.key, replace(found, state=record.intent.name))
 
 
 @handlers.applier(Instance.ELEMENT_COMPLETED, Instance.ELEMENT_TERMINATED)
@@ -105,13 +107,13 @@ def apply_ended(record: Record, db: PartitionDb) -> None:
     if value.bpmn_event_type is BpmnEventType.TERMINATE and value.flow_scope_key > 0:
         scope = instance(db, value.flow_scope_key)  # a terminate end event: nothing is pending
         if scope is not None:
-            db.column(INSTANCES).update(value.flow_scope_key, {**scope, "activeFlows": 0})
+            db.column(INSTANCES).update(value.flow_scope_key, replace(scope, active_flows=0))
         db.column(TAKEN).delete_prefix(TAKEN.key.prefix(value.flow_scope_key))
     if value.bpmn_element_type is BpmnElementType.PROCESS:
         started = db.column(STARTED_BY_INSTANCE).get(record.key)
         if started is not None:  # its correlation key may start another instance now
             db.column(STARTED_BY_INSTANCE).delete(record.key)
-            db.column(STARTED).delete((started[0], started[1]))
+            db.column(STARTED).delete((started.bpmn_process_id, started.correlation_key))
 
 
 @handlers.applier(Instance.SEQUENCE_FLOW_TAKEN)
@@ -133,7 +135,7 @@ def apply_triggering(record: Record, db: PartitionDb) -> None:
     assert isinstance(value, ProcessEventValue)
     db.column(TRIGGERS).upsert(
         (value.scope_key, record.key),
-        {"target": value.target_element_id, "variables": value.variables},
+        EventTrigger(value.target_element_id, value.variables),
     )
 
 

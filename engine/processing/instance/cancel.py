@@ -18,19 +18,19 @@ handlers = Handlers()
 def cancel(command: Record, ctx: ProcessingContext) -> None:
     """PROCESS_INSTANCE CANCEL: terminate the instance and everything active in it."""
     stored = instance_state.instance(ctx.state, command.key)
-    if stored is None or stored["flowScopeKey"] > 0:
+    if stored is None or stored.flow_scope_key > 0:
         raise RejectionError(
             RejectionType.NOT_FOUND, f"no active process instance with key {command.key}"
         )
-    if stored["state"] == Instance.ELEMENT_TERMINATING.name:
+    if stored.state == Instance.ELEMENT_TERMINATING.name:
         raise RejectionError(
             RejectionType.INVALID_STATE, f"process instance {command.key} is already terminating"
         )
-    if stored.get("parentElementInstanceKey", -1) > 0:
+    if stored.parent_element_instance_key > 0:
         raise RejectionError(
             RejectionType.INVALID_STATE,
             f"process instance {command.key} was started by call activity instance"
-            f" {stored['parentElementInstanceKey']}; cancel its root process instance"
-            f" {stored['parentProcessInstanceKey']} instead",
+            f" {stored.parent_element_instance_key}; cancel its root process instance"
+            f" {stored.parent_process_instance_key} instead",
         )
     terminate_element(ctx, command.key, stored, respond=True)

@@ -21,9 +21,9 @@ def instance_tree(db: PartitionDb, key: int) -> dict[str, Any] | None:
         return None
     node: dict[str, Any] = {
         "key": key,
-        "elementId": stored["elementId"],
-        "elementType": stored["elementType"],
-        "state": stored["state"],
+        "elementId": stored.element_id,
+        "elementType": stored.element_type.name,
+        "state": stored.state,
         "incidents": [],
         "children": [],
     }
@@ -33,15 +33,15 @@ def instance_tree(db: PartitionDb, key: int) -> dict[str, Any] | None:
         node["incidents"].append(
             {
                 "key": incident_key,
-                "errorType": incident["errorType"],
-                "message": incident["errorMessage"],
+                "errorType": incident.error_type.name,
+                "message": incident.error_message,
             }
         )
     for child in instance_state.children(db, key):
         subtree = instance_tree(db, child)
         if subtree is not None:
             node["children"].append(subtree)
-    called = stored.get("calledChildKey", -1)
+    called = stored.called_child_key
     if called > 0:
         subtree = instance_tree(db, called)
         if subtree is not None:

@@ -10,11 +10,9 @@ fired for an element that has not taken them yet (its target element id and vari
 
 from __future__ import annotations
 
-from typing import Any
-
-from engine.protocol.enums import BpmnElementType, BpmnEventType
 from engine.protocol.values import ProcessInstanceValue
 from engine.state import ColumnFamilies
+from engine.state.stored import ElementInstance, EventTrigger
 from engine.state.view import StateView
 
 INSTANCES = ColumnFamilies.ELEMENT_INSTANCE
@@ -23,24 +21,23 @@ TAKEN = ColumnFamilies.TAKEN_FLOWS
 TRIGGERS = ColumnFamilies.EVENT_TRIGGER
 
 
-def instance(db: StateView, key: int) -> dict[str, Any] | None:
-    found: dict[str, Any] | None = db.column(INSTANCES).get(key)
-    return found
+def instance(db: StateView, key: int) -> ElementInstance | None:
+    return db.column(INSTANCES).get(key)
 
 
-def value_of(stored: dict[str, Any]) -> ProcessInstanceValue:
+def value_of(stored: ElementInstance) -> ProcessInstanceValue:
     """The PROCESS_INSTANCE record value of a stored element instance."""
     return ProcessInstanceValue(
-        bpmn_process_id=stored["bpmnProcessId"],
-        version=stored["version"],
-        process_definition_key=stored["processDefinitionKey"],
-        process_instance_key=stored["processInstanceKey"],
-        element_id=stored["elementId"],
-        flow_scope_key=stored["flowScopeKey"],
-        bpmn_element_type=BpmnElementType[stored["elementType"]],
-        bpmn_event_type=BpmnEventType[stored.get("eventType", "UNSPECIFIED")],
-        parent_process_instance_key=stored.get("parentProcessInstanceKey", -1),
-        parent_element_instance_key=stored.get("parentElementInstanceKey", -1),
+        bpmn_process_id=stored.bpmn_process_id,
+        version=stored.version,
+        process_definition_key=stored.process_definition_key,
+        process_instance_key=stored.process_instance_key,
+        element_id=stored.element_id,
+        flow_scope_key=stored.flow_scope_key,
+        bpmn_element_type=stored.element_type,
+        bpmn_event_type=stored.event_type,
+        parent_process_instance_key=stored.parent_process_instance_key,
+        parent_element_instance_key=stored.parent_element_instance_key,
     )
 
 
@@ -55,7 +52,7 @@ def scope_chain(db: StateView, key: int) -> list[int]:
     while current is not None and current > 0:
         chain.append(current)
         found = instance(db, current)
-        current = None if found is None else found["flowScopeKey"]
+        current = None if found is None else found.flow_scope_key
     return chain
 
 
@@ -63,12 +60,10 @@ def taken_count(db: StateView, scope_key: int, gateway: str, flow: str) -> int:
     return db.column(TAKEN).get((scope_key, gateway, flow)) or 0
 
 
-def trigger_for(
-    db: StateView, scope_key: int, element_id: str
-) -> tuple[int, dict[str, Any]] | None:
+def trigger_for(db: StateView, scope_key: int, element_id: str) -> tuple[int, EventTrigger] | None:
     """(trigger key, stored trigger) of the event waiting in `scope_key` for `element_id`."""
     for (_, trigger_key), stored in db.column(TRIGGERS).items(TRIGGERS.key.prefix(scope_key)):
-        if stored["target"] == element_id:
+        if stored.target == element_id:
             return trigger_key, stored
     return None
 
@@ -80,5 +75,5 @@ def has_trigger(db: StateView, scope_key: int, element_id: str) -> bool:
 def triggered_start(db: StateView, instance_key: int) -> str | None:
     """The start event a pending trigger names for a new instance, if any."""
     for _, stored in db.column(TRIGGERS).items(TRIGGERS.key.prefix(instance_key)):
-        return str(stored["target"])
+        return stored.target
     return None

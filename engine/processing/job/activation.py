@@ -25,7 +25,7 @@ def activated_job(ctx: ProcessingContext, key: int, worker: str, deadline: int) 
     variables, updating the retries and resolving the incident activates it again."""
     stored = ctx.state.column(JOBS).get(key)
     assert stored is not None
-    encoded = visible_variables_json(ctx.state, int(stored["elementInstanceKey"]))
+    encoded = visible_variables_json(ctx.state, stored.element_instance_key)
     size = len(encoded) if len(encoded) * 4 <= MAX_JOB_VARIABLES_BYTES else len(encoded.encode())
     if size > MAX_JOB_VARIABLES_BYTES:
         _fail_too_large(ctx, key, job_value(stored), size)

@@ -3,6 +3,8 @@ the indexes and per-type counters right."""
 
 from __future__ import annotations
 
+from msgspec.structs import replace
+
 from engine.processing.engine import Handlers
 from engine.processing.instance import state as instance_state
 from engine.processing.job import state as job_state
@@ -23,7 +25,7 @@ def apply_created(record: Record, db: PartitionDb) -> None:
     element = instance_state.instance(db, value.element_instance_key)
     if element is not None:
         db.column(instance_state.INSTANCES).update(
-            value.element_instance_key, {**element, "jobKey": record.key}
+            value.element_instance_key, replace(element, job_key=record.key)
         )
 
 
@@ -41,7 +43,7 @@ def apply_failed(record: Record, db: PartitionDb) -> None:
     stored = db.column(JOBS).get(record.key)
     if stored is None:
         return
-    stored = {**stored, "retries": value.retries}
+    stored = replace(stored, retries=value.retries)
     db.column(JOBS).update(record.key, stored)
     if value.retries <= 0:
         job_state.make_inactive(db, record.key, stored, "FAILED")
@@ -57,7 +59,7 @@ def apply_retries_updated(record: Record, db: PartitionDb) -> None:
     assert isinstance(value, JobValue)
     stored = db.column(JOBS).get(record.key)
     if stored is not None:
-        db.column(JOBS).update(record.key, {**stored, "retries": value.retries})
+        db.column(JOBS).update(record.key, replace(stored, retries=value.retries))
 
 
 @handlers.applier(JobIntent.ERROR_THROWN)

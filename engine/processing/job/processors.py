@@ -43,13 +43,14 @@ from engine.protocol.records import Record
 from engine.protocol.records import command as record_command
 from engine.protocol.values import JobBatchValue, JobValue
 from engine.state import PartitionDb
+from engine.state.stored import Job
 
 handlers = Handlers()
 
 _MAX_BATCH_BYTES = MAX_JOB_VARIABLES_BYTES  # one batch record carries them all
 
 
-def _active_job(ctx: ProcessingContext, key: int, *, any_state: bool = False) -> dict[str, object]:
+def _active_job(ctx: ProcessingContext, key: int, *, any_state: bool = False) -> Job:
     stored = ctx.state.column(JOBS).get(key)
     if stored is None:
         raise RejectionError(
@@ -64,8 +65,7 @@ def _active_job(ctx: ProcessingContext, key: int, *, any_state: bool = False) ->
             "BACKOFF": "it is waiting out its retry back-off",
         }.get(str(state), f"it is {state}")
         raise RejectionError(RejectionType.INVALID_STATE, f"job {key} cannot be used: {why}")
-    result: dict[str, object] = stored
-    return result
+    return stored
 
 
 @handlers.processor(JobIntent.COMPLETE)
@@ -160,7 +160,7 @@ def recur_after_backoff(command: Record, ctx: ProcessingContext) -> None:
     stored = ctx.state.column(JOBS).get(command.key)
     if stored is None or ctx.state.column(STATES).get(command.key) != "BACKOFF":
         raise RejectionError(RejectionType.NOT_FOUND, f"no job {command.key} in back-off")
-    if stored.get("recurringTime", -1) > ctx.now:
+    if stored.recurring_time > ctx.now:
         raise RejectionError(
             RejectionType.INVALID_STATE, f"job {command.key} is still in its back-off"
         )
@@ -231,7 +231,7 @@ def time_out(record: Record, ctx: ProcessingContext) -> None:
     stored = ctx.state.column(JOBS).get(record.key)
     if stored is None or ctx.state.column(STATES).get(record.key) != "ACTIVATED":
         raise RejectionError(RejectionType.NOT_FOUND, f"no activated job {record.key}")
-    if stored.get("deadline", -1) > ctx.now:
+    if stored.deadline > ctx.now:
         raise RejectionError(RejectionType.INVALID_STATE, f"job {record.key} has not timed out")
     ctx.append_event(JobIntent.TIMED_OUT, job_value(stored), record.key)
 

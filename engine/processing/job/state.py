@@ -11,9 +11,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from msgspec.structs import replace
+
 from engine.protocol.values import JobValue
 from engine.state import ColumnFamilies, PartitionDb
 from engine.state.errors import KeyNotFoundError
+from engine.state.stored import Job
 from engine.state.view import StateView
 
 JOBS = ColumnFamilies.JOB
@@ -28,6 +31,9 @@ ACTIVATABLE_COUNT = ColumnFamilies.JOB_ACTIVATABLE_COUNT
 
 PUSH_WORKER = "partita.push"
 """The worker name of pushed activations (reserved: a poll may not use it)."""
+
+_CLEARED = {"deadline": -1, "recurring_time": -1, "pushed": False}
+"""The fields a move resets unless it sets them (activation, back-off)."""
 
 ACTIVE_STATES = ("ACTIVATABLE", "ACTIVATED")
 """States in which a worker may complete, fail or throw an error for the job."""
@@ -53,19 +59,15 @@ def activatable_count(db: StateView, job_type: str) -> int:
     return db.column(ACTIVATABLE_COUNT).get(job_type) or 0
 
 
-def _move(
-    db: PartitionDb, key: int, stored: dict[str, Any], state: str | None, **changes: Any
-) -> None:
+def _move(db: PartitionDb, key: int, stored: Job, state: str | None, **changes: Any) -> None:
     """Move the job to `state` (None: gone) with `changes` to its stored fields, keeping the
     indexes (activatable, deadline, back-off) and the per-type counters right."""
-    job_type = stored["type"]
-    deadline = stored.get("deadline", -1)
-    if deadline >= 0:
-        db.column(DEADLINES).delete((deadline, key))
-    recurring = stored.get("recurringTime", -1)
-    if recurring >= 0:
-        db.column(BACKOFFS).delete((recurring, key))
-    if stored.get("pushed"):
+    job_type = stored.type
+    if stored.deadline >= 0:
+        db.column(DEADLINES).delete((stored.deadline, key))
+    if stored.recurring_time >= 0:
+        db.column(BACKOFFS).delete((stored.recurring_time, key))
+    if stored.pushed:
         _count(db, PUSHED, job_type, -1)
     previous = db.column(STATES).get(key)
     if previous == "ACTIVATABLE" and state != "ACTIVATABLE":
@@ -78,22 +80,22 @@ def _move(
         db.column(JOBS).delete_existing(key)
         db.column(STATES).delete(key)
         return
-    updated = {**stored, "deadline": -1, "recurringTime": -1, "pushed": False, **changes}
+    updated = replace(stored, **{**_CLEARED, **changes})
     db.column(JOBS).upsert(key, updated)
     db.column(STATES).upsert(key, state)
-    if updated["deadline"] >= 0:
-        db.column(DEADLINES).upsert((updated["deadline"], key), None)
-    if updated["recurringTime"] >= 0:
-        db.column(BACKOFFS).upsert((updated["recurringTime"], key), None)
-    if updated["pushed"]:
+    if updated.deadline >= 0:
+        db.column(DEADLINES).upsert((updated.deadline, key), None)
+    if updated.recurring_time >= 0:
+        db.column(BACKOFFS).upsert((updated.recurring_time, key), None)
+    if updated.pushed:
         _count(db, PUSHED, job_type, 1)
 
 
-def make_created(db: PartitionDb, key: int, stored: dict[str, Any]) -> None:
+def make_created(db: PartitionDb, key: int, stored: Job) -> None:
     _move(db, key, stored, "ACTIVATABLE")
 
 
-def make_activatable(db: PartitionDb, key: int, stored: dict[str, Any]) -> None:
+def make_activatable(db: PartitionDb, key: int, stored: Job) -> None:
     _move(db, key, stored, "ACTIVATABLE", worker="")
 
 
@@ -106,14 +108,14 @@ def make_activated(
     _move(db, key, stored, "ACTIVATED", worker=worker, deadline=deadline, pushed=pushed)
 
 
-def make_inactive(db: PartitionDb, key: int, stored: dict[str, Any], state: str) -> None:
+def make_inactive(db: PartitionDb, key: int, stored: Job, state: str) -> None:
     """FAILED or ERROR_THROWN: no worker gets the job until an incident is resolved."""
     _move(db, key, stored, state)
 
 
-def make_backoff(db: PartitionDb, key: int, stored: dict[str, Any], recurring: int) -> None:
+def make_backoff(db: PartitionDb, key: int, stored: Job, recurring: int) -> None:
     """Retries left but the worker asked for a back-off: activatable again at `recurring`."""
-    _move(db, key, stored, "BACKOFF", recurringTime=recurring)
+    _move(db, key, stored, "BACKOFF", recurring_time=recurring)
 
 
 def remove(db: PartitionDb, key: int) -> None:
@@ -122,33 +124,33 @@ def remove(db: PartitionDb, key: int) -> None:
         _move(db, key, stored, None)
 
 
-def stored_job(value: JobValue) -> dict[str, object]:
-    return {
-        "type": value.type,
-        "retries": value.retries,
-        "customHeaders": dict(value.custom_headers),
-        "processInstanceKey": value.process_instance_key,
-        "bpmnProcessId": value.bpmn_process_id,
-        "processDefinitionVersion": value.process_definition_version,
-        "processDefinitionKey": value.process_definition_key,
-        "elementId": value.element_id,
-        "elementInstanceKey": value.element_instance_key,
-        "worker": value.worker,
-        "deadline": value.deadline,
-    }
+def stored_job(value: JobValue) -> Job:
+    return Job(
+        type=value.type,
+        retries=value.retries,
+        custom_headers=dict(value.custom_headers),
+        process_instance_key=value.process_instance_key,
+        bpmn_process_id=value.bpmn_process_id,
+        process_definition_version=value.process_definition_version,
+        process_definition_key=value.process_definition_key,
+        element_id=value.element_id,
+        element_instance_key=value.element_instance_key,
+        worker=value.worker,
+        deadline=value.deadline,
+    )
 
 
-def job_value(stored: dict[str, object]) -> JobValue:
+def job_value(stored: Job) -> JobValue:
     return JobValue(
-        type=str(stored["type"]),
-        retries=int(stored["retries"]),  # type: ignore[call-overload]
-        custom_headers=dict(stored["customHeaders"]),  # type: ignore[call-overload]
-        process_instance_key=int(stored["processInstanceKey"]),  # type: ignore[call-overload]
-        bpmn_process_id=str(stored["bpmnProcessId"]),
-        process_definition_version=int(stored["processDefinitionVersion"]),  # type: ignore[call-overload]
-        process_definition_key=int(stored["processDefinitionKey"]),  # type: ignore[call-overload]
-        element_id=str(stored["elementId"]),
-        element_instance_key=int(stored["elementInstanceKey"]),  # type: ignore[call-overload]
-        worker=str(stored.get("worker", "")),
-        deadline=int(stored.get("deadline", -1)),  # type: ignore[call-overload]
+        type=stored.type,
+        retries=stored.retries,
+        custom_headers=stored.custom_headers,
+        process_instance_key=stored.process_instance_key,
+        bpmn_process_id=stored.bpmn_process_id,
+        process_definition_version=stored.process_definition_version,
+        process_definition_key=stored.process_definition_key,
+        element_id=stored.element_id,
+        element_instance_key=stored.element_instance_key,
+        worker=stored.worker,
+        deadline=stored.deadline,
     )

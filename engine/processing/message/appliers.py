@@ -4,6 +4,8 @@ and message start event subscriptions."""
 
 from __future__ import annotations
 
+from msgspec.structs import replace
+
 from engine.processing.engine import Handlers
 from engine.processing.message.state import (
     BUFFER,
@@ -31,6 +33,13 @@ from engine.protocol.values import (
     ProcessMessageSubscriptionValue,
 )
 from engine.state import PartitionDb
+from engine.state.stored import (
+    Message,
+    MessageStartedInstance,
+    MessageStartSubscription,
+    MessageSubscription,
+    ProcessMessageSubscription,
+)
 
 handlers = Handlers()
 
@@ -43,14 +52,14 @@ def apply_published(record: Record, db: PartitionDb) -> None:
     assert isinstance(value, MessageValue)
     db.column(MESSAGES).upsert(
         record.key,
-        {
-            "name": value.name,
-            "correlationKey": value.correlation_key,
-            "ttl": value.time_to_live,
-            "deadline": value.deadline,
-            "variables": value.variables,
-            "messageId": value.message_id,
-        },
+        Message(
+            name=value.name,
+            correlation_key=value.correlation_key,
+            ttl=value.time_to_live,
+            deadline=value.deadline,
+            variables=value.variables,
+            message_id=value.message_id,
+        ),
     )
     db.column(BUFFER).upsert((value.name, value.correlation_key, record.key), None)
     db.column(DEADLINES).upsert((value.deadline, record.key), None)
@@ -64,10 +73,10 @@ def apply_expired(record: Record, db: PartitionDb) -> None:
     if stored is None:
         return
     db.column(MESSAGES).delete(record.key)
-    db.column(BUFFER).delete((stored["name"], stored["correlationKey"], record.key))
-    db.column(DEADLINES).delete((stored["deadline"], record.key))
-    if stored["messageId"]:
-        db.column(IDS).delete((stored["name"], stored["correlationKey"], stored["messageId"]))
+    db.column(BUFFER).delete((stored.name, stored.correlation_key, record.key))
+    db.column(DEADLINES).delete((stored.deadline, record.key))
+    if stored.message_id:
+        db.column(IDS).delete((stored.name, stored.correlation_key, stored.message_id))
     for (_, process_id), _unused in list(
         db.column(CORRELATED).items(CORRELATED.key.prefix(record.key))
     ):
@@ -80,12 +89,11 @@ def apply_subscription_created(record: Record, db: PartitionDb) -> None:
     assert isinstance(value, MessageSubscriptionValue)
     db.column(SUBSCRIPTIONS).upsert(
         (value.message_name, value.correlation_key, value.element_instance_key),
-        {
-            "processInstanceKey": value.process_instance_key,
-            "bpmnProcessId": value.bpmn_process_id,
-            "interrupting": value.interrupting,
-            "correlating": -1,
-        },
+        MessageSubscription(
+            process_instance_key=value.process_instance_key,
+            bpmn_process_id=value.bpmn_process_id,
+            interrupting=value.interrupting,
+        ),
     )
 
 
@@ -93,7 +101,7 @@ def _set_correlating(db: PartitionDb, value: MessageSubscriptionValue, message_k
     key = (value.message_name, value.correlation_key, value.element_instance_key)
     stored = db.column(SUBSCRIPTIONS).get(key)
     if stored is not None:
-        db.column(SUBSCRIPTIONS).update(key, {**stored, "correlating": message_key})
+        db.column(SUBSCRIPTIONS).update(key, replace(stored, correlating=message_key))
 
 
 @handlers.applier(MessageSubscriptionIntent.CORRELATING)
@@ -138,16 +146,16 @@ def apply_process_subscription_created(record: Record, db: PartitionDb) -> None:
     assert isinstance(value, ProcessMessageSubscriptionValue)
     db.column(PROCESS_SUBSCRIPTIONS).upsert(
         (value.element_instance_key, value.message_name),
-        {
-            "subscription_partition_id": value.subscription_partition_id,
-            "process_instance_key": value.process_instance_key,
-            "element_instance_key": value.element_instance_key,
-            "bpmn_process_id": value.bpmn_process_id,
-            "message_name": value.message_name,
-            "correlation_key": value.correlation_key,
-            "element_id": value.element_id,
-            "interrupting": value.interrupting,
-        },
+        ProcessMessageSubscription(
+            subscription_partition_id=value.subscription_partition_id,
+            process_instance_key=value.process_instance_key,
+            element_instance_key=value.element_instance_key,
+            bpmn_process_id=value.bpmn_process_id,
+            message_name=value.message_name,
+            correlation_key=value.correlation_key,
+            element_id=value.element_id,
+            interrupting=value.interrupting,
+        ),
     )
 
 
@@ -167,7 +175,7 @@ def apply_start_subscription_created(record: Record, db: PartitionDb) -> None:
     assert isinstance(value, MessageStartEventSubscriptionValue)
     db.column(START_SUBSCRIPTIONS).upsert(
         (value.message_name, value.process_definition_key),
-        {"bpmnProcessId": value.bpmn_process_id, "startEventId": value.start_event_id},
+        MessageStartSubscription(value.bpmn_process_id, value.start_event_id),
     )
 
 
@@ -188,5 +196,6 @@ def apply_start_subscription_correlated(record: Record, db: PartitionDb) -> None
             (value.bpmn_process_id, value.correlation_key), value.process_instance_key
         )
         db.column(STARTED_BY_INSTANCE).upsert(
-            value.process_instance_key, [value.bpmn_process_id, value.correlation_key]
+            value.process_instance_key,
+            MessageStartedInstance(value.bpmn_process_id, value.correlation_key),
         )

@@ -5,8 +5,6 @@ answer."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from engine.processing.context import ProcessingContext
 from engine.processing.message.state import (
     BUFFER,
@@ -23,6 +21,7 @@ from engine.protocol.values import (
     MessageValue,
     ProcessMessageSubscriptionValue,
 )
+from engine.state.stored import MessageSubscription
 
 
 def correlate_to_subscriptions(
@@ -33,9 +32,7 @@ def correlate_to_subscriptions(
     first = None
     prefix = SUBSCRIPTIONS.key.prefix(message.name, message.correlation_key)
     for (_, _, element_key), stored in list(ctx.state.column(SUBSCRIPTIONS).items(prefix)):
-        if stored["correlating"] > 0 or is_correlated(
-            ctx.state, message_key, stored["bpmnProcessId"]
-        ):
+        if stored.correlating > 0 or is_correlated(ctx.state, message_key, stored.bpmn_process_id):
             continue
         record = _start_correlating(ctx, message_key, message, element_key, stored)
         first = first or record
@@ -47,7 +44,7 @@ def correlate_buffered(ctx: ProcessingContext, value: MessageSubscriptionValue) 
     prefix = BUFFER.key.prefix(value.message_name, value.correlation_key)
     for (_, _, message_key), _unused in ctx.state.column(BUFFER).items(prefix):
         stored = ctx.state.column(MESSAGES).get(message_key)
-        if stored is None or stored["deadline"] <= ctx.now:
+        if stored is None or stored.deadline <= ctx.now:
             continue
         if is_correlated(ctx.state, message_key, value.bpmn_process_id):
             continue
@@ -66,16 +63,16 @@ def _start_correlating(
     message_key: int,
     message: MessageValue,
     element_key: int,
-    stored: dict[str, Any],
+    stored: MessageSubscription,
 ) -> Record:
     subscription = MessageSubscriptionValue(
-        process_instance_key=stored["processInstanceKey"],
+        process_instance_key=stored.process_instance_key,
         element_instance_key=element_key,
-        bpmn_process_id=stored["bpmnProcessId"],
+        bpmn_process_id=stored.bpmn_process_id,
         message_key=message_key,
         message_name=message.name,
         correlation_key=message.correlation_key,
-        interrupting=stored["interrupting"],
+        interrupting=stored.interrupting,
         variables=message.variables,
     )
     record = ctx.append_event(MessageSubscriptionIntent.CORRELATING, subscription, element_key)

@@ -43,9 +43,9 @@ def correlate(record: Record, ctx: ProcessingContext) -> None:
     owner = instance_state.instance(ctx.state, value.element_instance_key)
     if (
         stored is None
-        or stored["correlation_key"] != value.correlation_key
+        or stored.correlation_key != value.correlation_key
         or owner is None
-        or owner["state"] != Instance.ELEMENT_ACTIVATED.name
+        or owner.state != Instance.ELEMENT_ACTIVATED.name
     ):
         ctx.reject(
             RejectionType.INVALID_STATE,
@@ -61,12 +61,12 @@ def correlate(record: Record, ctx: ProcessingContext) -> None:
         ProcessMessageSubscriptionIntent.CORRELATED, correlated, value.element_instance_key
     )
     ctx.append_command(MessageSubscriptionIntent.CORRELATE, answer)
-    deployed = deployment_state.by_key(ctx.state, int(owner["processDefinitionKey"]))
+    deployed = deployment_state.by_key(ctx.state, int(owner.process_definition_key))
     assert deployed is not None
     trigger(
         ctx,
         deployed.model(ctx.state),
         value.element_instance_key,
-        stored["element_id"],
+        stored.element_id,
         value.variables,
     )

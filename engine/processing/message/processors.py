@@ -71,7 +71,7 @@ def expire(record: Record, ctx: ProcessingContext) -> None:
     stored = ctx.state.column(MESSAGES).get(record.key)
     if stored is None:
         raise RejectionError(RejectionType.NOT_FOUND, f"no buffered message {record.key}")
-    if stored["deadline"] > ctx.now:
+    if stored.deadline > ctx.now:
         raise RejectionError(RejectionType.INVALID_STATE, f"message {record.key} has not expired")
     ctx.append_event(MessageIntent.EXPIRED, message_value(stored), record.key)
 

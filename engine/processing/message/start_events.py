@@ -19,7 +19,7 @@ def correlate(ctx: ProcessingContext, message_key: int, message: MessageValue) -
     first = None
     prefix = START_SUBSCRIPTIONS.key.prefix(message.name)
     for (_, definition_key), stored in list(ctx.state.column(START_SUBSCRIPTIONS).items(prefix)):
-        process_id = stored["bpmnProcessId"]
+        process_id = stored.bpmn_process_id
         if ctx.state.column(CORRELATED).exists((message_key, process_id)):
             continue
         if message.correlation_key and (
@@ -33,7 +33,7 @@ def correlate(ctx: ProcessingContext, message_key: int, message: MessageValue) -
         correlated = MessageStartEventSubscriptionValue(
             process_definition_key=definition_key,
             bpmn_process_id=process_id,
-            start_event_id=stored["startEventId"],
+            start_event_id=stored.start_event_id,
             message_name=message.name,
             message_key=message_key,
             correlation_key=message.correlation_key,
@@ -42,5 +42,5 @@ def correlate(ctx: ProcessingContext, message_key: int, message: MessageValue) -
         )
         record = ctx.append_event(StartSubscription.CORRELATED, correlated, definition_key)
         first = first or record
-        start_instance(ctx, deployed, stored["startEventId"], message.variables, instance_key)
+        start_instance(ctx, deployed, stored.start_event_id, message.variables, instance_key)
     return first

@@ -16,10 +16,9 @@ a correlation key started (no second one while it is active).
 
 from __future__ import annotations
 
-from typing import Any
-
 from engine.protocol.values import MessageValue, ProcessMessageSubscriptionValue
 from engine.state import ColumnFamilies
+from engine.state.stored import Message, ProcessMessageSubscription
 from engine.state.view import StateView
 
 MESSAGES = ColumnFamilies.MESSAGE
@@ -34,14 +33,14 @@ STARTED = ColumnFamilies.MESSAGE_START_INSTANCE  # (bpmnProcessId, correlation k
 STARTED_BY_INSTANCE = ColumnFamilies.MESSAGE_START_BY_INSTANCE
 
 
-def message_value(stored: dict[str, Any]) -> MessageValue:
+def message_value(stored: Message) -> MessageValue:
     return MessageValue(
-        name=stored["name"],
-        correlation_key=stored["correlationKey"],
-        time_to_live=stored["ttl"],
-        deadline=stored["deadline"],
-        variables=stored["variables"],
-        message_id=stored["messageId"],
+        name=stored.name,
+        correlation_key=stored.correlation_key,
+        time_to_live=stored.ttl,
+        deadline=stored.deadline,
+        variables=stored.variables,
+        message_id=stored.message_id,
     )
 
 
@@ -49,6 +48,15 @@ def is_correlated(db: StateView, message_key: int, bpmn_process_id: str) -> bool
     return db.column(CORRELATED).exists((message_key, bpmn_process_id))
 
 
-def subscription_value(stored: dict[str, Any]) -> ProcessMessageSubscriptionValue:
+def subscription_value(stored: ProcessMessageSubscription) -> ProcessMessageSubscriptionValue:
     """The value of a stored process message subscription."""
-    return ProcessMessageSubscriptionValue(**stored)
+    return ProcessMessageSubscriptionValue(
+        subscription_partition_id=stored.subscription_partition_id,
+        process_instance_key=stored.process_instance_key,
+        element_instance_key=stored.element_instance_key,
+        bpmn_process_id=stored.bpmn_process_id,
+        message_name=stored.message_name,
+        correlation_key=stored.correlation_key,
+        element_id=stored.element_id,
+        interrupting=stored.interrupting,
+    )

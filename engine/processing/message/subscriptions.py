@@ -8,8 +8,6 @@ is free again). DELETE removes the subscription.
 
 from __future__ import annotations
 
-from typing import Any
-
 from engine.processing.context import ProcessingContext, RejectionError
 from engine.processing.engine import Handlers
 from engine.processing.message.correlation import correlate_buffered, correlate_to_subscriptions
@@ -18,6 +16,7 @@ from engine.protocol.enums import RejectionType
 from engine.protocol.intents import MessageSubscriptionIntent
 from engine.protocol.records import Record
 from engine.protocol.values import MessageSubscriptionValue
+from engine.state.stored import MessageSubscription
 
 handlers = Handlers()
 
@@ -59,7 +58,9 @@ def delete_subscription(record: Record, ctx: ProcessingContext) -> None:
     ctx.append_event(MessageSubscriptionIntent.DELETED, value, value.element_instance_key)
 
 
-def _stored_subscription(ctx: ProcessingContext, value: MessageSubscriptionValue) -> dict[str, Any]:
+def _stored_subscription(
+    ctx: ProcessingContext, value: MessageSubscriptionValue
+) -> MessageSubscription:
     key = (value.message_name, value.correlation_key, value.element_instance_key)
     stored = ctx.state.column(SUBSCRIPTIONS).get(key)
     if stored is None:
@@ -68,5 +69,4 @@ def _stored_subscription(ctx: ProcessingContext, value: MessageSubscriptionValue
             f"no subscription of element instance {value.element_instance_key} to message"
             f" '{value.message_name}' with correlation key '{value.correlation_key}'",
         )
-    result: dict[str, Any] = stored
-    return result
+    return stored

@@ -9,6 +9,7 @@ from engine.protocol.intents import TimerIntent
 from engine.protocol.records import Record
 from engine.protocol.values import TimerValue
 from engine.state import PartitionDb
+from engine.state.stored import Timer
 
 handlers = Handlers()
 
@@ -19,14 +20,14 @@ def apply_created(record: Record, db: PartitionDb) -> None:
     assert isinstance(value, TimerValue)
     db.column(TIMERS).upsert(
         (value.element_instance_key, record.key),
-        {
-            "element_instance_key": value.element_instance_key,
-            "process_instance_key": value.process_instance_key,
-            "process_definition_key": value.process_definition_key,
-            "due_date": value.due_date,
-            "target_element_id": value.target_element_id,
-            "repetitions": value.repetitions,
-        },
+        Timer(
+            element_instance_key=value.element_instance_key,
+            process_instance_key=value.process_instance_key,
+            process_definition_key=value.process_definition_key,
+            due_date=value.due_date,
+            target_element_id=value.target_element_id,
+            repetitions=value.repetitions,
+        ),
     )
     db.column(TIMER_DUE).upsert((value.due_date, value.element_instance_key, record.key), None)
 
@@ -40,4 +41,4 @@ def apply_removed(record: Record, db: PartitionDb) -> None:
     if stored is None:
         return
     db.column(TIMERS).delete((value.element_instance_key, record.key))
-    db.column(TIMER_DUE).delete((stored["due_date"], value.element_instance_key, record.key))
+    db.column(TIMER_DUE).delete((stored.due_date, value.element_instance_key, record.key))

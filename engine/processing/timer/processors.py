@@ -53,7 +53,7 @@ def trigger_timer(record: Record, ctx: ProcessingContext) -> None:
         return
     if owner != NO_OWNER:
         still = instance_state.instance(ctx.state, owner)
-        if event.interrupting or still is None or still["state"] != Instance.ELEMENT_ACTIVATED.name:
+        if event.interrupting or still is None or still.state != Instance.ELEMENT_ACTIVATED.name:
             return
     _schedule_next(ctx, timer, event, owner)
 

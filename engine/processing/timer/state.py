@@ -4,10 +4,9 @@ no owner (NO_OWNER)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from engine.protocol.values import TimerValue
 from engine.state import ColumnFamilies
+from engine.state.stored import Timer
 
 TIMERS = ColumnFamilies.TIMER
 TIMER_DUE = ColumnFamilies.TIMER_DUE_DATE
@@ -15,5 +14,12 @@ NO_OWNER = -1
 """The element instance key of a timer start event's timer (no instance owns it)."""
 
 
-def timer_value(stored: dict[str, Any]) -> TimerValue:
-    return TimerValue(**stored)
+def timer_value(stored: Timer) -> TimerValue:
+    return TimerValue(
+        element_instance_key=stored.element_instance_key,
+        process_instance_key=stored.process_instance_key,
+        process_definition_key=stored.process_definition_key,
+        due_date=stored.due_date,
+        target_element_id=stored.target_element_id,
+        repetitions=stored.repetitions,
+    )

@@ -98,7 +98,7 @@ def test_commit_writes_positions_and_survives_reopen_rollback_discards(tmp_path:
 def test_checkpoint_opens_with_the_same_digest_and_digest_tracks_state(tmp_path: Path) -> None:
     with PartitionDb(tmp_path / "p") as db:
         db.column(CF.VARIABLE).insert((1, "a"), '"x"')
-        db.column(CF.JOB).insert(5, {"type": "pay", "retries": 3})
+        db.column(CF.JOB_STATE).insert(5, "ACTIVATABLE")
         db.commit()
         digest = db.digest()
         db.checkpoint(tmp_path / "cp")
