@@ -28,7 +28,7 @@ from engine.log import clients
 from engine.log.security import KafkaAccess
 from engine.snapshots import store
 from engine.snapshots.store import Manifest, SnapshotError
-from engine.state import PartitionDb
+from engine.state import PartitionDb, migrate
 from engine.state.db import LAST_APPLIED_POSITION, LAST_PROCESSED_POSITION, STATE_FORMAT
 
 __all__ = ["Manifest", "SnapshotError", "SnapshotSettings", "Snapshotter", "restore"]
@@ -226,8 +226,8 @@ def restore(
     topic = f"{namespace}.snapshots"
     try:
         for manifest in store.manifests(consumer, topic, partition):
-            if manifest.state_format != STATE_FORMAT:
-                continue
+            if not migrate.readable(manifest.state_format):
+                continue  # a layout this build can neither read nor upgrade
             if manifest.applied_position + 1 < not_before:
                 continue
             if up_to is not None and manifest.applied_position > up_to:

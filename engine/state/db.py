@@ -34,7 +34,17 @@ LAST_INGRESS_POSITION = "last_ingress_position"
 STATE_FORMAT_KEY = "state_format"
 STATE_FORMAT = 3
 """The layout of the column families this build reads and writes. A store written with
-another layout is rebuilt from the log (`open_current`), never read as if it matched."""
+another layout is upgraded or rebuilt from the log (`engine.state.migrate.open_current`),
+never read as if it matched."""
+
+
+def _existing_column_families(path: Path) -> set[str]:
+    if not (path / "CURRENT").exists():
+        return set()
+    try:
+        return set(Rdict.list_cf(str(path)))
+    except Exception as exc:  # rocksdict raises plain exceptions
+        raise StateError(f"cannot read the column families of the store at {path}: {exc}") from None
 
 
 def _options() -> Options:
@@ -57,7 +67,13 @@ class PartitionDb:
         self.path = Path(path)
         self.definitions = definitions or ColumnFamilies.all()
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        column_families = {d.name: Options(raw_mode=True) for d in self.definitions}
+        declared = {d.name for d in self.definitions}
+        self.undeclared = tuple(_existing_column_families(self.path) - declared - {"default"})
+        """Column families the store has and this build does not declare (an older layout's):
+        opened, since RocksDB opens all or nothing, and dropped by the upgrade."""
+        column_families = {
+            name: Options(raw_mode=True) for name in (*sorted(declared), *self.undeclared)
+        }
         try:
             if read_only:  # no lock: readable while a worker owns the store
                 self._db = Rdict(
@@ -72,10 +88,9 @@ class PartitionDb:
                 )
         except Exception as exc:  # rocksdict raises plain exceptions (lock held, corruption)
             raise StateError(f"cannot open the state store at {self.path}: {exc}") from None
-        self._handles = {
-            d.name: self._db.get_column_family_handle(d.name) for d in self.definitions
-        }
-        self._cfs = {d.name: self._db.get_column_family(d.name) for d in self.definitions}
+        names = [d.name for d in self.definitions] + list(self.undeclared)
+        self._handles = {name: self._db.get_column_family_handle(name) for name in names}
+        self._cfs = {name: self._db.get_column_family(name) for name in names}
         self._write_options = WriteOptions()
         self._write_options.sync = False  # WAL on; fsync per batch is the OS's job after a crash
         queues = frozenset(d.name for d in self.definitions if d.queue)
@@ -95,23 +110,22 @@ class PartitionDb:
         raw = self._db_get(META.name, META.key.encode(STATE_FORMAT_KEY))
         return None if raw is None else int(raw)
 
-    @classmethod
-    def open_current(cls, path: Path) -> PartitionDb:
-        """Open the store at `path`; one written with another layout is deleted, so the
-        caller rebuilds it from the log (it is derived data)."""
-        db = cls(path)
-        if db.state_format == STATE_FORMAT:
-            return db
-        found = db.state_format
-        db.close()
-        _LOG.warning(
-            "state at %s has layout %s, this build uses %d: deleting it to rebuild from the log",
-            path,
-            found,
-            STATE_FORMAT,
-        )
-        shutil.rmtree(path)
-        return cls(path)
+    def set_state_format(self, state_format: int) -> None:
+        """Record the layout the store holds now (an upgrade's last write, in its batch)."""
+        self.overlay.put(META.name, META.key.encode(STATE_FORMAT_KEY), str(state_format).encode())
+
+    def committed(self, cf: str) -> Iterator[tuple[bytes, bytes]]:
+        """The committed raw entries of column family `cf` (declared or not), in key order:
+        for upgrades, which read values an older layout wrote."""
+        return self._db_scan(cf, b"")
+
+    def drop_undeclared(self) -> None:
+        """Drop the column families this build does not declare."""
+        for name in self.undeclared:
+            self._cfs.pop(name).close()
+            self._handles.pop(name, None)
+            self._db.drop_column_family(name)
+        self.undeclared = ()
 
     # -- raw access for the overlay -------------------------------------------------------------
 

@@ -44,6 +44,7 @@ from engine.snapshots import Manifest, SnapshotError
 from engine.snapshots import restore as restore_snapshot
 from engine.state import KeyGenerator, PartitionDb
 from engine.state.db import LAST_APPLIED_POSITION, LAST_PROCESSED_POSITION
+from engine.state.migrate import open_current
 from engine.stream.errors import LogTruncatedError
 from engine.stream.replay import ReplayResult, ReplayStateMachine
 from engine.stream.skips import SkipList
@@ -126,7 +127,7 @@ class Restorer:
         truncated and no snapshot reaches its start."""
         tp = TopicPartition(self.topic, self.partition)
         log_start, log_end = consumer.get_watermark_offsets(tp, timeout=30, cached=False)
-        db = db or PartitionDb.open_current(path)
+        db = db or open_current(path)
         applied = db.position(LAST_APPLIED_POSITION)
         processed = db.position(LAST_PROCESSED_POSITION)
         plan = decide(applied, processed, log_start, log_end)
@@ -162,7 +163,7 @@ class Restorer:
                 manifest.snapshot_id,
                 manifest.processed_position,
             )
-        self.opened = Opened(PartitionDb.open_current(path), plan, manifest)
+        self.opened = Opened(open_current(path), plan, manifest)
         return self.opened
 
     def replay(

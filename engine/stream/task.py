@@ -33,6 +33,7 @@ from engine.protocol.records import Record
 from engine.snapshots import Manifest, SnapshotSettings, Snapshotter
 from engine.state import PartitionDb
 from engine.state.db import LAST_INGRESS_POSITION, LAST_PROCESSED_POSITION
+from engine.state.migrate import open_current
 from engine.stream import counters
 from engine.stream.backpressure import Backpressure
 from engine.stream.errors import AbortedBatchError, UnappliableRecordError
@@ -144,7 +145,7 @@ class PartitionTask:
         parallel threads."""
         self._started = time.monotonic()
         self._move(TaskState.OPENING)
-        self.db = PartitionDb.open_current(state_dir(self.home, self.namespace, self.partition))
+        self.db = open_current(state_dir(self.home, self.namespace, self.partition))
         self.producer = clients.transactional_producer(self.access, self.namespace, self.partition)
         self.producer.init_transactions(60)
 

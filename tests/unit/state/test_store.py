@@ -12,6 +12,7 @@ from engine.state import ColumnFamilies as CF  # noqa: N817 - reads like Zeebe's
 from engine.state import KeyGenerator, PartitionDb
 from engine.state.db import LAST_PROCESSED_POSITION, STATE_FORMAT, STATE_FORMAT_KEY
 from engine.state.errors import KeyExistsError, KeyNotFoundError, SavepointError, StateError
+from engine.state.migrate import open_current
 
 
 @pytest.fixture
@@ -135,7 +136,9 @@ def test_a_second_open_of_a_locked_store_is_a_clear_error(db: PartitionDb) -> No
         PartitionDb(db.path)
 
 
-def test_a_store_of_another_layout_is_deleted_to_be_rebuilt(tmp_path: Path) -> None:
+def test_a_store_of_a_layout_that_cannot_be_upgraded_is_deleted_to_be_rebuilt(
+    tmp_path: Path,
+) -> None:
     path = tmp_path / "p"
     with PartitionDb(path) as fresh:
         assert fresh.state_format == STATE_FORMAT  # a new store records its layout
@@ -144,11 +147,11 @@ def test_a_store_of_another_layout_is_deleted_to_be_rebuilt(tmp_path: Path) -> N
         db.column(CF.JOB_STATE).upsert(7, "ACTIVATABLE")
         db.commit(last_processed_position=41, last_applied_position=40)
         assert db.state_format is None
-    with PartitionDb.open_current(path) as reopened:
+    with open_current(path) as reopened:
         assert reopened.position(LAST_PROCESSED_POSITION) == -1  # empty: replay from the log
         assert reopened.column(CF.JOB_STATE).get(7) is None
         assert reopened.state_format == STATE_FORMAT
     with PartitionDb(path) as db:
         db.commit(last_processed_position=3)
-    with PartitionDb.open_current(path) as kept:  # the current layout is kept as it is
+    with open_current(path) as kept:  # the current layout is kept as it is
         assert kept.position(LAST_PROCESSED_POSITION) == 3
