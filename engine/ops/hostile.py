@@ -50,9 +50,6 @@ from engine.protocol.values import (
     TimerValue,
 )
 
-NOT_DEPLOYED = "chaos-hostile-not-deployed"
-"""The process id of the hostile requests: never deployed, so every creation is rejected."""
-
 _QUIET = logging.getLogger("partita.chaos.kafka")
 
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 from engine.state.errors import KeyExistsError, KeyNotFoundError
 
@@ -71,19 +71,6 @@ class ColumnFamily(Generic[K, V]):
         decode_key, decode_value = self._key.decode, self._value.decode
         for raw_key, raw_value in self._overlay.scan(self.name, prefix):
             yield decode_key(raw_key), decode_value(raw_value)
-
-    def for_each(self, visitor: Callable[[K, V], Any]) -> None:
-        """Visit every entry in key order; the visitor returning False stops the iteration."""
-        for key, value in self.items():
-            if visitor(key, value) is False:
-                return
-
-    def while_equal_prefix(self, prefix: bytes, visitor: Callable[[K, V], Any]) -> None:
-        """Visit entries whose key starts with `prefix` (see `CompositeKey.prefix`), in key
-        order, until the visitor returns False."""
-        for key, value in self.items(prefix):
-            if visitor(key, value) is False:
-                return
 
     def is_empty(self) -> bool:
         return next(self._overlay.scan(self.name, b""), None) is None

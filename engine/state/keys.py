@@ -38,7 +38,7 @@ class KeyCodec(Generic[K]):
         raise NotImplementedError
 
     def prefix(self, *leading: Any) -> bytes:
-        """The encoded leading components of a key, for `while_equal_prefix`; for a simple
+        """The encoded leading components of a key, for `items(prefix)`; for a simple
         key, the key itself."""
         if len(leading) != 1:
             raise EncodingError(f"a prefix of a {self} key has exactly one component")

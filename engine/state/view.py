@@ -8,8 +8,8 @@ from a processor is a type error (mypy), not a convention. Appliers get the `Par
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from typing import Any, Protocol, TypeVar
+from collections.abc import Iterator
+from typing import Protocol, TypeVar
 
 from engine.state.columns import ColumnFamilyDef
 
@@ -26,10 +26,6 @@ class ReadOnlyColumn(Protocol[K, V_co]):
     def exists(self, key: K) -> bool: ...
 
     def items(self, prefix: bytes = b"") -> Iterator[tuple[K, V_co]]: ...
-
-    def for_each(self, visitor: Callable[[K, V_co], Any]) -> None: ...
-
-    def while_equal_prefix(self, prefix: bytes, visitor: Callable[[K, V_co], Any]) -> None: ...
 
     def is_empty(self) -> bool: ...
 

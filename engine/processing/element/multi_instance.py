@@ -43,14 +43,6 @@ class MultiInstanceError(Exception):
         self.reason = reason
 
 
-def is_inner(ctx: ProcessingContext, value: ProcessInstanceValue) -> bool:
-    """Whether the element instance runs inside a multi-instance body."""
-    if value.bpmn_element_type is BODY or value.flow_scope_key <= 0:
-        return False
-    scope = instance_state.instance(ctx.state, value.flow_scope_key)
-    return scope is not None and scope.element_type is BODY
-
-
 def _collection(ctx: ProcessingContext, loop: MultiInstance, key: int) -> list[Any]:
     variables = visible_variables(ctx.state, key)
     try:

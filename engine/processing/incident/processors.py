@@ -35,9 +35,7 @@ def resolve(command: Record, ctx: ProcessingContext) -> None:
                 f"job {job_key} has no retries left; update its retries before resolving"
                 f" incident {command.key}",
             )
-    ctx.append_event(
-        IncidentIntent.RESOLVED, incident_value(stored, command.key), command.key, respond=True
-    )
+    ctx.append_event(IncidentIntent.RESOLVED, incident_value(stored), command.key, respond=True)
     if job_key > 0:
         return  # the job is activatable again; a worker continues
     element = instance_state.instance(ctx.state, stored.element_instance_key)

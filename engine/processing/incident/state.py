@@ -11,7 +11,7 @@ INCIDENTS = ColumnFamilies.INCIDENT
 BY_ELEMENT = ColumnFamilies.INCIDENT_BY_ELEMENT
 
 
-def incident_value(stored: Incident, record_key: int) -> IncidentValue:
+def incident_value(stored: Incident) -> IncidentValue:
     return IncidentValue(
         error_type=stored.error_type,
         error_message=stored.error_message,
