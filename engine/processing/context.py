@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
+from typing import TypeVar
 
 from engine import __version__
 from engine.processing.awaiting import AwaitedResults
@@ -17,8 +17,7 @@ from engine.protocol.values import VALUE_TYPES, JobValue, RecordValue
 from engine.state import KeyGenerator, PartitionDb
 from engine.state.view import StateView
 
-if TYPE_CHECKING:  # an annotation only: job.push, which reads ctx.job_push, imports this module
-    from engine.processing.job.push import JobPush
+_Hook = TypeVar("_Hook")
 
 DEFAULT_MESSAGE_TTL_MS = 300_000
 MAX_DEADLINE = 2**63 - 1
@@ -101,7 +100,8 @@ class ProcessingContext:
         self.awaiting = AwaitedResults()
         """Instances created with CREATE_WITH_AWAITING_RESULT: where to answer when they end
         (the partition's own map, journaled so failed attempts and aborted batches undo)."""
-        self.job_push: JobPush | None = None
+        self.hooks: dict[type, object] = {}
+        """The topic hooks bound to this context (`TopicHook.bind`), by their type."""
         self.message_ttl_ms = DEFAULT_MESSAGE_TTL_MS
         """The time to live of a published message that names none."""
         self.touched_job_types: set[str] = set()
@@ -110,6 +110,11 @@ class ProcessingContext:
         self.reply_to: ReplyTo | None = None
         self.now = 0
         self.responded = False
+
+    def hook(self, kind: type[_Hook]) -> _Hook | None:
+        """The bound topic hook of type `kind` (e.g. job push), None when the worker has none."""
+        found = self.hooks.get(kind)
+        return found if isinstance(found, kind) else None
 
     def begin(self, record: Record, reply_to: ReplyTo | None, now: int) -> None:
         self.command = record

@@ -67,7 +67,7 @@ class JobPush:
         return new
 
     def bind(self, ctx: ProcessingContext) -> None:
-        ctx.job_push = self
+        ctx.hooks[JobPush] = self
 
     def catch_up(self, ctx: ProcessingContext, names: Sequence[str], now: int) -> None:
         """Push the jobs that were activatable before their type's job topic existed."""
@@ -81,7 +81,7 @@ class JobPush:
 
 def push(ctx: ProcessingContext, job_type: str) -> int:
     """Push activatable jobs of `job_type` up to the bound; returns how many."""
-    settings = ctx.job_push
+    settings = ctx.hook(JobPush)
     assert settings is not None
     target = settings.topics.get(job_type)
     if target is None:
@@ -118,7 +118,7 @@ def push(ctx: ProcessingContext, job_type: str) -> int:
 @handlers.after_command
 def after_command(_command: Record, ctx: ProcessingContext) -> None:
     """Runs after every command: push for the job types the command touched."""
-    if ctx.job_push is None or not ctx.touched_job_types:
+    if not ctx.touched_job_types or ctx.hook(JobPush) is None:
         return
     touched = sorted(ctx.touched_job_types)
     ctx.touched_job_types.clear()
