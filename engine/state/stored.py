@@ -25,7 +25,7 @@ class _Stored(Struct, frozen=True, array_like=True):
 
 
 class DeployedProcessRecord(_Stored, frozen=True):
-    """`process_by_key`: a deployed process definition (its BPMN is in `process_resource`)."""
+    """A deployed process definition (its BPMN is in `process_resource`)."""
 
     bpmn_process_id: str
     version: int
@@ -35,7 +35,7 @@ class DeployedProcessRecord(_Stored, frozen=True):
 
 
 class ElementInstance(_Stored, frozen=True):
-    """`element_instance`: an active element instance of a process instance."""
+    """An active element instance of a process instance."""
 
     element_id: str
     element_type: BpmnElementType
@@ -57,7 +57,7 @@ class ElementInstance(_Stored, frozen=True):
 
 
 class EventTrigger(_Stored, frozen=True):
-    """`event_trigger`: an event that fired for an element which has not taken it yet."""
+    """An event that fired for an element which has not taken it yet."""
 
     target: str
     """The element id the event leads to."""
@@ -66,7 +66,7 @@ class EventTrigger(_Stored, frozen=True):
 
 
 class Job(_Stored, frozen=True):
-    """`job`: a job of a service-like task (its state is in `job_state`)."""
+    """A job of a service-like task (its state is in `job_state`)."""
 
     type: str
     retries: int
@@ -87,7 +87,7 @@ class Job(_Stored, frozen=True):
 
 
 class Incident(_Stored, frozen=True):
-    """`incident`: an open incident."""
+    """An open incident."""
 
     error_type: ErrorType
     error_message: str
@@ -97,7 +97,7 @@ class Incident(_Stored, frozen=True):
 
 
 class Message(_Stored, frozen=True):
-    """`message`: a published message buffered until its time to live runs out."""
+    """A published message buffered until its time to live runs out."""
 
     name: str
     correlation_key: str
@@ -108,8 +108,7 @@ class Message(_Stored, frozen=True):
 
 
 class MessageSubscription(_Stored, frozen=True):
-    """`message_subscription` (the message's partition): an element waiting for a message,
-    keyed by (name, correlation key, element instance key)."""
+    """An element waiting for a message, on the message's partition."""
 
     process_instance_key: int
     bpmn_process_id: str
@@ -119,8 +118,7 @@ class MessageSubscription(_Stored, frozen=True):
 
 
 class ProcessMessageSubscription(_Stored, frozen=True):
-    """`process_message_subscription` (the instance's partition): what an element instance
-    opened on the message partition, keyed by (element instance key, message name)."""
+    """What an element instance opened on the message's partition, on its own partition."""
 
     subscription_partition_id: int
     process_instance_key: int
@@ -133,23 +131,22 @@ class ProcessMessageSubscription(_Stored, frozen=True):
 
 
 class MessageStartSubscription(_Stored, frozen=True):
-    """`message_start_event_subscription`: a message start event of a deployed process,
-    keyed by (message name, process definition key)."""
+    """A message start event of a deployed process."""
 
     bpmn_process_id: str
     start_event_id: str
 
 
 class MessageStartedInstance(_Stored, frozen=True):
-    """`message_start_by_instance`: the correlation key a message start gave an instance,
-    freed for the next message when the instance ends."""
+    """The correlation key a message start gave an instance, freed for the next message
+    when the instance ends."""
 
     bpmn_process_id: str
     correlation_key: str
 
 
 class Timer(_Stored, frozen=True):
-    """`timer`: a timer waiting for its due date, keyed by (element instance, timer key)."""
+    """A timer waiting for its due date."""
 
     element_instance_key: int
     process_instance_key: int
