@@ -18,16 +18,11 @@ and skips jobs whose deadline has passed (the engine pushes them again). With `m
 sends JOB_BATCH ACTIVATE to every partition instead.
 
 At most `concurrency` task functions run at once, in threads. Answers are sent as tasks finish
-and their replies collected in the background of the loop.
+and their replies collected in the background of the loop (engine.client.jobs_in_hand).
 
 `exactly_once=True` (push only): each batch of consumed jobs is worked, then its answers and the
-consumed offsets are committed in one Kafka transaction, so a job's answer is on the log if and
-only if its push record counts as consumed. A worker killed mid-batch leaves nothing behind, and
-whoever gets the partition next works those jobs again. The transaction opens only after the
-tasks have run, so it lasts milliseconds: an open transaction holds back what read_committed
-readers (the engine) see on the log partitions it wrote to. Its transactional id is
-`<ns>.workers.<type>.<name>`: give every worker process its own name that stays the same across
-restarts, so a restarted worker aborts what its crashed predecessor left open at once.
+consumed offsets are committed in one Kafka transaction (engine.client.exactly_once). Give every
+worker process its own name that stays the same across restarts.
 
 At least once (push, default): a job topic offset is committed only past records whose every
 job was answered and whose answer the engine replied to (a rejection counts: the job is settled),
@@ -44,7 +39,6 @@ client's timeout leaves its job to the next worker (logged).
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import logging
 import signal
@@ -52,46 +46,25 @@ import socket
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from engine.client.client import Client
-from engine.client.connection import producer_config
-from engine.client.offsets import ConsumedOffsets, Taken
-from engine.client.tasks import ActivatedJob, BpmnError, Outcome, Task, TaskFunction, run_task
+from engine.client.exactly_once import ExactlyOnceBatches
+from engine.client.jobs_in_hand import JobsInHand, WorkerStats
+from engine.client.offsets import Taken
+from engine.client.tasks import ActivatedJob, BpmnError, Task, TaskFunction
 from engine.config import Config, KafkaRole
 from engine.errors import PartitaError
 from engine.log.admin import admin_client
-from engine.log.clients import consume_available, new_consumer, new_producer
+from engine.log.clients import consume_available, new_consumer
 from engine.log.topics import apply_topics, job_topic_spec
-from engine.protocol.enums import RecordType
-from engine.protocol.intents import JobBatchIntent
-from engine.protocol.values import JobBatchValue, JobValue
 
 __all__ = ["ActivatedJob", "BpmnError", "JobWorker", "WorkerStats"]
 
 _LOG = logging.getLogger("partita.jobworker")
-TRANSACTION_TIMEOUT_MS = 10_000
 SESSION_TIMEOUT_MS = 10_000
-
-
-@dataclass(slots=True)
-class WorkerStats:
-    completed: int = 0
-    failed: int = 0
-    errors_thrown: int = 0
-    skipped_expired: int = 0
-    rejected: int = 0
-    transactions: int = 0
-    aborted: int = 0
-    rejections: list[str] = field(default_factory=list)
-
-    @property
-    def handled(self) -> int:
-        return self.completed + self.failed + self.errors_thrown
 
 
 class JobWorker:
@@ -117,19 +90,22 @@ class JobWorker:
         self.client = client or Client(config, role=KafkaRole.JOB_WORKER)
         self._owns_client = client is None
         self.tasks: dict[str, Task] = {}
-        self.stats = WorkerStats()
+        self._hand = JobsInHand(self.client, self.tasks, concurrency, f"task-{self.name}")
+        self._batches = ExactlyOnceBatches(self._hand, config.namespace, self.name)
+        self.stats: WorkerStats = self._hand.stats
         self.stopping = threading.Event()
         self.ready = threading.Event()
         """Set once jobs can arrive: every job topic has partitions assigned (push), or at
         once (poll)."""
-        self.max_in_flight = 1000
-        self._in_flight: dict[bytes, tuple[int, Taken | None]] = {}
-        """Answers sent and not yet answered by the engine: correlation id -> job key and,
-        pushed at least once, its record (settled in `_offsets` when the reply arrives)."""
-        self._pool = ThreadPoolExecutor(concurrency, thread_name_prefix=f"task-{self.name}")
-        self._running: dict[Future[Outcome], tuple[int, Taken | None]] = {}
-        """Tasks running in the pool -> their job key and, pushed at least once, its record."""
-        self._offsets = ConsumedOffsets()
+
+    @property
+    def max_in_flight(self) -> int:
+        """At most this many answers wait for the engine's reply at a time."""
+        return self._hand.max_in_flight
+
+    @max_in_flight.setter
+    def max_in_flight(self, value: int) -> None:
+        self._hand.max_in_flight = value
 
     def task(
         self,
@@ -181,7 +157,7 @@ class JobWorker:
             else:
                 self._run_poll(done)
         finally:
-            self._pool.shutdown(wait=True)
+            self._hand.pool.shutdown(wait=True)
             if self._owns_client:
                 self.client.close()
         return self.stats
@@ -212,7 +188,7 @@ class JobWorker:
     def _run_push(self, done: Callable[[], bool]) -> None:
         self._check_job_topics()
         consumers = [self._consumer(job_type) for job_type in self.tasks]
-        producers = [self._producer(t) for t in self.tasks] if self.exactly_once else []
+        producers = [self._batches.producer(t) for t in self.tasks] if self.exactly_once else []
         try:
             while not done():
                 if not self.ready.is_set() and all(c.assignment() for c in consumers):
@@ -220,18 +196,18 @@ class JobWorker:
                 received = 0
                 for index, consumer in enumerate(consumers):
                     if self.exactly_once:
-                        received += self._transact(consumer, producers[index])
+                        received += self._batches.transact(consumer, producers[index])
                     else:
-                        free = self.concurrency - len(self._running)
+                        free = self._hand.free
                         if free > 0:
                             messages = consume_available(consumer, free, 0)
-                            jobs = self._jobs_of(messages, consumer)
+                            jobs = self._hand.pushed(messages, consumer)
                             received += len(jobs)
-                            self._start(jobs)
-                self._finish(0.0 if received or not self._running else 0.005)
-                self._collect(0.0 if received else 0.005)
-            self._finish(None)
-            self._drain()
+                            self._hand.start(jobs)
+                self._hand.finish(0.0 if received or not self._hand.running else 0.005)
+                self._hand.collect(0.0 if received else 0.005)
+            self._hand.finish(None)
+            self._hand.drain()
         finally:
             try:
                 if not self.exactly_once:
@@ -278,22 +254,22 @@ class JobWorker:
         def on_revoked(taken: Taken | None) -> bool:
             return taken is not None and taken.consumer is consumer and taken.where in revoked
 
-        self._finish(None, only=on_revoked)
-        self._drain(only=on_revoked)
+        self._hand.finish(None, only=on_revoked)
+        self._hand.drain(only=on_revoked)
         self._commit(consumer, revoked)
-        self._offsets.forget(consumer, revoked)
+        self._hand.offsets.forget(consumer, revoked)
 
     def _lost(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         """Partitions lost (the session expired): another worker owns them already, so
         nothing may be committed for them; answers in hand still go to the engine."""
-        self._offsets.forget(consumer, {(tp.topic, tp.partition) for tp in partitions})
+        self._hand.offsets.forget(consumer, {(tp.topic, tp.partition) for tp in partitions})
 
     def _commit(self, consumer: Consumer, only: set[tuple[str, int]] | None = None) -> None:
         """Commit, synchronously, the offsets of the answered jobs of `consumer` (on `only`
         partitions). Retried while the error is retriable, for up to the client's timeout;
         a commit that fails is logged naming the offsets, never raised: the jobs past the
         committed offset are then worked again by the next owner (at least once)."""
-        offsets = self._offsets.committable(consumer, only)
+        offsets = self._hand.offsets.committable(consumer, only)
         if not offsets:
             return
         deadline = time.monotonic() + self.client.timeout
@@ -316,182 +292,18 @@ class JobWorker:
                     return
                 time.sleep(0.1)
 
-    def _producer(self, job_type: str) -> Producer:
-        producer = new_producer(
-            self.client.connection.access,
-            {
-                **producer_config(),
-                "transactional.id": f"{self.config.namespace}.workers.{job_type}.{self.name}",
-                "transaction.timeout.ms": TRANSACTION_TIMEOUT_MS,
-            },
-        )
-        producer.init_transactions(30)
-        return producer
-
-    def _jobs_of(
-        self, messages: list[Any], consumer: Consumer | None = None
-    ) -> list[tuple[int, JobValue, Taken | None]]:
-        """The jobs of pushed records; with `consumer`, each job carries its record, whose
-        offset is tracked until every job of it is settled."""
-        jobs: list[tuple[int, JobValue, Taken | None]] = []
-        now_ms = int(time.time() * 1000)
-        for message in messages:
-            error = message.error()
-            if error is not None:
-                if error.code() != KafkaError._PARTITION_EOF:
-                    _LOG.warning("job topic: %s", error.str())
-                continue
-            record = self.client.codec.decode(message.value() or b"")
-            value = record.value
-            found: list[tuple[int, JobValue]] = []
-            if record.intent is JobBatchIntent.ACTIVATED:
-                assert isinstance(value, JobBatchValue)
-                for key, job in zip(value.job_keys, value.jobs, strict=True):
-                    if 0 <= job.deadline < now_ms:
-                        self.stats.skipped_expired += 1  # timed out: the engine pushes it again
-                    else:
-                        found.append((key, job))
-            taken = self._offsets.taken(consumer, message, len(found)) if consumer else None
-            jobs += [(key, job, taken) for key, job in found]
-        return jobs
-
     def _run_poll(self, done: Callable[[], bool]) -> None:
         self.ready.set()
         while not done():
             found = 0
             for task in self.tasks.values():
-                free = min(task.max_jobs, self.concurrency - len(self._running))
+                free = min(task.max_jobs, self._hand.free)
                 if free <= 0:
                     break
                 jobs = self.client.activate_jobs(task.job_type, self.name, free, task.timeout_ms)
                 found += len(jobs)
-                self._start([(key, job, None) for key, job in jobs])
-            self._finish(0.0 if found else 0.05)
-            self._collect(0.0)
-        self._finish(None)
-        self._drain()
-
-    # -- tasks and answers ------------------------------------------------------------------------
-
-    def _start(self, jobs: list[tuple[int, JobValue, Taken | None]]) -> None:
-        for key, value, taken in jobs:
-            task = self.tasks[value.type]
-            future = self._pool.submit(run_task, task, ActivatedJob.of(key, value))
-            self._running[future] = (key, taken)
-
-    def _finish(
-        self, timeout: float | None, only: Callable[[Taken | None], bool] | None = None
-    ) -> None:
-        """Send the answers of the tasks that finished within `timeout` (None: all of them,
-        or all of those whose record `only` accepts)."""
-        waited = [f for f, (_, taken) in self._running.items() if only is None or only(taken)]
-        if not waited:
-            return
-        finished, _ = wait(
-            waited, timeout, return_when="ALL_COMPLETED" if timeout is None else FIRST_COMPLETED
-        )
-        for future in finished:
-            key, taken = self._running.pop(future)
-            kind, request = future.result()
-            self._count(kind)
-            while len(self._in_flight) >= self.max_in_flight:
-                self._collect(0.01)
-            self._in_flight[self.client.connection.produce(request)] = (key, taken)
-        self.client.producer.poll(0)
-
-    def _count(self, kind: str) -> None:
-        setattr(self.stats, kind, getattr(self.stats, kind) + 1)
-
-    def _transact(self, consumer: Consumer, producer: Producer) -> int:
-        """Exactly-once: work one batch of pushed jobs, then commit its answers and offsets
-        in one transaction. Returns the jobs in the batch."""
-        messages: list[Any] = [
-            m for m in consume_available(consumer, self.concurrency, 0) if not m.error()
-        ]
-        if not messages:
-            return 0
-        jobs = self._jobs_of(messages)
-        futures = [
-            (key, self._pool.submit(run_task, self.tasks[v.type], ActivatedJob.of(key, v)))
-            for key, v, _ in jobs
-        ]
-        outcomes = [(key, future.result()) for key, future in futures]
-        offsets: dict[tuple[str, int], int] = {}
-        for message in messages:
-            offsets[(message.topic(), message.partition())] = message.offset() + 1
-        try:
-            producer.begin_transaction()
-            sent = {}
-            for key, (_, request) in outcomes:
-                sent[self.client.connection.produce(request, producer=producer)] = (key, None)
-            producer.send_offsets_to_transaction(
-                [TopicPartition(t, p, o) for (t, p), o in offsets.items()],
-                consumer.consumer_group_metadata(),
-            )
-            producer.commit_transaction()
-        except KafkaException as exc:
-            self._abort(consumer, producer, messages, exc)
-            return len(jobs)
-        self.stats.transactions += 1
-        for _, (kind, _) in outcomes:
-            self._count(kind)
-        self._in_flight.update(sent)
-        return len(jobs)
-
-    def _abort(
-        self, consumer: Consumer, producer: Producer, messages: list[Any], exc: KafkaException
-    ) -> None:
-        """The batch's transaction failed: abort it and rewind, so its jobs are worked again
-        (here, or by the next owner of the partition). A fenced worker cannot go on."""
-        error = exc.args[0]
-        if error.fatal():
-            raise PartitaError(
-                f"job worker {self.name!r} was fenced ({error.str()}): another process uses the"
-                " same name; give every worker process its own --name"
-            ) from None
-        _LOG.warning(
-            "transaction of %d jobs aborted, working them again: %s", len(messages), error.str()
-        )
-        self.stats.aborted += 1
-        if error.txn_requires_abort():
-            producer.abort_transaction(30)
-        first: dict[tuple[str, int], int] = {}
-        for message in messages:
-            first.setdefault((message.topic(), message.partition()), message.offset())
-        for (topic, partition), offset in first.items():
-            # revoked meanwhile: its next owner starts from the committed offset
-            with contextlib.suppress(KafkaException):
-                consumer.seek(TopicPartition(topic, partition, offset))
-
-    def _collect(self, timeout: float) -> None:
-        if not self._in_flight:
-            if timeout:
-                time.sleep(timeout)
-            return
-        for correlation, reply in self.client.results(timeout).items():
-            key, taken = self._in_flight.pop(correlation, (-1, None))
-            if taken is not None:
-                self._offsets.settled(taken)
-            if reply.record_type is RecordType.COMMAND_REJECTION:
-                self.stats.rejected += 1
-                reason = f"job {key}: {reply.intent.name} rejected: {reply.rejection_reason}"
-                self.stats.rejections.append(reason)
-                _LOG.warning("%s", reason)
-
-    def _drain(self, only: Callable[[Taken | None], bool] | None = None) -> None:
-        """Wait for the replies to answers already sent (those whose record `only` accepts),
-        up to the client's timeout."""
-
-        def waiting() -> int:
-            return sum(1 for _, taken in self._in_flight.values() if only is None or only(taken))
-
-        self.client.flush()
-        deadline = time.monotonic() + self.client.timeout
-        while waiting() and time.monotonic() < deadline:
-            self._collect(0.05)
-        if waiting():
-            _LOG.warning(
-                "no reply for %d job answers within %.0f s: their jobs may be worked again",
-                waiting(),
-                self.client.timeout,
-            )
+                self._hand.start([(key, job, None) for key, job in jobs])
+            self._hand.finish(0.0 if found else 0.05)
+            self._hand.collect(0.0)
+        self._hand.finish(None)
+        self._hand.drain()
