@@ -1,22 +1,34 @@
-"""The benchmark commands run and print one JSON line with their figures (no timing asserts)."""
+"""The benchmark commands run and print one JSON line with their figures (no timing asserts):
+figures consistent with the work the command did, within the time it took."""
 
 from __future__ import annotations
 
 import json
+import math
+import time
+from pathlib import Path
 
 import pytest
 
 from engine.bench.codec import typical_records
+from engine.bench.e2e import side_by_side
 from engine.cli import main
+from engine.config import Config
 from engine.protocol.codec import RecordCodec
 
 
 def test_bench_codec_prints_encode_and_decode_figures(capsys: pytest.CaptureFixture[str]) -> None:
+    started = time.perf_counter()
     assert main(["bench", "codec", "--rounds", "3", "--batch", "50"]) == 0
+    elapsed_us = (time.perf_counter() - started) * 1e6
     (line,) = capsys.readouterr().out.splitlines()
     figures = json.loads(line)
     assert set(figures["encode_us"]) == set(figures["decode_us"]) == {"job", "process_instance"}
-    assert all(v > 0 for v in [*figures["encode_us"].values(), *figures["decode_us"].values()])
+    per_call = [*figures["encode_us"].values(), *figures["decode_us"].values()]
+    assert all(v > 0 for v in per_call)
+    # each figure is the median time of one call over 3 rounds of 50 calls: at least two rounds
+    # of each took that long or longer, and all of them ran within the command's time
+    assert sum(2 * 50 * v for v in per_call) <= elapsed_us, (figures, elapsed_us)
     # the sizes it reports are those of the very records it timed, encoded as the log holds them
     codec = RecordCodec()
     assert figures["bytes"] == {n: len(codec.encode(r)) for n, r in typical_records().items()}
@@ -24,19 +36,24 @@ def test_bench_codec_prints_encode_and_decode_figures(capsys: pytest.CaptureFixt
 
 
 def test_bench_state_prints_store_figures(capsys: pytest.CaptureFixture[str]) -> None:
+    started = time.perf_counter()
     assert main(["bench", "state", "--operations", "20000"]) == 0
+    elapsed = time.perf_counter() - started
     (line,) = capsys.readouterr().out.splitlines()
     figures = json.loads(line)
-    for name in ("put_per_s", "get_per_s", "scan_items_per_s", "commits_per_s_1000_ops"):
-        assert figures[name] > 0, name
+    assert (figures["bench"], figures["operations"]) == ("state", 20000)
+    rates = ("put_per_s", "get_per_s", "scan_items_per_s", "commits_per_s_1000_ops")
+    for name in rates:
+        assert figures[name] > 0 and math.isfinite(figures[name]), name
+    # the work behind each rate: 20000 puts, 20000 gets, a scan of 20000 children (100 scopes
+    # of 200) and 20 commits of 1000 puts each; timed phases that fit in the command's time
+    work = {"put_per_s": 20000, "get_per_s": 20000, "scan_items_per_s": 20000}
+    work["commits_per_s_1000_ops"] = 20
+    timed = sum(work[name] / figures[name] for name in rates)
+    assert timed <= elapsed * 1.01, (figures, elapsed)
 
 
 def test_compared_e2e_runs_give_medians_and_ratios_per_configuration() -> None:
-    from pathlib import Path
-
-    from engine.bench.e2e import side_by_side
-    from engine.config import Config
-
     def result(rate: float, p99: float) -> dict[str, object]:
         return {
             "one-task": {
