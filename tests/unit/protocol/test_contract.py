@@ -13,6 +13,7 @@ import pytest
 from engine.protocol import enums
 from engine.protocol.convert import snake_case
 from engine.protocol.docgen import render
+from engine.protocol.enums import ValueType
 from engine.protocol.intents import ALL_INTENT_NAMES, INTENTS_BY_VALUE_TYPE
 from engine.protocol.schemas import current_schema, named_types
 from engine.protocol.values import VALUE_CLASSES
@@ -25,15 +26,17 @@ AVRO_ENUMS = named_types(RAW, "enum")
 AVRO_RECORDS = named_types(RAW, "record")
 
 
-@pytest.mark.parametrize(
-    "enum_cls",
-    [
-        c
-        for c in vars(enums).values()
-        if isinstance(c, type) and issubclass(c, Enum) and c is not Enum
-    ],
-    ids=lambda c: c.__name__,
-)
+PYTHON_ENUMS = [
+    c for c in vars(enums).values() if isinstance(c, type) and issubclass(c, Enum) and c is not Enum
+]
+
+
+def test_every_avro_enum_but_intent_is_a_python_enum() -> None:
+    """Both ways: the parametrized test below checks each Python enum's symbols."""
+    assert {c.__name__ for c in PYTHON_ENUMS} == set(AVRO_ENUMS) - {"Intent"}
+
+
+@pytest.mark.parametrize("enum_cls", PYTHON_ENUMS, ids=lambda c: c.__name__)
 def test_python_enums_have_the_avro_symbols(enum_cls: type[Enum]) -> None:
     assert [m.name for m in enum_cls] == AVRO_ENUMS[enum_cls.__name__]["symbols"]
 
@@ -43,11 +46,23 @@ def test_the_avro_intent_enum_is_the_union_of_every_value_types_intents() -> Non
 
 
 def test_every_value_type_has_intents_and_commands_are_not_past_tense() -> None:
-    for value_type, intents in INTENTS_BY_VALUE_TYPE.items():
-        assert len(intents) > 0, value_type
+    assert set(INTENTS_BY_VALUE_TYPE) == set(ValueType)
+    commands = 0
+    for value_type in ValueType:
+        intents = list(INTENTS_BY_VALUE_TYPE[value_type])
+        assert intents, value_type
         for intent in intents:
             if not intent.is_event:
+                commands += 1
                 assert not intent.name.endswith(("ED", "ING")), intent
+    assert commands > 0  # the check above ran
+
+
+def test_every_value_type_has_a_value_class_with_an_avro_record() -> None:
+    """Both ways: the parametrized test below checks each class's fields and defaults."""
+    assert set(VALUE_CLASSES) == set(ValueType)
+    value_records = {name for name in AVRO_RECORDS if name.endswith("Value")}
+    assert {c.__name__ for c in VALUE_CLASSES.values()} == value_records
 
 
 @pytest.mark.parametrize("cls", list(VALUE_CLASSES.values()), ids=lambda c: c.__name__)
