@@ -6,10 +6,10 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Generic, TypeVar
 
 from engine.state.errors import KeyExistsError, KeyNotFoundError
+from engine.state.transaction import ABSENT, DELETED, Overlay
 
 if TYPE_CHECKING:
     from engine.state.columns import ColumnFamilyDef
-    from engine.state.transaction import Overlay
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -24,56 +24,55 @@ class ColumnFamily(Generic[K, V]):
 
     def __init__(self, definition: ColumnFamilyDef[K, V], overlay: Overlay) -> None:
         self.name = definition.name
-        self._key = definition.key
-        self._value = definition.value
+        self._key = definition.key.encode
+        self._decode_key = definition.key.decode
+        self._check = definition.value.check
         self._overlay = overlay
 
     def get(self, key: K) -> V | None:
-        raw = self._overlay.get(self.name, self._key.encode(key))
-        return None if raw is None else self._value.decode(raw)
+        value = self._overlay.get(self.name, self._key(key))
+        return None if value is ABSENT else value
 
     def exists(self, key: K) -> bool:
-        return self._overlay.get(self.name, self._key.encode(key)) is not None
+        return self._overlay.get(self.name, self._key(key)) is not ABSENT
 
     def insert(self, key: K, value: V) -> None:
-        encoded = self._key.encode(key)
-        if self._overlay.get(self.name, encoded) is not None:
+        if not self._overlay.insert(self.name, self._key(key), self._check(value)):
             raise KeyExistsError(self.name, key)
-        self._overlay.put(self.name, encoded, self._value.encode(value))
 
     def update(self, key: K, value: V) -> None:
-        encoded = self._key.encode(key)
-        if self._overlay.get(self.name, encoded) is None:
+        encoded = self._key(key)
+        if self._overlay.get(self.name, encoded) is ABSENT:
             raise KeyNotFoundError(self.name, key, "update")
-        self._overlay.put(self.name, encoded, self._value.encode(value))
+        self._overlay.put(self.name, encoded, self._check(value))
 
     def upsert(self, key: K, value: V) -> None:
-        self._overlay.put(self.name, self._key.encode(key), self._value.encode(value))
+        self._overlay.put(self.name, self._key(key), self._check(value))
 
     def delete_existing(self, key: K) -> None:
-        encoded = self._key.encode(key)
-        if self._overlay.get(self.name, encoded) is None:
+        encoded = self._key(key)
+        if self._overlay.get(self.name, encoded) is ABSENT:
             raise KeyNotFoundError(self.name, key, "delete_existing")
-        self._overlay.put(self.name, encoded, None)
+        self._overlay.put(self.name, encoded, DELETED)
 
     def delete(self, key: K) -> None:
-        self._overlay.put(self.name, self._key.encode(key), None)
+        self._overlay.put(self.name, self._key(key), DELETED)
 
     def delete_prefix(self, prefix: bytes) -> int:
         """Delete every entry whose encoded key starts with `prefix` (values not decoded)."""
-        doomed = [raw_key for raw_key, _ in self._overlay.scan(self.name, prefix)]
+        doomed = [raw_key for raw_key, _ in self._overlay.scan(self.name, prefix, values=False)]
         for raw_key in doomed:
-            self._overlay.put(self.name, raw_key, None)
+            self._overlay.put(self.name, raw_key, DELETED)
         return len(doomed)
 
     def items(self, prefix: bytes = b"") -> Iterator[tuple[K, V]]:
         """Entries in key order, optionally only those whose encoded key starts with `prefix`."""
-        decode_key, decode_value = self._key.decode, self._value.decode
-        for raw_key, raw_value in self._overlay.scan(self.name, prefix):
-            yield decode_key(raw_key), decode_value(raw_value)
+        decode_key = self._decode_key
+        for raw_key, value in self._overlay.scan(self.name, prefix):
+            yield decode_key(raw_key), value
 
     def is_empty(self) -> bool:
-        return next(self._overlay.scan(self.name, b""), None) is None
+        return next(self._overlay.scan(self.name, b"", values=False), None) is None
 
     def count(self) -> int:
-        return sum(1 for _ in self._overlay.scan(self.name, b""))
+        return sum(1 for _ in self._overlay.scan(self.name, b"", values=False))

@@ -94,7 +94,10 @@ class PartitionDb:
         self._write_options = WriteOptions()
         self._write_options.sync = False  # WAL on; fsync per batch is the OS's job after a crash
         queues = frozenset(d.name for d in self.definitions if d.queue)
-        self.overlay = Overlay(self._db_get, self._db_scan, queues)
+        codecs = {d.name: d.value for d in self.definitions}
+        self.overlay = Overlay(self._db_get, self._db_scan, codecs, queues)
+        self._raw_writes: dict[str, dict[bytes, bytes]] = {}
+        """Bytes written past the codecs (the layout number, an upgrade's rewrites)."""
         self._columns: dict[str, ColumnFamily[Any, Any]] = {}
         self.meta: ColumnFamily[str, int] = self.column(META)
         format_key = META.key.encode(STATE_FORMAT_KEY)
@@ -112,7 +115,12 @@ class PartitionDb:
 
     def set_state_format(self, state_format: int) -> None:
         """Record the layout the store holds now (an upgrade's last write, in its batch)."""
-        self.overlay.put(META.name, META.key.encode(STATE_FORMAT_KEY), str(state_format).encode())
+        self.put_raw(META.name, META.key.encode(STATE_FORMAT_KEY), str(state_format).encode())
+
+    def put_raw(self, cf: str, key: bytes, value: bytes) -> None:
+        """Write `value` as it is at the next commit (an upgrade's rewritten values, the
+        layout number); the overlay does not see it."""
+        self._raw_writes.setdefault(cf, {})[key] = value
 
     def committed(self, cf: str) -> Iterator[tuple[bytes, bytes]]:
         """The committed raw entries of column family `cf` (declared or not), in key order:
@@ -178,22 +186,27 @@ class PartitionDb:
             self.meta.upsert(LAST_INGRESS_POSITION, last_ingress_position)
         batch = WriteBatch(raw_mode=True)
         size = 0
-        for cf, writes in self.overlay.writes.items():
-            handle = self._handles[cf]
-            for key, value in writes.items():
-                if value is None:
-                    batch.delete(key, handle)
-                else:
-                    batch.put(key, value, handle)
+        handles = self._handles
+        for cf, key, value in self.overlay.encoded():
+            if value is None:
+                batch.delete(key, handles[cf])
+            else:
+                batch.put(key, value, handles[cf])
+            size += 1
+        for cf, raw_writes in self._raw_writes.items():
+            for key, value in raw_writes.items():
+                batch.put(key, value, handles[cf])
                 size += 1
         if size:
             self._db.write(batch, self._write_options)
         self.overlay.clear()
+        self._raw_writes.clear()
         return size
 
     def rollback(self) -> None:
         """Discard every uncommitted write."""
         self.overlay.clear()
+        self._raw_writes.clear()
 
     def position(self, name: str) -> int:
         """A committed (or pending) meta position; -1 when never written."""
@@ -202,7 +215,7 @@ class PartitionDb:
 
     def checkpoint(self, target: Path) -> Path:
         """A consistent RocksDB checkpoint (hard links) of the committed state at `target`."""
-        if len(self.overlay):
+        if len(self.overlay) or self._raw_writes:
             raise StateError("checkpoint with uncommitted writes; commit or roll back first")
         if target.exists():
             raise StateError(f"checkpoint target {target} already exists")

@@ -147,7 +147,7 @@ def _from_layout_2(db: PartitionDb) -> int:
             if definition is META and key == format_key:
                 continue  # raw, not a value
             value = _layout2_value(definition, key, raw)
-            db.overlay.put(definition.name, key, definition.value.encode(value))
+            db.put_raw(definition.name, key, definition.value.encode(value))
             rewritten += 1
     return rewritten
 

@@ -1,19 +1,41 @@
 """The in-memory overlay that gives a batch read-your-writes over RocksDB.
 
-Writes land in a per-column-family dict (`None` marks a delete). Reads look at the overlay
-first; prefix iteration merges the overlay's keys with RocksDB's in key order and hides deletes.
-Savepoints record the previous overlay entry of every key written after them, so one command's
-changes can be undone inside a batch. Nothing reaches RocksDB until `PartitionDb.commit`.
+The overlay deals in decoded values: writes land in a per-column-family dict as the values
+themselves (`DELETED` marks a delete) and are encoded once, at commit (`encoded`), so a value
+the batch writes and reads again (most reads of the hot path) is never decoded, and one it
+rewrites is encoded once. Committed values read during the batch are decoded once and kept
+(stored values are immutable). A key inserted and deleted again inside the batch, which
+RocksDB never had, is not written at all. Prefix iteration merges the overlay's keys with
+RocksDB's in key order and hides deletes. Savepoints record the previous overlay entry of
+every key written after them, so one command's changes can be undone inside a batch. Nothing
+reaches RocksDB until `PartitionDb.commit`.
 """
 
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, Final
 
 from engine.state.errors import SavepointError
+from engine.state.values import ValueCodec
 
-_ABSENT = object()
+
+class _Marker:
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+DELETED: Final = _Marker("DELETED")
+"""An overlay entry: the key is deleted in this batch."""
+ABSENT: Final = _Marker("ABSENT")
+"""What `Overlay.get` returns for a key with no live value."""
+_NOT_WRITTEN = _Marker("NOT_WRITTEN")
 _RECENT_LIMIT = 64
 
 
@@ -52,10 +74,22 @@ Get = Callable[[str, bytes], bytes | None]
 class Overlay:
     """Uncommitted writes of one batch, with savepoints. Single-threaded by design."""
 
-    def __init__(self, get: Get, scan: Scan, queues: frozenset[str] = frozenset()) -> None:
+    def __init__(
+        self,
+        get: Get,
+        scan: Scan,
+        codecs: Mapping[str, ValueCodec[Any]],
+        queues: frozenset[str] = frozenset(),
+    ) -> None:
         self._db_get = get
         self._db_scan = scan
-        self.writes: dict[str, dict[bytes, bytes | None]] = {}
+        self._codecs = dict(codecs)
+        self.writes: dict[str, dict[bytes, Any]] = {}
+        """Column family -> key -> the value written in this batch, or DELETED."""
+        self._read: dict[str, dict[bytes, Any]] = {}
+        """Committed values decoded in this batch (ABSENT: RocksDB has none)."""
+        self._fresh: set[tuple[str, bytes]] = set()
+        """Keys RocksDB does not have, first written in this batch by an insert."""
         self._index: dict[str, _KeyIndex] = {}
         self._undo: list[list[tuple[str, bytes, object]]] = []
         self._floors: dict[str, dict[bytes, bytes | None]] = {cf: {} for cf in queues}
@@ -70,60 +104,104 @@ class Overlay:
     def __len__(self) -> int:
         return sum(len(w) for w in self.writes.values())
 
-    def get(self, cf: str, key: bytes) -> bytes | None:
+    def get(self, cf: str, key: bytes) -> Any:
+        """The live value of `key`: written in this batch, else committed; ABSENT if none."""
         writes = self.writes.get(cf)
-        if writes is not None and key in writes:
-            return writes[key]
-        return self._db_get(cf, key)
+        if writes is not None:
+            value = writes.get(key, _NOT_WRITTEN)
+            if value is not _NOT_WRITTEN:
+                return ABSENT if value is DELETED else value
+        return self._committed_value(cf, key)
 
-    def put(self, cf: str, key: bytes, value: bytes | None) -> None:
-        """Set `key` to `value`; `None` deletes it."""
+    def _committed_value(self, cf: str, key: bytes) -> Any:
+        read = self._read.get(cf)
+        if read is None:
+            read = self._read[cf] = {}
+        else:
+            value = read.get(key, _NOT_WRITTEN)
+            if value is not _NOT_WRITTEN:
+                return value
+        raw = self._db_get(cf, key)
+        value = ABSENT if raw is None else self._codecs[cf].decode(raw)
+        read[key] = value
+        return value
+
+    def insert(self, cf: str, key: bytes, value: Any) -> bool:
+        """Write `key` if it has no live value; False (nothing written) when it has one."""
+        writes = self.writes.get(cf)
+        written = _NOT_WRITTEN if writes is None else writes.get(key, _NOT_WRITTEN)
+        if written is _NOT_WRITTEN:
+            if self._committed_value(cf, key) is not ABSENT:
+                return False
+            self._fresh.add((cf, key))  # a later delete in this batch need not reach RocksDB
+        elif written is not DELETED:
+            return False
+        self.put(cf, key, value)
+        return True
+
+    def put(self, cf: str, key: bytes, value: Any) -> None:
+        """Set `key` to `value` (DELETED deletes it)."""
         writes = self.writes.get(cf)
         if writes is None:
             writes = self.writes[cf] = {}
             self._index[cf] = _KeyIndex()
-        previous = writes.get(key, _ABSENT)
-        if previous is _ABSENT:
+        previous = writes.get(key, _NOT_WRITTEN)
+        if previous is _NOT_WRITTEN:
             self._index[cf].add(key)
         if self._undo:
             self._undo[-1].append((cf, key, previous))
         writes[key] = value
-        if value is not None:
+        if value is not DELETED:
             floors = self._floors.get(cf)
             if floors:
                 for prefix, floor in floors.items():
                     if (floor is None or key < floor) and key.startswith(prefix):
                         floors[prefix] = key
 
-    def scan(self, cf: str, prefix: bytes) -> Iterator[tuple[bytes, bytes]]:
-        """Live entries whose key starts with `prefix`, in key order, overlay merged in.
+    def encoded(self) -> Iterator[tuple[str, bytes, bytes | None]]:
+        """(column family, key, encoded value or None for a delete) of every write that must
+        reach RocksDB: deletes of keys RocksDB never had are left out."""
+        fresh = self._fresh
+        for cf, writes in self.writes.items():
+            encode = self._codecs[cf].encode
+            for key, value in writes.items():
+                if value is not DELETED:
+                    yield cf, key, encode(value)
+                elif (cf, key) not in fresh:
+                    yield cf, key, None
+
+    def scan(self, cf: str, prefix: bytes, *, values: bool = True) -> Iterator[tuple[bytes, Any]]:
+        """Live entries whose key starts with `prefix`, in key order, overlay merged in, with
+        their values (None for every value when `values` is False: nothing is decoded).
 
         The overlay's keys are taken when iteration starts; writes made while iterating are
         not visited.
         """
+        decode = self._codecs[cf].decode if values else None
         writes = self.writes.get(cf)
         if not writes:
-            yield from self._committed(cf, prefix, None)
+            for key, raw in self._committed(cf, prefix, None):
+                yield key, None if decode is None else decode(raw)
             return
         pending = [(k, writes[k]) for k in self._index[cf].with_prefix(prefix) if k in writes]
-        lowest_pending = next((k for k, v in pending if v is not None), None)
+        lowest_pending = next((k for k, v in pending if v is not DELETED), None)
         committed = self._committed(cf, prefix, lowest_pending)
         index = 0
-        for key, value in committed:
+        for key, raw in committed:
             while index < len(pending) and pending[index][0] < key:
                 own_key, own_value = pending[index]
                 index += 1
-                if own_value is not None:
+                if own_value is not DELETED:
                     yield own_key, own_value
             if index < len(pending) and pending[index][0] == key:
                 own_value = pending[index][1]
                 index += 1
-                if own_value is not None:
+                if own_value is not DELETED:
                     yield key, own_value
                 continue
-            yield key, value
+            yield key, None if decode is None else decode(raw)
         for own_key, own_value in pending[index:]:
-            if own_value is not None:
+            if own_value is not DELETED:
                 yield own_key, own_value
 
     def _committed(
@@ -169,10 +247,10 @@ class Overlay:
             raise SavepointError("rollback_to_savepoint without a savepoint")
         for cf, key, previous in reversed(self._undo.pop()):
             writes = self.writes[cf]
-            if previous is _ABSENT:
+            if previous is _NOT_WRITTEN:
                 del writes[key]
             else:
-                writes[key] = previous  # type: ignore[assignment]
+                writes[key] = previous
 
     def release_savepoint(self) -> None:
         """Keep the writes since the last savepoint; they join the enclosing savepoint, if any."""
@@ -184,5 +262,7 @@ class Overlay:
 
     def clear(self) -> None:
         self.writes.clear()
+        self._read.clear()
+        self._fresh.clear()
         self._index.clear()
         self._undo.clear()

@@ -37,12 +37,18 @@ class ValueCodec(Generic[V]):
         except TypeError as exc:
             raise TypeError(f"no storable encoding for {value_type!r}: {exc}") from None
 
-    def encode(self, value: V) -> bytes:
+    def check(self, value: V) -> V:
+        """`value`, if it is of this codec's type (a write is refused when made, not when the
+        batch commits)."""
         if not isinstance(value, self._python_type):
             raise EncodingError(
                 f"cannot encode {value!r} as {self}: it is a {type(value).__name__},"
                 f" not a {self._python_type.__name__}"
             )
+        return value
+
+    def encode(self, value: V) -> bytes:
+        self.check(value)
         try:
             return self._prefix + _ENCODER.encode(value)
         except (TypeError, ValueError, OverflowError) as exc:

@@ -11,7 +11,13 @@ from engine.protocol.keys import encode_key
 from engine.state import ColumnFamilies as CF  # noqa: N817 - reads like Zeebe's ZbColumnFamilies
 from engine.state import KeyGenerator, PartitionDb
 from engine.state.db import LAST_PROCESSED_POSITION, STATE_FORMAT, STATE_FORMAT_KEY
-from engine.state.errors import KeyExistsError, KeyNotFoundError, SavepointError, StateError
+from engine.state.errors import (
+    EncodingError,
+    KeyExistsError,
+    KeyNotFoundError,
+    SavepointError,
+    StateError,
+)
 from engine.state.migrate import open_current
 
 
@@ -145,3 +151,36 @@ def test_a_store_of_a_layout_that_cannot_be_upgraded_is_deleted_to_be_rebuilt(
         db.commit(last_processed_position=3)
     with open_current(path) as kept:  # the current layout is kept as it is
         assert kept.position(LAST_PROCESSED_POSITION) == 3
+
+
+def test_the_overlay_keeps_decoded_values_and_drops_writes_that_cancel_out(
+    db: PartitionDb,
+) -> None:
+    """A batch reads its own writes as the values it wrote (no encode/decode round trip), a
+    committed value read twice is decoded once, and a key inserted and deleted again inside
+    the batch is not written at all (RocksDB never had it)."""
+    jobs = db.column(CF.JOB_STATE)
+    children = db.column(CF.ELEMENT_INSTANCE_CHILDREN)
+    state = "".join(["ACTIV", "ATED"])  # a new object, not an interned literal
+    jobs.upsert(1, state)
+    assert jobs.get(1) is state
+    assert db.commit() == 1
+    first = jobs.get(1)
+    assert first == "ACTIVATED" and first is not state  # decoded from RocksDB
+    assert jobs.get(1) is first  # and only once in the batch
+    children.insert((7, 1), None)
+    children.delete((7, 1))  # inserted and deleted in the batch: nothing to write
+    jobs.insert(2, "ACTIVATABLE")
+    jobs.delete_existing(2)
+    jobs.delete(1)  # committed before: the delete must reach RocksDB
+    assert db.commit() == 1
+    assert jobs.get(1) is None and jobs.get(2) is None and children.is_empty()
+    jobs.upsert(3, "ACTIVATABLE")
+    db.commit()
+    jobs.delete(3)
+    jobs.insert(3, "FAILED")  # deleted then inserted: RocksDB had it, the put is written
+    jobs.delete(3)  # and so is this delete
+    assert db.commit() == 1
+    assert jobs.get(3) is None
+    with pytest.raises(EncodingError, match="it is a int, not a str"):
+        jobs.upsert(4, 5)  # type: ignore[arg-type]  # refused when written, not at commit
