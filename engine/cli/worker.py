@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
+import sys
 
 from engine.cli.common import Subcommands, add_command, build_config, progress
-from engine.config import KafkaRole
+from engine.config import Config, KafkaRole
+from engine.errors import ConfigError
 from engine.log.security import kafka_access
 
 BUILTIN_ENGINE = "engine.processing.builtin:build_engine"
@@ -17,9 +20,13 @@ WORKER_EXAMPLES = """examples:
   KAFKA_BOOTSTRAP_SERVERS=kafka:9092 PARTITA_NAMESPACE=orders partita worker
   PARTITA_DOWNSTREAM_GROUPS=partita.analytics,partita.export partita worker
   partita worker --max-commands-in-batch 500 --log-level debug
+  partita worker --processes auto                 one process per core (at most one per partition)
+  partita worker --processes 2 --namespace orders
 
 Run as many as you like: the group <ns>.engine spreads the log's partitions over them.
-Ctrl-C or SIGTERM stops it after the running batch. See docs/worker.md.
+Ctrl-C or SIGTERM stops it after the running batch. With --processes N a supervisor runs N
+worker processes, prefixes their lines with [worker-<i>] and restarts one that crashes.
+See docs/worker.md.
 """
 
 VERIFY_EXAMPLES = """examples:
@@ -30,17 +37,22 @@ VERIFY_EXAMPLES = """examples:
 
 
 def cmd_worker(args: argparse.Namespace) -> int:
+    from engine.stream.supervisor import follow_supervisor
     from engine.stream.worker import Worker, load_engine
 
+    config = build_config(args)
+    processes = _processes(args.processes, config)
+    if processes > 1:
+        return _supervise(args, config, processes)
     logging.basicConfig(
         level=getattr(logging, args.log_level.upper()),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
-    config = build_config(args)
     worker = Worker(
         config, load_engine(args.engine), max_commands_in_batch=args.max_commands_in_batch
     )
     worker.install_signal_handlers()
+    follow_supervisor(worker.stopping.set)
     progress(
         f"Worker joining group {config.namespace}.engine on {config.log_topic} at"
         f" {config.bootstrap} (state in {config.home / 'state' / config.namespace})"
@@ -48,6 +60,82 @@ def cmd_worker(args: argparse.Namespace) -> int:
     worker.run()
     progress("Worker stopped.")
     return 0
+
+
+def _processes(value: str, config: Config) -> int:
+    """`--processes`: a count, or `auto` (the cores, at most one per log partition)."""
+    if value != "auto":
+        try:
+            count = int(value)
+        except ValueError:
+            count = 0
+        if count < 1:
+            raise ConfigError(f"--processes takes a count of at least 1 or auto, not {value!r}")
+        return count
+    cores = os.cpu_count() or 1
+    partitions = _log_partitions(config)
+    if partitions is None:
+        progress(f"--processes auto: the log's partition count is unknown; {cores} (the cores)")
+        return cores
+    return max(1, min(cores, partitions))
+
+
+def _log_partitions(config: Config) -> int | None:
+    """The log topic's partition count from the cluster's metadata; None if it cannot say."""
+    from confluent_kafka import KafkaException
+
+    from engine.log.admin import admin_client
+
+    try:
+        metadata = admin_client(kafka_access(config, KafkaRole.ENGINE)).list_topics(
+            config.log_topic, timeout=10
+        )
+    except KafkaException:
+        return None
+    topic = metadata.topics.get(config.log_topic)
+    if topic is None or topic.error is not None or not topic.partitions:
+        return None
+    return len(topic.partitions)
+
+
+def _supervise(args: argparse.Namespace, config: Config, processes: int) -> int:
+    from engine.stream.supervisor import Supervisor
+
+    if config.standby:  # a standby holds the store a sibling on this home must open
+        raise ConfigError(
+            "PARTITA_STANDBY=true needs one worker process per home: with --processes the"
+            " workers share the home's state stores. Use --processes 1, or run several"
+            " `partita worker` with a --home each"
+        )
+    supervisor = Supervisor(child_command(args), processes)
+    supervisor.install_signal_handlers()
+    progress(
+        f"Supervisor starting {processes} worker processes in group {config.namespace}.engine on"
+        f" {config.log_topic} at {config.bootstrap} (state in"
+        f" {config.home / 'state' / config.namespace})"
+    )
+    return supervisor.run()
+
+
+def child_command(args: argparse.Namespace) -> list[str]:
+    """The `partita worker` command a supervised child runs: these flags without --processes."""
+    command = [sys.executable, "-m", "engine.cli", "worker"]
+    flags = {
+        "--bootstrap-servers": args.bootstrap_servers,
+        "--namespace": args.namespace,
+        "--kafka-config": args.kafka_config,
+        "--partitions": args.partitions,
+        "--port": args.port,
+        "--controller-port": args.controller_port,
+        "--home": args.home,
+        "--engine": args.engine,
+        "--max-commands-in-batch": args.max_commands_in_batch,
+        "--log-level": args.log_level,
+    }
+    for flag, value in flags.items():
+        if value is not None:
+            command += [flag, str(value)]
+    return command
 
 
 def cmd_verify_replay(args: argparse.Namespace) -> int:
@@ -125,4 +213,11 @@ def register_worker(commands: Subcommands) -> None:
     )
     worker.add_argument(
         "--log-level", default="info", choices=["debug", "info", "warning", "error"]
+    )
+    worker.add_argument(
+        "--processes",
+        default="1",
+        metavar="N|auto",
+        help="worker processes under one supervisor, each its own group member; auto: one per"
+        " core, at most one per log partition (default: 1, no supervisor)",
     )
