@@ -205,7 +205,7 @@ class PartitionDb:
 
     def rollback(self) -> None:
         """Discard every uncommitted write."""
-        self.overlay.clear()
+        self.overlay.discard()
         self._raw_writes.clear()
 
     def position(self, name: str) -> int:

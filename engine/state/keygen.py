@@ -7,7 +7,7 @@ it to the highest key seen (`set_key_if_higher`), as Zeebe's appliers do.
 
 from __future__ import annotations
 
-from engine.protocol.keys import counter_of_key, encode_key, partition_id_of_key
+from engine.protocol.keys import MAX_COUNTER, encode_key
 from engine.state.db import PartitionDb
 
 _NEXT = "next_key_counter"
@@ -16,7 +16,15 @@ _NEXT = "next_key_counter"
 class KeyGenerator:
     def __init__(self, db: PartitionDb, partition_id: int) -> None:
         self._meta = db.meta
+        self._overlay = db.overlay
         self.partition_id = partition_id
+        self._lowest = encode_key(partition_id, 0)
+        self._highest = encode_key(partition_id, MAX_COUNTER)
+        self._below = 0
+        """A key of this partition the counter is known to be past (replay sees keys in
+        ascending order, so most keys need no look at the counter) ..."""
+        self._rollbacks = -1
+        """... as long as the overlay has not rolled back since (`Overlay.rollbacks`)."""
 
     def next_key(self) -> int:
         counter = self._meta.get(_NEXT) or 1
@@ -25,7 +33,12 @@ class KeyGenerator:
 
     def set_key_if_higher(self, key: int) -> None:
         """After replaying a record with `key` of this partition, never hand it out again."""
-        if key <= 0 or partition_id_of_key(key) != self.partition_id:
+        if key <= self._below and self._rollbacks == self._overlay.rollbacks:
             return
-        if counter_of_key(key) + 1 > (self._meta.get(_NEXT) or 1):
-            self._meta.upsert(_NEXT, counter_of_key(key) + 1)
+        if not self._lowest < key <= self._highest:
+            return  # not a key, or another partition's
+        counter = key & MAX_COUNTER
+        if counter + 1 > (self._meta.get(_NEXT) or 1):
+            self._meta.upsert(_NEXT, counter + 1)
+        self._below = key
+        self._rollbacks = self._overlay.rollbacks

@@ -92,6 +92,9 @@ class Overlay:
         """Keys RocksDB does not have, first written in this batch by an insert."""
         self._index: dict[str, _KeyIndex] = {}
         self._undo: list[list[tuple[str, bytes, object]]] = []
+        self.rollbacks = 0
+        """How often writes were undone (a savepoint rolled back, the batch discarded): what
+        was read before may no longer hold."""
         self._floors: dict[str, dict[bytes, bytes | None]] = {cf: {} for cf in queues}
         """Queue column family -> scanned prefix -> a key no committed live entry of the
         prefix is below (None: the prefix has no committed live entry). Invariant: every
@@ -245,6 +248,7 @@ class Overlay:
         """Undo every write since the last savepoint and drop that savepoint."""
         if not self._undo:
             raise SavepointError("rollback_to_savepoint without a savepoint")
+        self.rollbacks += 1
         for cf, key, previous in reversed(self._undo.pop()):
             writes = self.writes[cf]
             if previous is _NOT_WRITTEN:
@@ -259,6 +263,11 @@ class Overlay:
         released = self._undo.pop()
         if self._undo:
             self._undo[-1].extend(released)
+
+    def discard(self) -> None:
+        """Drop every write of the batch (a rollback)."""
+        self.rollbacks += 1
+        self.clear()
 
     def clear(self) -> None:
         self.writes.clear()

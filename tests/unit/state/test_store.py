@@ -184,3 +184,21 @@ def test_the_overlay_keeps_decoded_values_and_drops_writes_that_cancel_out(
     assert jobs.get(3) is None
     with pytest.raises(EncodingError, match="it is a int, not a str"):
         jobs.upsert(4, 5)  # type: ignore[arg-type]  # refused when written, not at commit
+
+
+def test_the_key_counter_follows_replayed_keys_through_rollbacks(db: PartitionDb) -> None:
+    """Replay raises the counter past every key of the partition it sees, ignores other
+    partitions' keys, and after a rollback raises it again for a key it had seen."""
+    keys = KeyGenerator(db, partition_id=2)
+    keys.set_key_if_higher(encode_key(2, 10))
+    keys.set_key_if_higher(encode_key(2, 4))  # lower: nothing changes
+    keys.set_key_if_higher(encode_key(5, 99))  # another partition's
+    keys.set_key_if_higher(-1)
+    db.overlay.savepoint()
+    keys.set_key_if_higher(encode_key(2, 20))
+    db.overlay.rollback_to_savepoint()  # the counter is back at 11
+    keys.set_key_if_higher(encode_key(2, 15))
+    assert keys.next_key() == encode_key(2, 16)
+    db.rollback()  # the whole batch: back to 1
+    keys.set_key_if_higher(encode_key(2, 12))
+    assert keys.next_key() == encode_key(2, 13)
