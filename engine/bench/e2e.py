@@ -1,14 +1,16 @@
 """`partita bench e2e`: the engine end to end, with every party in its own process.
 
 On a fresh namespace of the configured cluster (one log partition by default) it starts a
-`partita worker`, a push job worker process and a load-generator process, deploys a workload
-and measures, for each workload:
+`partita worker` (with `workers` above 1: `partita worker --processes W`, a supervisor and W
+worker processes over the partitions), a push job worker process and a load-generator
+process, deploys a workload and measures, for each workload:
 
 - saturation: instances created as fast as the engine takes them (at most `in_flight`
   unanswered): completed instances/s (and per partition), log records/s;
 - latency: instances created at a fixed rate (default 200/s; 20/s for `typical`, whose
   instances are ten times the work), create-to-complete p50/p95/p99;
-- CPU (% of one core) and peak RSS of the engine worker, the job worker and the load generator;
+- CPU (% of one core) and peak RSS of the engine worker (with several processes: summed over
+  the supervisor and its children), the job worker and the load generator;
 - replay: the partition's events applied to an empty store, events/s;
 
 then, on the same broker, the raw confluent-kafka transactional loop of `bench loop`, and the
@@ -16,6 +18,9 @@ ratio of the engine's log records/s to it. The load generator and the job worker
 they write their commands to `<ns>.commands`, and the engine copies each into the log before
 its events, so log records/s counts those copies too. Workloads: `one-task` (start, service
 task, end) and `typical` (Zeebe's benchmark shape: ten service tasks and two PT0.1S timers).
+
+`scaling` puts runs of several (partitions, workers) configurations side by side, each
+configuration's figures relative to the first (1 partition, 1 process).
 """
 
 from __future__ import annotations
@@ -37,7 +42,7 @@ from typing import Any
 from confluent_kafka import TopicPartition
 
 from engine.bench import loop
-from engine.bench.procstats import ProcessSample, sample, usage
+from engine.bench.procstats import ProcessSample, sample, tree_sample, usage
 from engine.client import Client
 from engine.config import Config, KafkaRole
 from engine.errors import PartitaError
@@ -73,9 +78,12 @@ WORKLOADS = {
 class _Child:
     """A child process whose CPU and memory are sampled while it runs."""
 
-    def __init__(self, name: str, args: list[str], log: Path, env: dict[str, str]) -> None:
+    def __init__(
+        self, name: str, args: list[str], log: Path, env: dict[str, str], tree: bool = False
+    ) -> None:
         self.name = name
         self.log = log
+        self.tree = tree
         with log.open("ab") as out:
             self.process = subprocess.Popen(
                 args, stdout=subprocess.PIPE, stderr=out, env={**os.environ, **env}, text=True
@@ -93,7 +101,8 @@ class _Child:
         raise PartitaError(f"{self.name} did not start; the end of its log:\n" + "\n".join(tail))
 
     def sample(self) -> ProcessSample:
-        return sample(self.process.pid)
+        """The process (with `tree`: and its children, summed)."""
+        return tree_sample(self.process.pid) if self.tree else sample(self.process.pid)
 
     def stop(self) -> None:
         if self.process.poll() is None:
@@ -174,6 +183,7 @@ def run_workload(  # noqa: PLR0917 - the benchmark's knobs, spelled out
     in_flight: int,
     job_concurrency: int,
     progress: Progress,
+    workers: int = 1,
 ) -> dict[str, Any]:
     home = config.home
     apply_topics(
@@ -181,11 +191,13 @@ def run_workload(  # noqa: PLR0917 - the benchmark's knobs, spelled out
         [*load_specs(config), job_topic_spec(config, JOB_TYPE)],
     )
     cluster = ["--bootstrap-servers", config.bootstrap, "--namespace", config.namespace]
+    processes = ["--processes", str(workers)] if workers > 1 else []
     engine_worker = _Child(
         "engine worker",
-        [sys.executable, "-m", "engine.cli", "worker", *cluster, "--home", str(home)],
+        [sys.executable, "-m", "engine.cli", "worker", *cluster, "--home", str(home), *processes],
         home / "engine-worker.log",
         {**config.kafka_env(), "PARTITA_TRUNCATE": "false"},  # the whole log stays (replay)
+        tree=workers > 1,
     )
     jobs = _Child(
         "job worker",
@@ -248,6 +260,7 @@ def run(
     typical_rate: float = 20.0,
     latency_instances: int = 3000,
     partitions: int = 1,
+    workers: int = 1,
     in_flight: int = 500,
     job_concurrency: int = 8,
     baseline_commands: int = 20_000,
@@ -256,6 +269,7 @@ def run(
     out: dict[str, Any] = {
         "bench": "e2e",
         "partitions": partitions,
+        "workers": workers,
         "rate": rate,
         "typical_rate": typical_rate,
         "cpus": os.cpu_count(),
@@ -278,6 +292,7 @@ def run(
                 in_flight,
                 job_concurrency,
                 progress,
+                workers,
             )
         progress(f"Raw confluent-kafka transactional loop: {baseline_commands} commands...")
         raw_config = replace(
@@ -302,17 +317,61 @@ def side_by_side(
     """Several runs of `run` per configuration (e.g. plaintext and SASL_SSL, alternated in one
     invocation) as one document: every run, the median figures per configuration and workload,
     and each configuration's figures relative to the first ("main")."""
+    medians = _medians(runs, workloads, _COMPARED)
+    return {
+        "bench": "e2e-compared",
+        "configurations": {name: configs[name].kafka_env() or "plaintext" for name in configs},
+        "bootstrap": {name: configs[name].bootstrap for name in configs},
+        "medians": medians,
+        "relative_to_main": _relative(medians),
+        "runs": runs,
+    }
+
+
+def scaling(
+    runs: Mapping[str, list[dict[str, Any]]],
+    workloads: list[str],
+    setups: Mapping[str, tuple[int, int]],
+) -> dict[str, Any]:
+    """Runs of `run` per (partitions, workers) configuration as one document: every run, the
+    median figures per configuration and workload, and each configuration's figures relative to
+    the first (the scaling factor, e.g. 2 partitions and 2 processes over 1 and 1)."""
+    medians = _medians(runs, workloads, _SCALED)
+    return {
+        "bench": "e2e-scaling",
+        "configurations": {
+            name: {"partitions": partitions, "workers": workers}
+            for name, (partitions, workers) in setups.items()
+        },
+        "medians": medians,
+        "relative_to_first": _relative(medians),
+        "runs": runs,
+    }
+
+
+def _medians(
+    runs: Mapping[str, list[dict[str, Any]]],
+    workloads: list[str],
+    figures: Mapping[str, tuple[str, ...]],
+) -> dict[str, dict[str, dict[str, float]]]:
     medians: dict[str, dict[str, dict[str, float]]] = {}
     for name, results in runs.items():
         medians[name] = {
             workload: {
                 figure: statistics.median(_figure(result[workload], path) for result in results)
-                for figure, path in _COMPARED.items()
+                for figure, path in figures.items()
             }
             for workload in workloads
         }
+    return medians
+
+
+def _relative(
+    medians: Mapping[str, dict[str, dict[str, float]]],
+) -> dict[str, dict[str, dict[str, float]]]:
+    """Each configuration's medians divided by the first configuration's."""
     main = next(iter(medians.values()))
-    relative = {
+    return {
         name: {
             workload: {
                 figure: round(value / main[workload][figure], 3) if main[workload][figure] else 0.0
@@ -321,14 +380,6 @@ def side_by_side(
             for workload, figures in per_workload.items()
         }
         for name, per_workload in medians.items()
-    }
-    return {
-        "bench": "e2e-compared",
-        "configurations": {name: configs[name].kafka_env() or "plaintext" for name in configs},
-        "bootstrap": {name: configs[name].bootstrap for name in configs},
-        "medians": medians,
-        "relative_to_main": relative,
-        "runs": runs,
     }
 
 
@@ -340,6 +391,10 @@ _COMPARED = {
     "fixed_rate_engine_cpu_percent": ("fixed_rate", "engine_worker", "cpu_percent"),
     "replay_events_per_s": ("replay", "events_per_s"),
 }
+"""The figures `side_by_side` compares: path of each in a workload's result."""
+
+_SCALED = {**_COMPARED, "saturation_log_records_per_s": ("saturation", "log_records_per_s")}
+"""The figures `scaling` compares."""
 
 
 def _figure(result: Mapping[str, Any], path: tuple[str, ...]) -> float:

@@ -32,6 +32,20 @@ def sample(pid: int | None = None) -> ProcessSample:
     return ProcessSample(cpu, peak)
 
 
+def tree_sample(pid: int) -> ProcessSample:
+    """A running process and its children (one level: a supervisor's workers), summed: CPU
+    seconds and peak RSS of each. A child that ended in between counts no more."""
+    total = sample(pid)
+    children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    for child in children:
+        try:
+            each = sample(int(child))
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+        total = ProcessSample(total.cpu_s + each.cpu_s, total.peak_rss_mb + each.peak_rss_mb)
+    return total
+
+
 def usage(before: ProcessSample, after: ProcessSample, seconds: float) -> dict[str, float]:
     """CPU share of one core over the interval, and the peak RSS so far."""
     return {

@@ -9,6 +9,7 @@ from typing import Any
 
 from engine.cli.common import Subcommands, add_command, add_group, build_config, progress
 from engine.config import Config
+from engine.errors import ConfigError
 
 BENCH_EXAMPLES = """examples:
   partita bench codec                  no broker needed
@@ -50,6 +51,8 @@ E2E_EXAMPLES = """examples:
   partita bench e2e                         both workloads, one partition
   partita bench e2e --workload one-task --instances 20000 --rate 100
   partita bench e2e --partitions 3          one engine worker owns all three (default 1)
+  partita bench e2e --partitions 2 --workers 2   two worker processes, a partition each
+  partita bench e2e --workload one-task --scaling   1 partition/1 process, then 2/2, side by side
   partita bench e2e --workload one-task --rounds 2 \\
       --compare-kafka-config .partita/kafka-secure/clients/admin.properties
                                             plaintext vs SASL_SSL, alternating"""
@@ -106,16 +109,28 @@ def cmd_bench_e2e(args: argparse.Namespace) -> int:
     config = build_config(args)
     workloads = ["one-task", "typical"] if args.workload == "both" else [args.workload]
     partitions = args.partitions or 1  # the cluster flag; one partition unless asked
+    workers = args.workers or 1
     configs = {"main": config}
-    if args.compare_kafka_config is not None:
+    setups = {"main": (partitions, workers)}
+    if args.scaling:
+        if args.compare_kafka_config is not None:
+            raise ConfigError("--scaling and --compare-kafka-config do not go together")
+        partitions = args.partitions or 2
+        workers = args.workers or partitions
+        setups = {"1x1": (1, 1), f"{partitions}x{workers}": (partitions, workers)}
+        configs = dict.fromkeys(setups, config)
+    elif args.compare_kafka_config is not None:
         configs["compared"] = Config.from_env(kafka_config=args.compare_kafka_config)
+        setups["compared"] = setups["main"]
     runs: dict[str, list[dict[str, Any]]] = {name: [] for name in configs}
     for round_number in range(1, args.rounds + 1):
         for name, each in configs.items():
+            each_partitions, each_workers = setups[name]
             progress(
                 f"End to end at {each.bootstrap} ({name}, round {round_number}/{args.rounds}):"
-                f" {', '.join(workloads)} on {partitions} partition(s); engine worker, job"
-                " worker and load generator in their own processes"
+                f" {', '.join(workloads)} on {each_partitions} partition(s) and"
+                f" {each_workers} engine worker process(es); job worker and load generator in"
+                " their own processes"
             )
             runs[name].append(
                 e2e.run(
@@ -125,18 +140,40 @@ def cmd_bench_e2e(args: argparse.Namespace) -> int:
                     rate=args.rate,
                     typical_rate=args.typical_rate,
                     latency_instances=args.latency_instances,
-                    partitions=partitions,
+                    partitions=each_partitions,
+                    workers=each_workers,
                     in_flight=args.in_flight,
                     job_concurrency=args.job_concurrency,
                     baseline_commands=args.baseline_commands,
                     progress=progress,
                 )
             )
-    if len(configs) == 1 and args.rounds == 1:
+    if args.scaling:
+        result = e2e.scaling(runs, workloads, setups)
+        _say_scaling(result, workloads)
+        print(json.dumps(result))
+    elif len(configs) == 1 and args.rounds == 1:
         print(json.dumps(runs["main"][0]))
     else:
         print(json.dumps(e2e.side_by_side(runs, workloads, configs)))
     return 0
+
+
+def _say_scaling(result: dict[str, Any], workloads: list[str]) -> None:
+    """The scaling figures as lines a reader takes in at a glance (stderr; JSON on stdout)."""
+    first = next(iter(result["medians"]))
+    for workload in workloads:
+        for name, medians in result["medians"].items():
+            figures = medians[workload]
+            factor = result["relative_to_first"][name][workload]["saturation_instances_per_s"]
+            progress(
+                f"[{workload}] {name} (partitions x processes): saturation"
+                f" {figures['saturation_instances_per_s']:g} instances/s"
+                f" ({figures['saturation_log_records_per_s']:g} log records/s, engine"
+                f" {figures['saturation_engine_cpu_percent']:g} % of a core), fixed rate p50"
+                f" {figures['fixed_rate_p50_ms']:g} ms p99 {figures['fixed_rate_p99_ms']:g} ms;"
+                f" x{factor:g} the saturation of {first}"
+            )
 
 
 def register(commands: Subcommands) -> None:
@@ -266,6 +303,18 @@ def register(commands: Subcommands) -> None:
         type=int,
         default=1,
         help="repeat the run (alternating with --compare-kafka-config), default 1",
+    )
+    e2e_bench.add_argument(
+        "--workers",
+        type=int,
+        help="engine worker processes (`partita worker --processes W`); default 1, with"
+        " --scaling as many as partitions",
+    )
+    e2e_bench.add_argument(
+        "--scaling",
+        action="store_true",
+        help="run 1 partition with 1 process, then --partitions (default 2) with --workers, and"
+        " print both with the second's figures relative to the first",
     )
     e2e_bench.add_argument(
         "--baseline-commands",
