@@ -26,6 +26,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import msgspec
 from confluent_kafka import TopicPartition
 from confluent_kafka.cimpl import NewTopic
 
@@ -59,7 +60,8 @@ def _trivial_create(record: Record, ctx: ProcessingContext) -> None:
     value = record.value
     assert isinstance(value, ProcessInstanceCreationValue)
     key = ctx.keys.next_key()
-    ctx.append_event(Creation.CREATED, replace(value, process_instance_key=key), key, respond=True)
+    created = msgspec.structs.replace(value, process_instance_key=key)
+    ctx.append_event(Creation.CREATED, created, key, respond=True)
     element = ProcessInstanceValue(
         bpmn_process_id=value.bpmn_process_id,
         process_instance_key=key,

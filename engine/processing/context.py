@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import TypeVar
+
+from msgspec.structs import replace
 
 from engine import __version__
 from engine.processing.awaiting import AwaitedResults

@@ -1,4 +1,4 @@
-"""Conversion between the Python records (frozen dataclasses, enums) and the plain dicts fastavro
+"""Conversion between the Python records (frozen structs, enums) and the plain dicts fastavro
 reads and writes. Converters are built once from the Avro schema, so the per-record work is a
 loop over precomputed (avro name, attribute, converter) triples."""
 
@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import fields
 from enum import Enum
 from typing import Any
+
+from msgspec import Struct
 
 from engine.protocol import enums, values
 from engine.protocol.errors import EncodeError
@@ -23,7 +24,7 @@ _ENUMS: dict[str, type[Enum]] = {
 _CLASSES: dict[str, type[Any]] = {
     name: cls
     for name, cls in vars(values).items()
-    if isinstance(cls, type) and hasattr(cls, "__dataclass_fields__")
+    if isinstance(cls, type) and issubclass(cls, Struct) and cls is not Struct
 }
 
 
@@ -43,7 +44,7 @@ class RecordConverter:
         self.cls = _CLASSES[short_name(self.fullname)]
         self.value_type = values.VALUE_TYPES.get(self.cls)  # None for nested records
         registry[short_name(self.fullname)] = self
-        attributes = {f.name for f in fields(self.cls)}
+        attributes = set(self.cls.__struct_fields__)
         self._to: list[tuple[str, str, Convert | None]] = []
         self._from: list[tuple[str, Convert | None]] = []
         for field in schema["fields"]:

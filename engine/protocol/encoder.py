@@ -15,6 +15,8 @@ from collections.abc import Callable
 from enum import Enum
 from typing import Any
 
+from msgspec import Struct
+
 from engine.protocol import enums, values
 from engine.protocol.convert import snake_case
 from engine.protocol.intents import INTENTS_BY_VALUE_TYPE
@@ -81,7 +83,9 @@ _ENUM_CLASSES: dict[str, type[Enum]] = {
     if isinstance(cls, type) and issubclass(cls, Enum) and cls is not Enum
 }
 _VALUE_CLASSES: dict[str, type[Any]] = {
-    name: cls for name, cls in vars(values).items() if hasattr(cls, "__dataclass_fields__")
+    name: cls
+    for name, cls in vars(values).items()
+    if isinstance(cls, type) and issubclass(cls, Struct) and cls is not Struct
 }
 
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from msgspec import Struct
+from msgspec.structs import replace
 
 from engine.protocol.enums import RecordType, RejectionType, ValueType
 from engine.protocol.intents import Intent
@@ -12,8 +13,7 @@ NO_KEY = -1
 """The key of a record about no entity yet (a new command) and of unset key fields."""
 
 
-@dataclass(frozen=True, slots=True)
-class Record:
+class Record(Struct, frozen=True, gc=False):
     """A record of the log. `position` is its Kafka offset: -1 until read back from Kafka."""
 
     record_type: RecordType

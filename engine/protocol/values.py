@@ -1,4 +1,5 @@
-"""The value of every record kind, one frozen dataclass per Avro record in `avro/record.avsc`.
+"""The value of every record kind, one frozen `msgspec.Struct` per Avro record in
+`avro/record.avsc` (a few dozen nanoseconds to build or copy: `msgspec.structs.replace`).
 
 Field names are the Avro names in snake_case; defaults are the Avro defaults, so a value can be
 built with only the fields that matter. Keys are -1 when absent. `variables` fields hold a JSON
@@ -9,7 +10,8 @@ identical.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+
+from msgspec import Struct, field
 
 from engine.protocol.enums import (
     BpmnElementType,
@@ -20,16 +22,14 @@ from engine.protocol.enums import (
 )
 
 
-@dataclass(frozen=True, slots=True)
-class DeploymentResource:
+class DeploymentResource(Struct, frozen=True, gc=False):
     """One deployed file."""
 
     resource_name: str = ""
     resource: bytes = b""
 
 
-@dataclass(frozen=True, slots=True)
-class ProcessMetadata:
+class ProcessMetadata(Struct, frozen=True, gc=False):
     """A process definition created or found by a deployment."""
 
     bpmn_process_id: str = ""
@@ -41,8 +41,7 @@ class ProcessMetadata:
     tenant_id: str = "<default>"
 
 
-@dataclass(frozen=True, slots=True)
-class DeploymentValue:
+class DeploymentValue(Struct, frozen=True, gc=False):
     """A deployment of BPMN resources and the process definitions it yields."""
 
     resources: tuple[DeploymentResource, ...] = ()
@@ -50,8 +49,7 @@ class DeploymentValue:
     tenant_id: str = "<default>"
 
 
-@dataclass(frozen=True, slots=True)
-class ProcessValue:
+class ProcessValue(Struct, frozen=True, gc=False):
     """A deployed process definition."""
 
     bpmn_process_id: str = ""
@@ -63,8 +61,7 @@ class ProcessValue:
     tenant_id: str = "<default>"
 
 
-@dataclass(frozen=True, slots=True)
-class ProcessInstanceValue:
+class ProcessInstanceValue(Struct, frozen=True, gc=False):
     """An element instance of a process instance, or a sequence flow taken."""
 
     bpmn_process_id: str = ""
@@ -80,8 +77,7 @@ class ProcessInstanceValue:
     tenant_id: str = "<default>"
 
 
-@dataclass(frozen=True, slots=True)
-class ProcessInstanceCreationValue:
+class ProcessInstanceCreationValue(Struct, frozen=True, gc=False):
     """A request to start a process instance, and the created instance."""
 
     bpmn_process_id: str = ""
@@ -93,8 +89,7 @@ class ProcessInstanceCreationValue:
     tenant_id: str = "<default>"
 
 
-@dataclass(frozen=True, slots=True)
-class ProcessInstanceResultValue:
+class ProcessInstanceResultValue(Struct, frozen=True, gc=False):
     """The result of a completed instance, replied to CREATE_WITH_AWAITING_RESULT."""
 
     bpmn_process_id: str = ""
@@ -105,8 +100,7 @@ class ProcessInstanceResultValue:
     tenant_id: str = "<default>"
 
 
-@dataclass(frozen=True, slots=True)
-class ProcessEventValue:
+class ProcessEventValue(Struct, frozen=True, gc=False):
     """An event (message, timer, error) triggering an element of a process instance."""
 
     scope_key: int = -1
@@ -117,8 +111,7 @@ class ProcessEventValue:
     tenant_id: str = "<default>"
 
 
-@dataclass(frozen=True, slots=True)
-class JobValue:
+class JobValue(Struct, frozen=True, gc=False):
     """A unit of work for a job worker, created by a service task."""
 
     type: str = ""
@@ -141,8 +134,7 @@ class JobValue:
     tenant_id: str = "<default>"
 
 
-@dataclass(frozen=True, slots=True)
-class JobBatchValue:
+class JobBatchValue(Struct, frozen=True, gc=False):
     """A request to activate jobs of one type, and the jobs it activated."""
 
     type: str = ""
@@ -154,8 +146,7 @@ class JobBatchValue:
     truncated: bool = False
 
 
-@dataclass(frozen=True, slots=True)
-class MessageValue:
+class MessageValue(Struct, frozen=True, gc=False):
     """A published message, buffered until correlated or expired."""
 
     name: str = ""
@@ -167,8 +158,7 @@ class MessageValue:
     tenant_id: str = "<default>"
 
 
-@dataclass(frozen=True, slots=True)
-class MessageSubscriptionValue:
+class MessageSubscriptionValue(Struct, frozen=True, gc=False):
     """A subscription on the message's partition for a catch event waiting in a process instance."""
 
     process_instance_key: int = -1
@@ -182,8 +172,7 @@ class MessageSubscriptionValue:
     tenant_id: str = "<default>"
 
 
-@dataclass(frozen=True, slots=True)
-class ProcessMessageSubscriptionValue:
+class ProcessMessageSubscriptionValue(Struct, frozen=True, gc=False):
     """The process instance side of a message subscription."""
 
     subscription_partition_id: int = -1
@@ -199,8 +188,7 @@ class ProcessMessageSubscriptionValue:
     tenant_id: str = "<default>"
 
 
-@dataclass(frozen=True, slots=True)
-class MessageStartEventSubscriptionValue:
+class MessageStartEventSubscriptionValue(Struct, frozen=True, gc=False):
     """A message start event of the latest version of a process, listening on a partition."""
 
     process_definition_key: int = -1
@@ -214,8 +202,7 @@ class MessageStartEventSubscriptionValue:
     tenant_id: str = "<default>"
 
 
-@dataclass(frozen=True, slots=True)
-class TimerValue:
+class TimerValue(Struct, frozen=True, gc=False):
     """A timer of a timer catch event, boundary event or timer start event."""
 
     element_instance_key: int = -1
@@ -227,8 +214,7 @@ class TimerValue:
     tenant_id: str = "<default>"
 
 
-@dataclass(frozen=True, slots=True)
-class VariableValue:
+class VariableValue(Struct, frozen=True, gc=False):
     """One variable of a scope."""
 
     name: str = ""
@@ -240,8 +226,7 @@ class VariableValue:
     tenant_id: str = "<default>"
 
 
-@dataclass(frozen=True, slots=True)
-class VariableDocumentValue:
+class VariableDocumentValue(Struct, frozen=True, gc=False):
     """A request to set variables on a scope."""
 
     scope_key: int = -1
@@ -250,8 +235,7 @@ class VariableDocumentValue:
     tenant_id: str = "<default>"
 
 
-@dataclass(frozen=True, slots=True)
-class IncidentValue:
+class IncidentValue(Struct, frozen=True, gc=False):
     """A problem that stops an element until it is resolved."""
 
     error_type: ErrorType = ErrorType.UNKNOWN
@@ -266,8 +250,7 @@ class IncidentValue:
     tenant_id: str = "<default>"
 
 
-@dataclass(frozen=True, slots=True)
-class ErrorValue:
+class ErrorValue(Struct, frozen=True, gc=False):
     """An unexpected processing failure; the process instance is banned."""
 
     exception_message: str = ""

@@ -31,10 +31,10 @@ import logging
 import time
 import traceback
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 from typing import Any
 
 from confluent_kafka import Message, Producer, TopicPartition
+from msgspec.structs import replace
 
 from engine.processing import Engine, ProcessingContext, ProcessingOutput, RejectionError
 from engine.processing.awaiting import AwaitedResults

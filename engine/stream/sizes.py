@@ -8,8 +8,9 @@ are encoded to check, so the common case costs a few attribute reads.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
+
+from msgspec.structs import replace
 
 from engine.processing import ProcessingOutput
 from engine.protocol.codec import RecordCodec

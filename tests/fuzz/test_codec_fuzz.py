@@ -9,12 +9,13 @@ from __future__ import annotations
 import json
 import typing
 from collections.abc import Mapping
-from dataclasses import fields, replace
 from enum import Enum
 from typing import Any
 
 from hypothesis import example, given
 from hypothesis import strategies as st
+from msgspec import Struct
+from msgspec.structs import fields, replace
 
 from engine.protocol import enums, values
 from engine.protocol.codec import HEADER_SIZE, MAGIC, RecordCodec
@@ -62,7 +63,7 @@ def _strategy(hint: Any, int32: bool) -> st.SearchStrategy[Any]:
         return st.binary(max_size=20)
     if isinstance(hint, type) and issubclass(hint, Enum):
         return st.sampled_from(list(hint))
-    if isinstance(hint, type) and hasattr(hint, "__dataclass_fields__"):
+    if isinstance(hint, type) and issubclass(hint, Struct):
         return value_of(hint)
     if origin is tuple:
         return st.lists(_strategy(typing.get_args(hint)[0], False), max_size=3).map(tuple)

@@ -23,13 +23,13 @@ import json
 import shutil
 import tempfile
 import typing
-from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
+from msgspec.structs import fields, replace
 
 from engine.processing.builtin import build_engine
 from engine.protocol.enums import RecordType, RejectionType, ValueType

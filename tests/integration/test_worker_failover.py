@@ -8,11 +8,11 @@ import re
 import signal
 import time
 import uuid
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
+from msgspec.structs import replace
 
 from engine.config import Config, KafkaRole
 from engine.log import clients

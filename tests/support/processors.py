@@ -15,8 +15,9 @@ n ms after its CREATED event.
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 from typing import Any
+
+from msgspec.structs import replace
 
 from engine.processing import Engine, ProcessingContext, RejectionError, banning
 from engine.protocol.enums import BpmnElementType, RejectionType

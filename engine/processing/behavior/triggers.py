@@ -15,6 +15,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from msgspec.structs import replace
+
 from engine.bpmn import EventBasedGateway, EventNode, Process
 from engine.processing.behavior.termination import terminate_element
 from engine.processing.context import ProcessingContext
@@ -64,14 +66,12 @@ def trigger(
                 if stored is not None and stored.state != Instance.ELEMENT_TERMINATING.name:
                     terminate_element(ctx, child, stored)
         sub = process.element(target.scope)
-        started = ProcessInstanceValue(
-            **{
-                **_fields(value),
-                "element_id": sub.id,
-                "flow_scope_key": owner_key,
-                "bpmn_element_type": sub.element_type,
-                "bpmn_event_type": target.event_type,
-            }
+        started = replace(
+            value,
+            element_id=sub.id,
+            flow_scope_key=owner_key,
+            bpmn_element_type=sub.element_type,
+            bpmn_event_type=target.event_type,
         )
         ctx.append_command(Instance.ACTIVATE_ELEMENT, started, ctx.keys.next_key())
         return True
@@ -83,20 +83,14 @@ def trigger(
     assert isinstance(target, EventNode)
     if target.interrupting:
         terminate_element(ctx, owner_key, owner)
-    boundary = ProcessInstanceValue(
-        **{
-            **_fields(value),
-            "element_id": target.id,
-            "bpmn_element_type": BpmnElementType.BOUNDARY_EVENT,
-            "bpmn_event_type": target.event_type,
-        }
+    boundary = replace(
+        value,
+        element_id=target.id,
+        bpmn_element_type=BpmnElementType.BOUNDARY_EVENT,
+        bpmn_event_type=target.event_type,
     )
     ctx.append_command(Instance.ACTIVATE_ELEMENT, boundary, ctx.keys.next_key())
     return True
-
-
-def _fields(value: ProcessInstanceValue) -> dict[str, Any]:
-    return {name: getattr(value, name) for name in value.__dataclass_fields__}
 
 
 def start_instance(

@@ -14,7 +14,7 @@ hands it to partition 0 (`instance.creation`).
 
 from __future__ import annotations
 
-from dataclasses import replace
+from msgspec.structs import replace
 
 from engine.bpmn import BpmnError, Process
 from engine.processing.context import ProcessingContext, RejectionError

@@ -11,7 +11,7 @@ What is particular to an element is in its family's module (`process`, `gateways
 
 from __future__ import annotations
 
-from dataclasses import replace
+from msgspec.structs import replace
 
 from engine.bpmn import (
     CallActivity,

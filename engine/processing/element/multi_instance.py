@@ -16,8 +16,9 @@ special care: inner activations beyond a batch's command budget go to the log as
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 from typing import Any
+
+from msgspec.structs import replace
 
 from engine.bpmn import FlowNode, MultiInstance
 from engine.feel import FeelError, compile_expression

@@ -4,7 +4,7 @@ its result and hands its variables to the call activity that started it."""
 
 from __future__ import annotations
 
-from dataclasses import replace
+from msgspec.structs import replace
 
 from engine.bpmn import Process
 from engine.processing.behavior.expressions import ExpressionError

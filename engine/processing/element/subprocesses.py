@@ -5,8 +5,9 @@ holds it (`behavior.triggers`); its start event takes that trigger here."""
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
+
+from msgspec.structs import replace
 
 from engine.bpmn import Process, SubProcess
 from engine.processing.behavior.triggers import consume_trigger

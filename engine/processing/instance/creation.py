@@ -11,7 +11,7 @@ handed to partition 0, which deploys every process first.
 
 from __future__ import annotations
 
-from dataclasses import replace
+from msgspec.structs import replace
 
 from engine.processing.behavior.variables import set_variable, variables_document
 from engine.processing.context import HandOverError, ProcessingContext, RejectionError

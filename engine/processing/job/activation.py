@@ -3,7 +3,7 @@ visible to its task, or, when those are too large for one record, failed with an
 
 from __future__ import annotations
 
-from dataclasses import replace
+from msgspec.structs import replace
 
 from engine.processing.behavior.incidents import job_incident
 from engine.processing.context import ProcessingContext

@@ -17,7 +17,8 @@ is timed out by the due-date checker (JOB TIME_OUT -> TIMED_OUT) and becomes act
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import replace
+
+from msgspec.structs import replace
 
 from engine.processing.behavior.errors import catch_error
 from engine.processing.behavior.incidents import job_incident

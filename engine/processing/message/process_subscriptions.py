@@ -6,7 +6,7 @@ message."""
 
 from __future__ import annotations
 
-from dataclasses import replace
+from msgspec.structs import replace
 
 from engine.processing.behavior.triggers import trigger
 from engine.processing.context import ProcessingContext

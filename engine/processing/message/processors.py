@@ -15,7 +15,8 @@ EXPIRE (from the due-date checker) removes a message whose deadline passed.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import replace
+
+from msgspec.structs import replace
 
 from engine.processing.behavior.variables import variables_document
 from engine.processing.context import MAX_DEADLINE, ProcessingContext, RejectionError

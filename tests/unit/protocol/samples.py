@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 import typing
 from collections.abc import Mapping
-from dataclasses import fields
 from enum import Enum
 from typing import Any
+
+from msgspec import Struct
+from msgspec.structs import fields
 
 from engine.protocol import enums, values
 from engine.protocol.convert import snake_case
@@ -58,7 +60,7 @@ def _sample(hint: Any, i: int) -> Any:
         return list(hint)[-1]
     if origin is tuple:
         item = typing.get_args(hint)[0]
-        if isinstance(item, type) and hasattr(item, "__dataclass_fields__"):
+        if isinstance(item, type) and issubclass(item, Struct):
             return (sample_value(item),)
         return (_sample(item, i), _sample(item, i + 1))
     if origin is Mapping:

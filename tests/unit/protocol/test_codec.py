@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import io
 import json
-from dataclasses import replace
 from typing import Any
 
 import fastavro
 import pytest
+from msgspec.structs import replace
 
 from engine.protocol import errors
 from engine.protocol.codec import MAGIC, RecordCodec

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
-from dataclasses import MISSING, fields
 from enum import Enum
 from pathlib import Path
 from typing import Any
 
 import pytest
+from msgspec import NODEFAULT
+from msgspec.structs import fields
 
 from engine.protocol import enums
 from engine.protocol.convert import snake_case
@@ -73,7 +74,7 @@ def test_value_dataclasses_match_their_avro_records(cls: type[Any]) -> None:
     for python_field, avro_field in zip(python_fields, avro["fields"], strict=True):
         default = (
             python_field.default
-            if python_field.default is not MISSING
+            if python_field.default is not NODEFAULT
             else python_field.default_factory()  # type: ignore[misc]
         )
         expected = avro_field["default"]

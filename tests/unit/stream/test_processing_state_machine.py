@@ -13,10 +13,10 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from msgspec.structs import replace
 
 from engine.processing import Engine, ProcessingContext, RejectionError, banning
 from engine.processing.banning import is_banned
