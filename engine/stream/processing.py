@@ -153,11 +153,13 @@ class ProcessingStateMachine:
         *,
         ingress: Sequence[Message] = (),
         due: Sequence[Record] = (),
+        due_check: Callable[[], Sequence[Record]] | None = None,
         catch_up: Sequence[tuple[TopicHook, Sequence[str]]] = (),
     ) -> int:
         """Process one batch (log records and ingress records of this partition, and due-date
-        commands), then the catch-up of topic hooks whose topics just appeared (`catch_up`:
-        hook and topic names). Returns the number of commands processed."""
+        commands: `due`, and those `due_check` finds once the batch's commands are processed,
+        seeing their changes), then the catch-up of topic hooks whose topics just appeared
+        (`catch_up`: hook and topic names). Returns the number of commands processed."""
         if not self.metrics.first_batch_started:
             self.metrics.first_batch_started = time.monotonic()
         output = ProcessingOutput()
@@ -217,6 +219,8 @@ class ProcessingStateMachine:
             processed += self._process_command(context, record, reply_to(headers))
         for record, reply in copies:
             processed += self._process_command(context, record, reply)
+        if due_check is not None and (last_offset >= 0 or copies):
+            due = [*due, *due_check()]
         for record in due:
             processed += self._process_command(context, record, None)
         for hook, names in catch_up:

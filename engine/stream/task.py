@@ -349,25 +349,33 @@ class PartitionTask:
         return self.processing.next_ingress_offset
 
     def process(self, messages: Sequence[Message], ingress: Sequence[Message] = ()) -> int:
+        """Process a consumed batch; the commands that fell due join it (one transaction)."""
         assert self.processing is not None
-        return self.processing.process(messages, ingress=ingress)
+        return self.processing.process(messages, ingress=ingress, due_check=self._due)
 
     def check_due_dates(self, now: float) -> int:
-        """Run the due-date checkers at most every 100 ms, or at once again after a checker
-        returned its cap (MAX_DUE_COMMANDS: more may be due); process what is due."""
+        """For a partition that got no records: process what fell due, in a batch of its own."""
+        assert self.processing is not None
+        due = self._due(now)
+        return self.processing.process((), due=due) if due else 0
+
+    def _due(self, now: float | None = None) -> list[Record]:
+        """The commands the due-date checkers find, at most every 100 ms (at once again after
+        a checker returned its cap, MAX_DUE_COMMANDS: more may be due). Read through the
+        batch's overlay, so what the batch just did (a job completed, a timer cancelled) is
+        seen."""
+        now = time.time() if now is None else now
         if now < self._next_due_check or not self.engine.due_date_checkers:
-            return 0
+            return []
         self._next_due_check = now + 0.1
-        assert self.db is not None and self.processing is not None
+        assert self.db is not None
         due: list[Record] = []
         for checker in self.engine.due_date_checkers:
             found = list(checker(self.db, int(now * 1000)))
             if len(found) >= self.engine.MAX_DUE_COMMANDS:
                 self._next_due_check = now
             due.extend(found)
-        if not due:
-            return 0
-        return self.processing.process((), due=due)
+        return due
 
     def catch_up(self, hook: TopicHook, names: Sequence[str]) -> None:
         """A batch of `hook`'s work that waited for the topics `names`, which exist now."""
