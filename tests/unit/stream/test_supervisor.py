@@ -1,13 +1,26 @@
 """The supervisor's restart policy (back-off, reset, giving up) as a pure function of the times
-a child started and ended, and how an exit is described; no processes."""
+a child started and ended, and how an exit is described, without processes; then the
+supervisor itself over tiny Python children (no Kafka): giving up, stopping, escalating."""
 
 from __future__ import annotations
 
+import io
+import re
 import signal
+import sys
+import threading
+import time
+from typing import Any
 
 import pytest
 
-from engine.stream.supervisor import RestartPolicy, Restarts, describe_exit
+from engine.stream.supervisor import (
+    GaveUpError,
+    RestartPolicy,
+    Restarts,
+    Supervisor,
+    describe_exit,
+)
 
 POLICY = RestartPolicy(
     first_delay_s=1, max_delay_s=30, reset_after_s=60, max_crashes=5, window_s=300
@@ -61,3 +74,61 @@ def test_crashes_older_than_the_window_are_forgotten() -> None:
 )
 def test_an_exit_is_described_by_its_code_or_signal(returncode: int, said: str) -> None:
     assert describe_exit(returncode) == said
+
+
+def supervisor(code: str, count: int = 2, **kwargs: Any) -> tuple[Supervisor, io.StringIO]:
+    """A Supervisor of `count` children running `code`, with a quick policy; its output."""
+    out = io.StringIO()
+    policy = RestartPolicy(first_delay_s=0.05, max_delay_s=0.1, max_crashes=2, window_s=60)
+    command = [sys.executable, "-c", code]
+    return Supervisor(command, count, policy=policy, out=out, **kwargs), out
+
+
+def test_a_child_that_keeps_failing_makes_the_supervisor_give_up_naming_its_last_line() -> None:
+    sup, out = supervisor("import sys; print('bad setting X'); sys.exit(3)")
+    with pytest.raises(GaveUpError, match=r"exited with code 3: it ended 3 times within 60 s") as e:
+        sup.run()
+    assert str(e.value).endswith("its last line: bad setting X")
+    assert re.search(r"^\[worker-[12]\] bad setting X$", out.getvalue(), re.MULTILINE)
+    assert "restarting it in 0.05 s (end 1 of at most 2 within 60 s)" in out.getvalue()
+    assert all(child.process is None for child in sup.children)
+
+
+def test_a_stop_sends_sigterm_to_every_child_and_is_clean_when_each_exits_0() -> None:
+    handles_sigterm = (
+        "import signal, sys, time\n"
+        "signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))\n"
+        "print('ready', flush=True)\n"
+        "time.sleep(60)\n"
+    )
+    sup, out = supervisor(handles_sigterm)
+
+    def stop_when_ready() -> None:
+        while out.getvalue().count("ready") < 2:
+            time.sleep(0.05)
+        sup.stopping.set()
+
+    threading.Thread(target=stop_when_ready, daemon=True).start()
+    assert sup.run() == 0
+    assert "[supervisor] every worker stopped" in out.getvalue()
+    assert "SIGKILL" not in out.getvalue()
+
+
+def test_a_child_that_ignores_sigterm_gets_sigkill_after_the_timeout() -> None:
+    ignores_sigterm = (
+        "import signal, time\n"
+        "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+        "print('ready', flush=True)\n"
+        "time.sleep(60)\n"
+    )
+    sup, out = supervisor(ignores_sigterm, count=1, stop_timeout_s=0.5)
+
+    def stop_when_ready() -> None:
+        while "ready" not in out.getvalue():
+            time.sleep(0.05)
+        sup.stopping.set()
+
+    threading.Thread(target=stop_when_ready, daemon=True).start()
+    assert sup.run() == 1
+    assert "worker-1 (pid " in out.getvalue() and "did not stop: SIGKILL" in out.getvalue()
+    assert "was killed by SIGKILL" in out.getvalue()
