@@ -1,12 +1,15 @@
 """Fixtures shared by more than one integration test module: the worker under a hostile
-producer's attack (one per module: tests/integration/test_hostile_*.py)."""
+producer's attack (one per module: tests/integration/test_hostile_*.py) and the example programs,
+built once per session (tests/integration/test_examples*.py)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
+from tests.integration.examples import EXAMPLES, build
 from tests.integration.hostile import Attack, attacked_worker
 
 
@@ -16,3 +19,19 @@ def attack(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> It
     and replays to the same state (`attacked_worker`)."""
     with attacked_worker(kafka_bootstrap, tmp_path_factory.mktemp("hostile")) as attacked:
         yield attacked
+
+
+@pytest.fixture(scope="session")
+def java_worker() -> list[str]:
+    """The Java example built as its README says; the command that runs it."""
+    project = EXAMPLES / "java-worker"
+    build(["mvn", "-B", "-q", "package", "-DskipTests"], project, "the Java worker")
+    return ["java", "-jar", str(project / "target" / "price-worker.jar")]
+
+
+@pytest.fixture(scope="session")
+def node_project() -> Path:
+    """The Node example's dependencies installed from its lock file."""
+    project = EXAMPLES / "node"
+    build(["npm", "ci", "--no-audit", "--no-fund", "--silent"], project, "the Node example")
+    return project
