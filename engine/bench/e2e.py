@@ -43,19 +43,14 @@ from confluent_kafka import TopicPartition
 
 from engine.bench import loop
 from engine.bench.procstats import ProcessSample, sample, tree_sample, usage
+from engine.bench.replaying import replay_partition
 from engine.client import Client
 from engine.config import Config, KafkaRole
 from engine.errors import PartitaError
-from engine.log import clients
 from engine.log.admin import admin_client
 from engine.log.clients import new_consumer
 from engine.log.security import kafka_access
 from engine.log.topics import apply_topics, job_topic_spec, load_specs
-from engine.processing.builtin import build_engine
-from engine.protocol.codec import RecordCodec
-from engine.protocol.keys import partition_id_of_kafka
-from engine.state import KeyGenerator, PartitionDb
-from engine.stream.replay import ReplayStateMachine
 
 Progress = Callable[[str], None]
 _HERE = Path(__file__).resolve().parent
@@ -153,27 +148,6 @@ def _load(config: Config, workload: Workload, instances: int, rate: float, in_fl
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
-def _replay(config: Config, partition: int) -> dict[str, float]:
-    with tempfile.TemporaryDirectory(prefix="partita-bench-replay-") as scratch:
-        db = PartitionDb(Path(scratch) / "state")
-        consumer = clients.restore_consumer(
-            kafka_access(config, KafkaRole.ENGINE), config.namespace, partition
-        )
-        try:
-            keys = KeyGenerator(db, partition_id_of_kafka(partition))
-            result = ReplayStateMachine(
-                consumer, config.log_topic, partition, build_engine(), RecordCodec(), db, keys
-            ).run()
-        finally:
-            consumer.close()
-            db.close()
-    return {
-        "events": result.events,
-        "seconds": round(result.seconds, 2),
-        "events_per_s": round(result.events / max(result.seconds, 1e-9)),
-    }
-
-
 def run_workload(  # noqa: PLR0917 - the benchmark's knobs, spelled out
     config: Config,
     workload: Workload,
@@ -248,7 +222,7 @@ def run_workload(  # noqa: PLR0917 - the benchmark's knobs, spelled out
         jobs.stop()
         engine_worker.stop()
     progress(f"[{workload.name}] replaying partition 0 into an empty store...")
-    return {"saturation": saturation, "fixed_rate": latency, "replay": _replay(config, 0)}
+    return {"saturation": saturation, "fixed_rate": latency, "replay": replay_partition(config, 0)}
 
 
 def run(

@@ -32,6 +32,14 @@ def sample(pid: int | None = None) -> ProcessSample:
     return ProcessSample(cpu, peak)
 
 
+def rss_mb(pid: int) -> float:
+    """The resident set of a running process now (VmRSS), in MB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
 def tree_sample(pid: int) -> ProcessSample:
     """A running process and its children (one level: a supervisor's workers), summed: CPU
     seconds and peak RSS of each. A child that ended in between counts no more."""

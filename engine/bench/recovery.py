@@ -1,7 +1,10 @@
-"""`partita bench recovery`: snapshots and failover, measured on a running broker.
+"""`partita bench recovery`: memory, snapshots and failover, measured on a running broker.
 
 For each size, N one-task instances are created and left waiting (in flight) on a one-
 partition namespace with an engine worker in a child process. Then:
+- memory: the worker's resident set holding them (now and at its peak) and the store's size
+  on disk;
+- replay without a snapshot: the whole log applied to an empty store (events, seconds);
 - snapshot: a checkpoint of that worker's store uploaded to the snapshots topic (size, time);
 - restore: the newest snapshot downloaded, verified and opened on an empty machine;
 - failover, from `kill -9` of the owner until a command sent right after the kill is answered:
@@ -28,6 +31,8 @@ from typing import Any
 
 from confluent_kafka import TopicPartition
 
+from engine.bench.procstats import rss_mb, sample
+from engine.bench.replaying import replay_partition
 from engine.client import Client
 from engine.config import Config, KafkaRole
 from engine.log.admin import admin_client
@@ -157,7 +162,12 @@ def _one_size(base: Config, instances: int, progress: Callable[[str], None]) -> 
             client.deploy(bpmn)
             progress(f"  {instances} instances in flight...")
             _create(client, instances)
+            result["worker_rss_mb"] = round(rss_mb(owner.process.pid), 1)
+            result["worker_peak_rss_mb"] = round(sample(owner.process.pid).peak_rss_mb, 1)
         owner.stop()
+        result["state_disk_mb"] = round(_disk_mb(state_dir(work / "a", config.namespace, 0)), 1)
+        progress("  replay of the whole log without a snapshot...")
+        result["replay_without_snapshot"] = replay_partition(config, 0)
         progress("  snapshot and restore...")
         result |= _snapshot_and_restore(config, work)
         progress("  failover: cold, warm, standby...")
@@ -182,6 +192,10 @@ def _one_size(base: Config, instances: int, progress: Callable[[str], None]) -> 
                 running.stop()
         shutil.rmtree(work, ignore_errors=True)
     return result
+
+
+def _disk_mb(path: Path) -> float:
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) / 1e6
 
 
 def _snapshot_and_restore(config: Config, work: Path) -> dict[str, Any]:
