@@ -15,8 +15,13 @@ import pytest
 from engine.cli import main
 from engine.client import Client, CommandRejectedError
 from engine.config import Config
-from engine.protocol.enums import RejectionType
-from engine.protocol.intents import JobIntent, ProcessInstanceCreationIntent, ProcessInstanceIntent
+from engine.protocol.enums import RecordType, RejectionType
+from engine.protocol.intents import (
+    JobIntent,
+    ProcessInstanceCreationIntent,
+    ProcessInstanceIntent,
+    ProcessIntent,
+)
 from engine.protocol.keys import kafka_partition_of_key
 from engine.protocol.records import Record
 from tests.integration.workers import (
@@ -64,9 +69,17 @@ def test_deploy_create_and_work_from_the_cli(
     the given variables, its job completed with the worker's variables, and it completed."""
     config, flags = running
     assert main(["deploy", str(FIXTURES / "one-task.bpmn"), *flags]) == 0
-    assert "one-task version 1 key " in capsys.readouterr().out
+    deployed = re.fullmatch(r"one-task version 1 key (\d+)\n", capsys.readouterr().out)
+    assert deployed is not None
+    definition = int(deployed.group(1))
+    # the only definition of one-task on the log (on every partition) is the one the CLI named
+    assert _definitions(config, "one-task") == {(definition, 1)}
     assert main(["deploy", str(FIXTURES / "one-task.bpmn"), *flags]) == 0
-    assert "(unchanged: an identical resource is deployed)" in capsys.readouterr().out
+    assert (
+        capsys.readouterr().out
+        == f"one-task version 1 key {definition} (unchanged: an identical resource is deployed)\n"
+    )
+    assert _definitions(config, "one-task") == {(definition, 1)}  # no second version
     assert main(["create", "one-task", "--vars", '{"orderId": 7}', *flags]) == 0
     said = re.fullmatch(r"instance (\d+) of one-task version 1 created\n", capsys.readouterr().out)
     assert said is not None
@@ -89,6 +102,16 @@ def test_deploy_create_and_work_from_the_cli(
     (job,) = [r for r in records if r.intent is JobIntent.COMPLETED]
     assert json.loads(job.value.variables) == {"done": True}
     assert [r.key for r in records if r.intent is ELEMENT_COMPLETED][-1] == instance
+
+
+def _definitions(config: Config, process_id: str) -> set[tuple[int, int]]:
+    """(key, version) of the PROCESS CREATED events of `process_id` on the log."""
+    return {
+        (r.value.process_definition_key, r.value.version)
+        for records in read_log(config).partitions.values()
+        for r in records
+        if r.intent is ProcessIntent.CREATED and r.value.bpmn_process_id == process_id
+    }
 
 
 def test_create_and_await_the_result_while_a_worker_completes_the_job(
@@ -124,6 +147,16 @@ def test_rejections_raise_with_type_and_reason_and_the_cli_prints_them(
     with Client(config, timeout=60) as client, pytest.raises(CommandRejectedError) as raised:
         client.create_instance("no-such-process")
     assert raised.value.rejection_type is RejectionType.NOT_FOUND
-    assert main(["cancel", "2251799813685248", *flags]) == 1
+    missing = 2251799813685248
+    assert main(["cancel", str(missing), *flags]) == 1
     err = capsys.readouterr().err
     assert "rejected (NOT_FOUND)" in err and "no active process instance" in err
+    # the rejection the CLI printed is the one on the log
+    (rejection,) = [
+        r
+        for r in read_log(config).partitions[kafka_partition_of_key(missing)]
+        if r.record_type is RecordType.COMMAND_REJECTION and r.key == missing
+    ]
+    assert rejection.intent is ProcessInstanceIntent.CANCEL
+    assert rejection.rejection_type is RejectionType.NOT_FOUND
+    assert rejection.rejection_reason in err
