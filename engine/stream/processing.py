@@ -438,19 +438,23 @@ class ProcessingStateMachine:
     # -- the transaction ----------------------------------------------------------------------
 
     def _commit(self, output: ProcessingOutput, last_offset: int, last_ingress: int) -> None:
-        """Commit the batch's transaction (its outputs and both offsets), then its state."""
-        offsets = []
-        if last_offset >= 0:
-            offsets.append(TopicPartition(self.topic, self.partition, last_offset + 1))
-        if last_ingress >= 0:
-            offsets.append(
-                TopicPartition(
-                    self.ingress_topic,
-                    self.partition,
-                    last_ingress + 1,
-                    metadata=counters.encode(self.metrics.boundary_counters()),
+        """Commit the batch's transaction (its outputs and both offsets), then its state. The
+        boundary's counters ride on the ingress offset, counted once the replies are written
+        (a dropped one counts in this batch)."""
+
+        def offsets() -> list[TopicPartition]:
+            found = []
+            if last_offset >= 0:
+                found.append(TopicPartition(self.topic, self.partition, last_offset + 1))
+            if last_ingress >= 0:
+                metadata = counters.encode(self.metrics.boundary_counters())
+                found.append(
+                    TopicPartition(
+                        self.ingress_topic, self.partition, last_ingress + 1, metadata=metadata
+                    )
                 )
-            )
+            return found
+
         events = self.transaction.commit(output, offsets)
         self.awaiting.commit()
         self.metrics.batches += 1

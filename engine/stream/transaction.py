@@ -106,9 +106,14 @@ class BatchTransaction:
         positions.sort()  # one partition, one producer: offsets follow the produce order
         return positions
 
-    def commit(self, output: ProcessingOutput, offsets: list[TopicPartition]) -> list[int]:
-        """Write `output`, send `offsets` and commit; the log offsets of this partition's
-        events written (the last one is enough: offsets grow in produce order)."""
+    def commit(
+        self,
+        output: ProcessingOutput,
+        offsets: list[TopicPartition] | Callable[[], list[TopicPartition]],
+    ) -> list[int]:
+        """Write `output`, send `offsets` (a function: built once the output is written, so
+        their metadata can count what writing it dropped) and commit; the log offsets of this
+        partition's events written (the last one is enough: offsets grow in produce order)."""
         producer = self.producer
         events: list[int] = []
 
@@ -144,6 +149,8 @@ class BatchTransaction:
                     headers=record_headers(record),
                 )
             self._produce_replies(output.replies)
+            if callable(offsets):
+                offsets = offsets()
             if offsets:
                 producer.send_offsets_to_transaction(offsets, self.group_metadata(), TXN_TIMEOUT_S)
             self._commit_transaction()

@@ -25,8 +25,8 @@ from engine.protocol.codec import PRODUCER_MAX_BYTES
 from engine.protocol.enums import RecordType
 from engine.protocol.headers import INGRESS_OFFSET, record_headers
 from engine.protocol.intents import ProcessInstanceCreationIntent
-from engine.protocol.records import Record, command
-from engine.protocol.values import JobValue, ProcessInstanceCreationValue
+from engine.protocol.records import Record
+from engine.protocol.values import JobValue
 from tests.integration.workers import (
     BUILTIN_ENGINE,
     CODEC,
@@ -217,16 +217,9 @@ def count_created(config: Config, partition: int) -> int:
     )
 
 
-def commit_counters(attack: Attack, partition: int) -> None:
-    """Have `partition` commit one more batch: one honest creation without a reply address,
-    waited for on the log. The boundary's counters of a batch reach `partita status` with the
-    commit of the partition's next batch (engine.stream.processing encodes them into the
-    ingress offset's metadata before the transaction counts the replies it drops)."""
-    creation = command(
-        ProcessInstanceCreationIntent.CREATE,
-        ProcessInstanceCreationValue(bpmn_process_id="hostile"),
-    )
-    offset = attack.send_record(partition, creation)
+def wait_for_copy(attack: Attack, partition: int, offset: int) -> None:
+    """Until the command at ingress `offset` is copied into the log: its batch committed, and
+    with it the boundary's counters `partita status` reads."""
     wait_until(
         lambda: copy_of(attack.config, partition, offset) is not None,
         60,

@@ -20,10 +20,10 @@ from engine.protocol.values import JobBatchValue, ProcessInstanceCreationValue
 from tests.integration.hostile import (
     BACKPRESSURE_LAG,
     Attack,
-    commit_counters,
     count_created,
     job_of,
     log_messages,
+    wait_for_copy,
 )
 from tests.integration.workers import CODEC, wait_until
 
@@ -87,8 +87,8 @@ def test_status_shows_what_the_boundary_turned_away(
         JobBatchIntent.ACTIVATE,
         JobBatchValue(type="hostile-task", worker="x", timeout=60_000, max_jobs_to_activate=1),
     )
-    attack.send_record(0, activate, ReplyTo(config.log_topic, 1, b"evil").headers())
-    commit_counters(attack, 0)
+    offset = attack.send_record(0, activate, ReplyTo(config.log_topic, 1, b"evil").headers())
+    wait_for_copy(attack, 0, offset)
     exhausted = [
         sum(
             r.rejection_type is RejectionType.RESOURCE_EXHAUSTED
