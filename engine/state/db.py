@@ -18,7 +18,7 @@ from rocksdict import AccessType, Checkpoint, Options, Rdict, WriteBatch, WriteO
 
 from engine.state.column_family import ColumnFamily
 from engine.state.columns import ColumnFamilies, ColumnFamilyDef
-from engine.state.errors import StateError
+from engine.state.errors import StateError, StoreLockedError
 from engine.state.transaction import Overlay
 
 _LOG = logging.getLogger("partita.state")
@@ -87,7 +87,8 @@ class PartitionDb:
                     str(self.path), options=_options(), column_families=column_families
                 )
         except Exception as exc:  # rocksdict raises plain exceptions (lock held, corruption)
-            raise StateError(f"cannot open the state store at {self.path}: {exc}") from None
+            problem = StoreLockedError if "/LOCK:" in str(exc) else StateError
+            raise problem(f"cannot open the state store at {self.path}: {exc}") from None
         names = [d.name for d in self.definitions] + list(self.undeclared)
         self._handles = {name: self._db.get_column_family_handle(name) for name in names}
         self._cfs = {name: self._db.get_column_family(name) for name in names}

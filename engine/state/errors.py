@@ -11,6 +11,10 @@ class StateError(PartitaError):
     """Base of state store errors."""
 
 
+class StoreLockedError(StateError):
+    """Another process (or another handle in this one) has the store open: RocksDB's lock."""
+
+
 class ColumnFamilyError(StateError):
     """An operation on one column family failed; `column_family` and `key` say where."""
 

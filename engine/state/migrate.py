@@ -18,6 +18,7 @@ import json
 import logging
 import re
 import shutil
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -26,7 +27,7 @@ import msgspec
 
 from engine.state.columns import ColumnFamilies, ColumnFamilyDef
 from engine.state.db import META, STATE_FORMAT, STATE_FORMAT_KEY, PartitionDb
-from engine.state.errors import StateError
+from engine.state.errors import StateError, StoreLockedError
 
 _LOG = logging.getLogger("partita.state")
 
@@ -35,10 +36,14 @@ Upgrade = Callable[[PartitionDb], int]
 values it rewrote. The caller commits the overlay with the new layout number."""
 
 
-def open_current(path: Path) -> PartitionDb:
+def open_current(
+    path: Path, *, lock_wait_s: float = 0.0, waiting: Callable[[float], None] | None = None
+) -> PartitionDb:
     """The store at `path` in this build's layout: as it is, upgraded, or (a layout that
-    cannot be upgraded) deleted and empty, for the caller to rebuild from the log."""
-    db = PartitionDb(path)
+    cannot be upgraded) deleted and empty, for the caller to rebuild from the log. While
+    another handle holds the store's lock, tries again for up to `lock_wait_s` seconds,
+    telling `waiting` (the seconds left) every 10 s; then StoreLockedError."""
+    db = _open_waiting(path, lock_wait_s, waiting)
     found = db.state_format
     if found == STATE_FORMAT:
         db.drop_undeclared()
@@ -59,6 +64,24 @@ def open_current(path: Path) -> PartitionDb:
     )
     shutil.rmtree(path)
     return PartitionDb(path)
+
+
+def _open_waiting(
+    path: Path, lock_wait_s: float, waiting: Callable[[float], None] | None
+) -> PartitionDb:
+    deadline = time.monotonic() + lock_wait_s
+    next_notice = 0.0
+    while True:
+        try:
+            return PartitionDb(path)
+        except StoreLockedError:
+            now = time.monotonic()
+            if now >= deadline:
+                raise
+            if waiting is not None and now >= next_notice:
+                waiting(deadline - now)
+                next_notice = now + 10
+            time.sleep(0.2)
 
 
 def readable(state_format: int) -> bool:

@@ -46,6 +46,9 @@ from engine.stream.stopped import commit_stopped
 from engine.stream.stopped import decode as decode_stopped
 
 _LOG = logging.getLogger("partita.task")
+_LOCK_WAIT_S = 120.0
+"""How long a new owner waits for the previous one on this machine to close the store: a
+process the group dropped notices at its next poll, after a replay that may take minutes."""
 
 
 class TaskState(enum.Enum):
@@ -145,9 +148,25 @@ class PartitionTask:
         parallel threads."""
         self._started = time.monotonic()
         self._move(TaskState.OPENING)
-        self.db = open_current(state_dir(self.home, self.namespace, self.partition))
         self.producer = clients.transactional_producer(self.access, self.namespace, self.partition)
-        self.producer.init_transactions(60)
+        self.producer.init_transactions(60)  # first: a fenced previous owner lets go sooner
+        self.db = self._open_store()
+
+    def _open_store(self) -> PartitionDb:
+        """The partition's store, waiting while a previous owner on this machine (another
+        process, dropped by the group but not yet aware of it) still holds its lock."""
+        path = state_dir(self.home, self.namespace, self.partition)
+
+        def waiting(left: float) -> None:
+            _LOG.warning(
+                "partition %d: its store %s is still locked by its previous owner on this"
+                " machine; waiting up to %.0f s for it to let go",
+                self.partition,
+                path,
+                left,
+            )
+
+        return open_current(path, lock_wait_s=_LOCK_WAIT_S, waiting=waiting)
 
     def open(self) -> None:
         """OPENING -> REPLAYING -> PROCESSING. Blocks until the state is current."""

@@ -9,6 +9,8 @@ import base64
 import json
 import logging
 import tarfile
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +22,7 @@ from engine.protocol.enums import BpmnElementType, ErrorType, RecordType
 from engine.state import ColumnFamilies as CF  # noqa: N817 - reads like Zeebe's ZbColumnFamilies
 from engine.state import KeyGenerator, PartitionDb
 from engine.state.db import LAST_PROCESSED_POSITION, STATE_FORMAT
-from engine.state.errors import EncodingError, StateError
+from engine.state.errors import EncodingError, StateError, StoreLockedError
 from engine.state.migrate import open_current, readable
 from engine.state.stored import ElementInstance, Incident, Job
 from tests.support.memory import CODEC
@@ -107,3 +109,18 @@ def test_a_value_the_upgrade_cannot_read_stops_it_naming_where_and_changes_nothi
     with PartitionDb(store) as untouched:  # nothing written: still layout 2, for a fixed build
         assert untouched.state_format == 2
         assert untouched.undeclared == ("await_result",)
+
+
+def test_opening_waits_for_the_previous_holder_of_the_lock(tmp_path: Path) -> None:
+    """A new owner on the same machine waits while the old one still has the store open,
+    and says so; without time to wait it gets StoreLockedError at once."""
+    holder = PartitionDb(tmp_path / "p")
+    with pytest.raises(StoreLockedError, match="cannot open the state store"):
+        open_current(tmp_path / "p")
+    notices: list[float] = []
+    threading.Timer(0.6, holder.close).start()
+    started = time.monotonic()
+    with open_current(tmp_path / "p", lock_wait_s=30, waiting=notices.append) as db:
+        assert db.state_format == STATE_FORMAT
+    assert 0.5 < time.monotonic() - started < 10
+    assert len(notices) == 1 and 29 < notices[0] <= 30
