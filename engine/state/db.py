@@ -98,12 +98,16 @@ class PartitionDb:
         codecs = {d.name: d.value for d in self.definitions}
         self.overlay = Overlay(self._db_get, self._db_scan, codecs, queues)
         self._raw_writes: dict[str, dict[bytes, bytes]] = {}
+        self.overlay.populated.update(
+            name for name in self._cfs if next(self._db_scan(name, b""), None) is not None
+        )
         """Bytes written past the codecs (the layout number, an upgrade's rewrites)."""
         self._columns: dict[str, ColumnFamily[Any, Any]] = {}
         self.meta: ColumnFamily[str, int] = self.column(META)
         format_key = META.key.encode(STATE_FORMAT_KEY)
         if not read_only and self._db_get(META.name, format_key) is None and self._is_empty():
             self._cfs[META.name].put(format_key, str(STATE_FORMAT).encode())
+            self.overlay.populated.add(META.name)
 
     def _is_empty(self) -> bool:
         return all(next(self._db_scan(d.name, b""), None) is None for d in self.definitions)
@@ -188,16 +192,19 @@ class PartitionDb:
         batch = WriteBatch(raw_mode=True)
         size = 0
         handles = self._handles
+        populated = self.overlay.populated
         for cf, key, value in self.overlay.encoded():
             if value is None:
                 batch.delete(key, handles[cf])
             else:
                 batch.put(key, value, handles[cf])
+                populated.add(cf)
             size += 1
         for cf, raw_writes in self._raw_writes.items():
             for key, value in raw_writes.items():
                 batch.put(key, value, handles[cf])
                 size += 1
+            populated.add(cf)
         if size:
             self._db.write(batch, self._write_options)
         self.overlay.clear()

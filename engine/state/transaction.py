@@ -92,6 +92,11 @@ class Overlay:
         """Keys RocksDB does not have, first written in this batch by an insert."""
         self._index: dict[str, _KeyIndex] = {}
         self._undo: list[list[tuple[str, bytes, object]]] = []
+        self.populated: set[str] = set()
+        """Column families RocksDB may hold entries of; the others are not asked at all
+        (most of a workflow's column families stay empty: no timers, no joins, no incidents).
+        Kept by the store: every family with an entry when it opened, and every family a
+        commit puts into."""
         self.rollbacks = 0
         """How often writes were undone (a savepoint rolled back, the batch discarded): what
         was read before may no longer hold."""
@@ -124,7 +129,7 @@ class Overlay:
             value = read.get(key, _NOT_WRITTEN)
             if value is not _NOT_WRITTEN:
                 return value
-        raw = self._db_get(cf, key)
+        raw = self._db_get(cf, key) if cf in self.populated else None
         value = ABSENT if raw is None else self._codecs[cf].decode(raw)
         read[key] = value
         return value
@@ -212,6 +217,8 @@ class Overlay:
     ) -> Iterator[tuple[bytes, bytes]]:
         """Committed entries of the prefix; for a queue, from its floor on, raising the floor
         to the first one met (but not past a live entry this batch is about to commit)."""
+        if cf not in self.populated:
+            return iter(())
         floors = self._floors.get(cf)
         if floors is None:
             return self._db_scan(cf, prefix, prefix)
