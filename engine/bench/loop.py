@@ -214,7 +214,9 @@ def run_raw(config: Config, commands: int) -> dict[str, float]:
 def run(config: Config, commands: int = 20_000) -> dict[str, Any]:
     namespace = f"bench{uuid.uuid4().hex[:8]}"
     with tempfile.TemporaryDirectory(prefix="partita-bench-loop-") as home:
-        bench_config = replace(config, namespace=namespace, partitions=1, home=Path(home))
+        bench_config = replace(  # the commands are all waiting at once: no backpressure
+            config, namespace=namespace, partitions=1, home=Path(home), backpressure_lag=0
+        )
         apply_topics(
             admin_client(kafka_access(bench_config, KafkaRole.OPERATOR)), load_specs(bench_config)
         )
