@@ -1,0 +1,45 @@
+"""`partita bench loop` against the test broker: more commands than the backpressure limit
+wait at once (the default run did, and waited its whole timeout), and the engine processes
+each exactly once: a copy and its events on the bench's log, as the figures assume."""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Iterator
+from dataclasses import replace
+
+import pytest
+
+from engine.bench import loop
+from engine.config import Config
+from engine.protocol.enums import RecordType
+from tests.integration.workers import committed_messages
+
+pytestmark = pytest.mark.kafka
+
+COMMANDS = 12_000
+"""Over the default backpressure lag (PARTITA_BACKPRESSURE_LAG, 10,000)."""
+
+
+@pytest.fixture
+def gc_restored() -> Iterator[None]:
+    """The bench runs the engine worker in this process, and the worker tunes the collector."""
+    thresholds = gc.get_threshold()
+    yield
+    gc.unfreeze()
+    gc.set_threshold(*thresholds)
+
+
+def test_bench_loop_processes_every_command_once(config: Config, gc_restored: None) -> None:
+    assert config.backpressure_lag < COMMANDS
+    result = loop.run(config, commands=COMMANDS)
+    assert result["commands"] == COMMANDS
+    assert result["ratio"] == round(result["engine_records_per_s"] / result["raw_records_per_s"], 3)
+    bench = replace(config, namespace=result["namespace"], partitions=1)
+    log = [record for record, _ in committed_messages(bench, bench.log_topic, 0)]
+    copies = [r for r in log if r.record_type is RecordType.COMMAND]
+    events = [r for r in log if r.record_type is RecordType.EVENT]
+    assert len(copies) == COMMANDS  # nothing turned away, nothing twice
+    assert len(events) == COMMANDS * loop.EVENTS_PER_COMMAND
+    assert not [r for r in log if r.record_type is RecordType.COMMAND_REJECTION]
+    assert {e.source_record_position for e in events} == {c.position for c in copies}
