@@ -24,7 +24,7 @@ class ColumnFamily(Generic[K, V]):
 
     def __init__(self, definition: ColumnFamilyDef[K, V], overlay: Overlay) -> None:
         self.name = definition.name
-        self._key = definition.key.encode
+        self._key = definition.key.encoder()
         self._decode_key = definition.key.decode
         self._check = definition.value.check
         self._overlay = overlay

@@ -38,3 +38,18 @@ def test_composite_keys_order_by_components(values: list[tuple[bytes, int, str]]
         values, key=lambda t: (t[0], t[1], t[2].encode())
     )
     assert all(codec.decode(codec.encode(v)) == v for v in values)
+
+
+@given(st.tuples(LONGS, st.text(), LONGS), st.tuples(st.text(), LONGS))
+def test_the_column_families_fast_encoders_encode_alike(
+    triple: tuple[int, str, int], pair: tuple[str, int]
+) -> None:
+    """`encoder()` (what column families call) and `prefix` of one component give the
+    bytes `encode` gives, for every shape the column families use."""
+    three = CompositeKey(LongKey(), StrKey(), LongKey())
+    two = CompositeKey(StrKey(), LongKey())
+    assert three.encoder()(triple) == three.encode(triple)
+    assert two.encoder()(pair) == two.encode(pair)
+    assert three.prefix(triple[0]) == LongKey().encode(triple[0])
+    assert three.encode(triple).startswith(three.prefix(triple[0], triple[1]))
+    assert two.encode(pair).startswith(two.prefix(pair[0]))
