@@ -171,7 +171,7 @@ class Overlay:
         reach RocksDB: deletes of keys RocksDB never had are left out."""
         fresh = self._fresh
         for cf, writes in self.writes.items():
-            encode = self._codecs[cf].encode
+            encode = self._codecs[cf].encode_checked  # checked when written
             for key, value in writes.items():
                 if value is not DELETED:
                     yield cf, key, encode(value)

@@ -48,7 +48,10 @@ class ValueCodec(Generic[V]):
         return value
 
     def encode(self, value: V) -> bytes:
-        self.check(value)
+        return self.encode_checked(self.check(value))
+
+    def encode_checked(self, value: V) -> bytes:
+        """`encode` of a value `check` already passed (the overlay checks on write)."""
         try:
             return self._prefix + _ENCODER.encode(value)
         except (TypeError, ValueError, OverflowError) as exc:
