@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import logging
 import time
-import traceback
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -51,14 +50,13 @@ from engine.protocol.headers import (
     record_headers,
     reply_to,
 )
-from engine.protocol.intents import ErrorIntent
 from engine.protocol.records import Record
 from engine.protocol.routing import partition_for_command
-from engine.protocol.values import ErrorValue
 from engine.state import KeyGenerator, PartitionDb
 from engine.stream import counters
 from engine.stream.backpressure import Backpressure
-from engine.stream.ingress import Admission, Copy, Forward, Refused, refused_placeholder
+from engine.stream.failures import reject_undecodable, write_processing_error
+from engine.stream.ingress import Admission, Copy, Forward, Refused
 from engine.stream.metrics import ProcessingMetrics
 from engine.stream.replies import ReplyRoutes
 from engine.stream.sizes import oversized_records
@@ -399,18 +397,7 @@ class ProcessingStateMachine:
             instance,
             exc_info=exc,
         )
-        value = ErrorValue(
-            exception_message=f"{type(exc).__name__}: {exc}",
-            stacktrace="".join(traceback.format_exception(exc))[-4000:],
-            error_event_position=command.position,
-            process_instance_key=instance,
-        )
-        context.append_event(ErrorIntent.CREATED, value, command.key)
-        context.reject(
-            RejectionType.PROCESSING_ERROR,
-            f"unexpected error processing {command.value_type.name} {command.intent.name}:"
-            f" {type(exc).__name__}: {exc}",
-        )
+        write_processing_error(context, command, instance, exc)
 
     def _reject_undecodable(
         self,
@@ -419,20 +406,14 @@ class ProcessingStateMachine:
         headers: Any,
         exc: ProtocolError,
     ) -> None:
-        """Answer a record that is not a valid command with a rejection naming its offset.
-
-        The rejection repeats the value type and intent from the headers when they are
-        valid, so a producer's reply listener can match it; otherwise it is an ERROR value.
-        """
+        """Answer a record that is not a valid command with a rejection naming its offset."""
         self.metrics.undecodable += 1
         self.metrics.rejections += 1
         reason = (
             f"record at offset {offset} of {self.topic}/{self.partition} is not a valid"
             f" command: {exc.reason}"
         )
-        placeholder = refused_placeholder(headers, reason, offset)
-        context.begin(placeholder, reply_to(headers), int(self.clock() * 1000))
-        context.reject(RejectionType.INVALID_ARGUMENT, reason)
+        reject_undecodable(context, reason, offset, headers, int(self.clock() * 1000))
         _LOG.warning("partition %d: %s", self.partition, reason)
 
     # -- the transaction ----------------------------------------------------------------------
