@@ -74,9 +74,13 @@ def _median_us(call: Callable[[], object], rounds: int, batch: int) -> float:
 
 
 def run(rounds: int = 15, batch: int = 2000) -> dict[str, Any]:
+    """The figures of the process's codec (compiled decoder or not, as PARTITA_NATIVE says);
+    with the compiled decoder, the pure-Python decoder's in the same run beside them."""
     codec = RecordCodec()
+    pure = RecordCodec(native=False) if codec.native else None
     encode_us: dict[str, float] = {}
     decode_us: dict[str, float] = {}
+    decode_pure_us: dict[str, float] = {}
     sizes: dict[str, int] = {}
     for name, record in typical_records().items():
         data = codec.encode(record)
@@ -84,10 +88,15 @@ def run(rounds: int = 15, batch: int = 2000) -> dict[str, Any]:
         sizes[name] = len(data)
         encode_us[name] = _median_us(lambda r=record: codec.encode(r), rounds, batch)  # type: ignore[misc]
         decode_us[name] = _median_us(lambda d=data: codec.decode(d), rounds, batch)  # type: ignore[misc]
+        if pure is not None:
+            assert pure.decode(data) == record, "the decoders disagree"
+            decode_pure_us[name] = _median_us(lambda d=data: pure.decode(d), rounds, batch)  # type: ignore[misc]
     return {
         "bench": "codec",
+        "decoder": "compiled" if codec.native else "pure-python",
         "encode_us": encode_us,
         "decode_us": decode_us,
+        **({"decode_us_pure_python": decode_pure_us} if pure is not None else {}),
         "bytes": sizes,
         "rounds": rounds,
         "batch": batch,

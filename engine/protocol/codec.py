@@ -33,6 +33,7 @@ from engine.protocol.errors import (
     location,
 )
 from engine.protocol.intents import INTENTS_BY_VALUE_TYPE, intent_for
+from engine.protocol.native import native_decoder
 from engine.protocol.records import Record
 from engine.protocol.schemas import WriterSchema, current_schema, known_schemas
 from engine.protocol.values import VALUE_TYPES, RecordValue
@@ -68,13 +69,19 @@ class RecordCodec:
         *,
         schemas: tuple[WriterSchema, ...] | None = None,
         max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES,
+        native: bool | None = None,
     ) -> None:
+        """`native`: decode with the compiled decoder (True: required, False: never, None:
+        as `PARTITA_NATIVE` says)."""
         schemas = schemas or known_schemas()
         self.current = schemas[0] if schemas else current_schema()
         self.max_record_bytes = max_record_bytes
         self._prefix = MAGIC + self.current.fingerprint_bytes
         self._encode = compile_encoder(self.current.raw, Record)
-        self._decode_body = compile_decoder(self.current.raw)
+        compiled = native_decoder(self.current.raw, native)
+        self.native = compiled is not None
+        """Whether records of the current schema decode in compiled code (`PARTITA_NATIVE`)."""
+        self._decode_body = compiled or compile_decoder(self.current.raw)
         self._writers: dict[bytes, WriterSchema] = {s.fingerprint_bytes: s for s in schemas}
         self._values: dict[str, RecordConverter] = {}
         self._by_class: dict[type[Any], RecordConverter] = {}

@@ -20,8 +20,6 @@ from msgspec import Struct
 from engine.protocol import enums, values
 from engine.protocol.convert import snake_case
 
-_MAX_VARINT_BYTES = 10
-
 
 def read_long(buf: bytes, pos: int) -> tuple[int, int]:
     """A zig-zag varint at `pos`; returns (value, next position). Unrolled: keys take eight
@@ -63,8 +61,8 @@ def read_long(buf: bytes, pos: int) -> tuple[int, int]:
     if not b & 0x80:
         return (n >> 1) ^ -(n & 1), pos + 9
     b = buf[pos + 9]
-    if b & 0x80:
-        raise ValueError(f"varint longer than {_MAX_VARINT_BYTES} bytes")
+    if b > 1:  # the tenth byte holds bit 63 only
+        raise ValueError(f"varint at {pos} overflows 64 bits")
     n |= b << 63
     return (n >> 1) ^ -(n & 1), pos + 10
 
@@ -91,19 +89,19 @@ def read_count(buf: bytes, pos: int) -> tuple[int, int]:
     return count, pos
 
 
-_ENUM_CLASSES: dict[str, type[Enum]] = {
+ENUM_CLASSES: dict[str, type[Enum]] = {
     cls.__name__: cls
     for cls in vars(enums).values()
     if isinstance(cls, type) and issubclass(cls, Enum) and cls is not Enum
 }
-_VALUE_CLASSES: dict[str, type[Any]] = {
+VALUE_CLASSES: dict[str, type[Any]] = {
     name: cls
     for name, cls in vars(values).items()
     if isinstance(cls, type) and issubclass(cls, Struct) and cls is not Struct
 }
 
 
-def _short(name: str) -> str:
+def short(name: str) -> str:
     return name.rsplit(".", 1)[-1]
 
 
@@ -124,11 +122,11 @@ class _Generator:
         return f"{prefix}{self.counter}"
 
     def record(self, schema: dict[str, Any], *, as_tuple: bool = False) -> str:
-        short = _short(schema["name"])
-        if short in self.records:
-            return self.records[short]
-        function = f"dec_{short}"
-        self.records[short] = function
+        name = short(schema["name"])
+        if name in self.records:
+            return self.records[name]
+        function = f"dec_{name}"
+        self.records[name] = function
         lines = [f"def {function}(buf, pos):"]
         names = []
         for field in schema["fields"]:
@@ -139,7 +137,7 @@ class _Generator:
             lines.append(f"    return ({', '.join(names)},), pos")
         else:
             cls = self._name("cls")
-            self.scope[cls] = _VALUE_CLASSES[short]
+            self.scope[cls] = VALUE_CLASSES[name]
             lines.append(f"    return {cls}({', '.join(names)}), pos")
         self.sources.append("\n".join(lines) + "\n")
         return function
@@ -178,7 +176,7 @@ class _Generator:
                     f"{indent}    raise ValueError('invalid boolean byte')",
                     f"{indent}pos += 1",
                 ]
-            return [f"{indent}{target}, pos = {self.records[_short(avro_type)]}(buf, pos)"]
+            return [f"{indent}{target}, pos = {self.records[short(avro_type)]}(buf, pos)"]
         if isinstance(avro_type, list):
             return self.union(target, avro_type, indent, enum_names)
         kind = avro_type["type"]
@@ -186,11 +184,11 @@ class _Generator:
             return [f"{indent}{target}, pos = {self.record(avro_type)}(buf, pos)"]
         if kind == "enum":
             table = self._name("symbols")
-            short = _short(avro_type["name"])
-            if enum_names or short not in _ENUM_CLASSES:
+            enum = ENUM_CLASSES.get(short(avro_type["name"]))
+            if enum_names or enum is None:
                 self.scope[table] = tuple(avro_type["symbols"])
             else:
-                self.scope[table] = tuple(_ENUM_CLASSES[short][s] for s in avro_type["symbols"])
+                self.scope[table] = tuple(enum[s] for s in avro_type["symbols"])
             index = self._name("index")
             return [
                 *self.read(index, "long", indent),
@@ -232,7 +230,7 @@ class _Generator:
         table = self._name("readers")
         readers = []
         for branch in branches:
-            name = _short(branch["name"] if isinstance(branch, dict) else branch)
+            name = short(branch["name"] if isinstance(branch, dict) else branch)
             function = self.record(branch) if isinstance(branch, dict) else self.records[name]
             readers.append((branch["name"] if isinstance(branch, dict) else branch, function))
         self.scope[table] = readers  # (Avro name, function name): resolved after exec

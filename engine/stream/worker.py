@@ -180,6 +180,10 @@ class Worker:
         KafkaAccessError at once when the cluster refuses the engine's credentials."""
         wait_for_metadata(self.access, timeout=_CONNECT_TIMEOUT_S)
         tune_gc()
+        _LOG.info(
+            "records decode with the %s decoder (PARTITA_NATIVE)",
+            "compiled" if self.codec.native else "pure-Python",
+        )
         while not self.stopping.is_set():
             try:
                 self._run_member()

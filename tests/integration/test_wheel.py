@@ -149,6 +149,8 @@ def test_deploy_create_and_complete_with_the_installed_wheel_only(
     module = Path(found.strip()).resolve()
     assert module.is_relative_to(install.venv.resolve()), module
     assert not module.is_relative_to(ROOT), module
+    native = "from engine.protocol.codec import RecordCodec; print(RecordCodec().native)"
+    assert _run([str(python), "-c", native], install.cwd, install.env).strip() == "False"
 
     cluster = ["--bootstrap-servers", kafka_bootstrap, "--namespace", f"w{uuid.uuid4().hex[:8]}"]
     install.partita("topics", "apply", *cluster)
@@ -169,6 +171,7 @@ def test_deploy_create_and_complete_with_the_installed_wheel_only(
             assert f"of instance {instance}" in jobs.output()
             assert "1 jobs of type work completed" in jobs.output()
         assert engine.stop() == 0, engine.output()
+    assert "records decode with the pure-Python decoder" in engine.output()
 
 
 @dataclass(frozen=True, slots=True)

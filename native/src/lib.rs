@@ -1,0 +1,299 @@
+//! Partita's compiled Avro decoder: the read side of the hot path in native code.
+//!
+//! The decoder knows nothing of Partita's schema. Python compiles the schema into a *program*
+//! (`engine/protocol/native.py`): one entry per Avro record, `(class or None, (op, ...))`, where
+//! an op is one of
+//!
+//! - `("long",)` for int and long, `("string",)`, `("bytes",)`, `("boolean",)`, `("null",)`;
+//! - `("enum", symbols)`: the index picks one of `symbols` (any Python objects);
+//! - `("nullable", op)`: the union `["null", T]`;
+//! - `("union", ((name, record index), ...))`: gives `(name, value)`;
+//! - `("record", record index)`, `("array", op)` (gives a tuple), `("map", op)` (gives a dict).
+//!
+//! A record with a class is built by calling the class with its fields in schema order; the
+//! first record (the envelope) has none and comes back as a tuple. The result is exactly what
+//! the pure-Python decoder of `engine/protocol/decoder.py` returns, which the parity tests check.
+//! Malformed input raises `ValueError` naming what was wrong and at which byte; nothing panics.
+
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyBytes, PyDict, PyString, PyTuple};
+
+enum Op {
+    Long,
+    Text,
+    Bytes,
+    Boolean,
+    Null,
+    Enum(Vec<Py<PyAny>>),
+    Nullable(Box<Op>),
+    Union(Vec<(Py<PyAny>, usize)>),
+    Record(usize),
+    Array(Box<Op>),
+    Map(Box<Op>),
+}
+
+struct RecordProgram {
+    class: Option<Py<PyAny>>,
+    fields: Vec<Op>,
+}
+
+/// Records inside records, at most: the schema nests a few levels, and a recursive schema must
+/// not let a hostile record exhaust the stack.
+const MAX_DEPTH: u32 = 64;
+
+struct Malformed(String);
+
+type Read<T> = Result<T, Malformed>;
+
+struct Reader<'a> {
+    buf: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Reader<'a> {
+    #[inline(always)]
+    fn byte(&mut self) -> Read<u8> {
+        match self.buf.get(self.pos) {
+            Some(&b) => {
+                self.pos += 1;
+                Ok(b)
+            }
+            None => Err(Malformed(format!("record ends at byte {} inside a value", self.pos))),
+        }
+    }
+
+    #[inline(always)]
+    fn long(&mut self) -> Read<i64> {
+        let start = self.pos;
+        let mut n: u64 = 0;
+        let mut shift = 0u32;
+        loop {
+            let b = self.byte()?;
+            if shift == 63 && b > 1 {
+                return Err(Malformed(format!("varint at byte {start} overflows 64 bits")));
+            }
+            n |= u64::from(b & 0x7F) << shift;
+            if b & 0x80 == 0 {
+                return Ok(((n >> 1) as i64) ^ -((n & 1) as i64));
+            }
+            shift += 7;
+        }
+    }
+
+    fn slice(&mut self) -> Read<&'a [u8]> {
+        let at = self.pos;
+        let size = self.long()?;
+        let end = usize::try_from(size)
+            .ok()
+            .and_then(|size| self.pos.checked_add(size))
+            .filter(|&end| end <= self.buf.len())
+            .ok_or_else(|| {
+                Malformed(format!("string or bytes of length {size} at byte {at} overrun the record"))
+            })?;
+        let slice = &self.buf[self.pos..end];
+        self.pos = end;
+        Ok(slice)
+    }
+
+    fn text(&mut self) -> Read<&'a str> {
+        let at = self.pos;
+        std::str::from_utf8(self.slice()?)
+            .map_err(|e| Malformed(format!("string at byte {at} is not UTF-8: {e}")))
+    }
+
+    /// An array or map block count; a negative count is followed by the block's byte size.
+    fn count(&mut self) -> Read<u64> {
+        let at = self.pos;
+        let count = self.long()?;
+        if count < 0 {
+            self.long()?;
+        }
+        count
+            .checked_abs()
+            .map(|c| c as u64)
+            .ok_or_else(|| Malformed(format!("block count at byte {at} is out of range")))
+    }
+
+    fn index(&mut self, size: usize, what: &str) -> Read<usize> {
+        let at = self.pos;
+        let index = self.long()?;
+        usize::try_from(index)
+            .ok()
+            .filter(|&i| i < size)
+            .ok_or_else(|| Malformed(format!("{what} {index} at byte {at} is out of range")))
+    }
+}
+
+#[pyclass(frozen)]
+struct Decoder {
+    records: Vec<RecordProgram>,
+}
+
+fn parse_op(op: &Bound<'_, PyAny>) -> PyResult<Op> {
+    let op = op.cast::<PyTuple>()?;
+    let kind: String = op.get_item(0)?.extract()?;
+    let arg = || op.get_item(1);
+    Ok(match kind.as_str() {
+        "long" => Op::Long,
+        "string" => Op::Text,
+        "bytes" => Op::Bytes,
+        "boolean" => Op::Boolean,
+        "null" => Op::Null,
+        "enum" => Op::Enum(arg()?.try_iter()?.map(|s| s.map(Bound::unbind)).collect::<PyResult<_>>()?),
+        "nullable" => Op::Nullable(Box::new(parse_op(&arg()?)?)),
+        "union" => {
+            let mut branches = Vec::new();
+            for branch in arg()?.try_iter()? {
+                let (name, index): (Bound<'_, PyAny>, usize) = branch?.extract()?;
+                branches.push((name.unbind(), index));
+            }
+            Op::Union(branches)
+        }
+        "record" => Op::Record(arg()?.extract()?),
+        "array" => Op::Array(Box::new(parse_op(&arg()?)?)),
+        "map" => Op::Map(Box::new(parse_op(&arg()?)?)),
+        other => return Err(PyTypeError::new_err(format!("unknown decoder op {other:?}"))),
+    })
+}
+
+impl Decoder {
+    fn value(&self, py: Python<'_>, reader: &mut Reader<'_>, op: &Op, depth: u32) -> Read<Py<PyAny>> {
+        Ok(match op {
+            Op::Long => {
+                let Ok(number) = reader.long()?.into_pyobject(py);
+                number.into_any().unbind()
+            }
+            Op::Text => PyString::new(py, reader.text()?).into_any().unbind(),
+            Op::Bytes => PyBytes::new(py, reader.slice()?).into_any().unbind(),
+            Op::Boolean => {
+                let at = reader.pos;
+                match reader.byte()? {
+                    0 => PyBool::new(py, false).to_owned().into_any().unbind(),
+                    1 => PyBool::new(py, true).to_owned().into_any().unbind(),
+                    b => return Err(Malformed(format!("boolean byte {b} at byte {at}"))),
+                }
+            }
+            Op::Null => py.None(),
+            Op::Enum(symbols) => symbols[reader.index(symbols.len(), "enum index")?].clone_ref(py),
+            Op::Nullable(inner) => match reader.index(2, "union branch")? {
+                0 => py.None(),
+                _ => self.value(py, reader, inner, depth)?,
+            },
+            Op::Union(branches) => {
+                let (name, record) = &branches[reader.index(branches.len(), "union branch")?];
+                let value = self.record(py, reader, *record, depth)?;
+                PyTuple::new(py, [name.clone_ref(py), value]).map_err(py_failure)?.into_any().unbind()
+            }
+            Op::Record(index) => self.record(py, reader, *index, depth)?,
+            Op::Array(item) => {
+                let mut items = Vec::new();
+                loop {
+                    let count = reader.count()?;
+                    if count == 0 {
+                        break;
+                    }
+                    for _ in 0..count {
+                        items.push(self.value(py, reader, item, depth)?);
+                    }
+                }
+                PyTuple::new(py, items).map_err(py_failure)?.into_any().unbind()
+            }
+            Op::Map(item) => {
+                let map = PyDict::new(py);
+                loop {
+                    let count = reader.count()?;
+                    if count == 0 {
+                        break;
+                    }
+                    for _ in 0..count {
+                        let key = PyString::new(py, reader.text()?);
+                        let value = self.value(py, reader, item, depth)?;
+                        map.set_item(key, value).map_err(py_failure)?;
+                    }
+                }
+                map.into_any().unbind()
+            }
+        })
+    }
+
+    fn record(&self, py: Python<'_>, reader: &mut Reader<'_>, index: usize, depth: u32) -> Read<Py<PyAny>> {
+        if depth >= MAX_DEPTH {
+            return Err(Malformed(format!("records nested deeper than {MAX_DEPTH} at byte {}", reader.pos)));
+        }
+        let depth = depth + 1;
+        let program = &self.records[index];
+        let mut fields = Vec::with_capacity(program.fields.len());
+        for op in &program.fields {
+            fields.push(self.value(py, reader, op, depth)?);
+        }
+        let fields = PyTuple::new(py, fields).map_err(py_failure)?;
+        match &program.class {
+            None => Ok(fields.into_any().unbind()),
+            Some(class) => class.call1(py, fields).map_err(py_failure),
+        }
+    }
+}
+
+/// A Python error while building a value (memory, a class refusing its fields): reported as
+/// malformed input with the error's text, which is what the pure-Python decoder does too.
+fn py_failure(error: PyErr) -> Malformed {
+    Malformed(error.to_string())
+}
+
+#[pymethods]
+impl Decoder {
+    #[new]
+    fn new(program: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let mut records = Vec::new();
+        for entry in program.try_iter()? {
+            let entry = entry?;
+            let entry = entry.cast::<PyTuple>()?;
+            let class = entry.get_item(0)?;
+            let class = if class.is_none() { None } else { Some(class.unbind()) };
+            let fields = entry.get_item(1)?.try_iter()?.map(|op| parse_op(&op?)).collect::<PyResult<_>>()?;
+            records.push(RecordProgram { class, fields });
+        }
+        let decoder = Decoder { records };
+        decoder.check()?;
+        Ok(decoder)
+    }
+
+    /// Decode record 0 of the program from `buf` at `pos`: `(fields, end)`.
+    fn decode(&self, py: Python<'_>, buf: &[u8], pos: usize) -> PyResult<(Py<PyAny>, usize)> {
+        if self.records.is_empty() {
+            return Err(PyValueError::new_err("the decoder has no records"));
+        }
+        let mut reader = Reader { buf, pos };
+        match self.record(py, &mut reader, 0, 0) {
+            Ok(value) => Ok((value, reader.pos)),
+            Err(Malformed(message)) => Err(PyValueError::new_err(message)),
+        }
+    }
+}
+
+impl Decoder {
+    /// Every record index the program names exists.
+    fn check(&self) -> PyResult<()> {
+        fn walk(op: &Op, count: usize) -> bool {
+            match op {
+                Op::Record(index) => *index < count,
+                Op::Union(branches) => branches.iter().all(|(_, index)| *index < count),
+                Op::Nullable(inner) | Op::Array(inner) | Op::Map(inner) => walk(inner, count),
+                _ => true,
+            }
+        }
+        let count = self.records.len();
+        if self.records.iter().all(|record| record.fields.iter().all(|op| walk(op, count))) {
+            Ok(())
+        } else {
+            Err(PyValueError::new_err("the program names a record it does not define"))
+        }
+    }
+}
+
+#[pymodule]
+fn partita_native(module: &Bound<'_, PyModule>) -> PyResult<()> {
+    module.add_class::<Decoder>()?;
+    Ok(())
+}

@@ -1,0 +1,100 @@
+"""The compiled decoder (`partita_native`) against the pure-Python one: for every valid record,
+and for damaged and random bytes, both give the same fields or both refuse.
+
+Both decoders are built here side by side, whatever PARTITA_NATIVE says, so the pass of the
+suite that runs pure Python still checks them against each other. Without the compiled
+module these tests skip, unless PARTITA_NATIVE=on (as the suite's main pass sets), where they
+fail: CI never skips them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
+
+from engine.protocol.codec import HEADER_SIZE, MAGIC
+from engine.protocol.decoder import compile_decoder
+from engine.protocol.native import mode, native_decoder
+from engine.protocol.schemas import current_schema
+from tests.fuzz import fuzz_settings
+from tests.fuzz.test_codec_fuzz import CODEC, damaged, records
+
+PURE = compile_decoder(current_schema().raw)
+
+
+def _compiled() -> Callable[[bytes, int], tuple[tuple[Any, ...], int]]:
+    decode = native_decoder(current_schema().raw, want=mode() == "on" or None)
+    if decode is None:
+        pytest.skip("partita_native is not built: scripts/setup builds it with Rust's cargo")
+    return decode
+
+
+def _outcome(decode: Callable[[bytes, int], Any], data: bytes) -> tuple[str, Any]:
+    try:
+        return "decoded", decode(data, HEADER_SIZE)
+    except Exception as exc:  # the codec turns any exception into MalformedBodyError
+        return "refused", type(exc).__name__
+
+
+def _same(data: bytes) -> None:
+    compiled = _outcome(_compiled(), data)
+    pure = _outcome(PURE, data)
+    if pure[0] == "refused":
+        assert compiled[0] == "refused", (data.hex(), compiled)
+        assert compiled[1] == "ValueError", compiled  # one exception type, with a message
+    else:
+        assert compiled == pure, data.hex()
+
+
+@fuzz_settings()
+@given(record=records())
+def test_both_decoders_read_every_valid_record_the_same(record: Any) -> None:
+    data = CODEC.encode(record)
+    outcome = _outcome(_compiled(), data)
+    assert outcome == ("decoded", PURE(data, HEADER_SIZE))
+    assert outcome[1][1] == len(data)
+
+
+@fuzz_settings()
+@given(data=damaged())
+def test_both_decoders_agree_on_damaged_records(data: bytes) -> None:
+    _same(data)
+
+
+@fuzz_settings()
+@given(body=st.binary(max_size=300))
+@example(body=b"\x02" + b"\xff" * 9 + b"\x01")  # an 11-byte varint
+@example(body=b"\x02" + b"\xff" * 9 + b"\x02")  # a 10-byte varint over 64 bits
+@example(body=b"\x02" + b"\xfe" * 9 + b"\x01")  # the longest 64-bit varint
+@example(body=b"\x00" * 3 + b"\x7f")  # an enum index out of range
+def test_both_decoders_agree_on_any_body(body: bytes) -> None:
+    _same(MAGIC + CODEC.fingerprint + body)
+
+
+def test_a_decode_error_of_the_compiled_decoder_says_what_and_where() -> None:
+    data = MAGIC + CODEC.fingerprint + b"\x02\x04\x06"  # the record ends inside its fields
+    with pytest.raises(ValueError, match=r"record ends at byte 13 inside a value"):
+        _compiled()(data, HEADER_SIZE)
+
+
+def test_the_compiled_decoder_refuses_nesting_deeper_than_its_limit() -> None:
+    """A recursive schema cannot let hostile bytes exhaust the native stack."""
+    import partita_native  # lazy: the compiled module, present when _compiled() did not skip
+
+    _compiled()
+    nested = partita_native.Decoder([(None, (("nullable", ("record", 0)),))])
+    assert nested.decode(b"\x02" * 10 + b"\x00", 0)[1] == 11
+    with pytest.raises(ValueError, match="nested deeper than 64"):
+        nested.decode(b"\x02" * 100_000 + b"\x00", 0)
+
+
+def test_the_compiled_decoder_refuses_a_program_naming_a_record_it_lacks() -> None:
+    import partita_native  # lazy: the compiled module, present when _compiled() did not skip
+
+    _compiled()
+    with pytest.raises(ValueError, match="names a record it does not define"):
+        partita_native.Decoder([(None, (("record", 3),))])
