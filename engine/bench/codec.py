@@ -74,12 +74,13 @@ def _median_us(call: Callable[[], object], rounds: int, batch: int) -> float:
 
 
 def run(rounds: int = 15, batch: int = 2000) -> dict[str, Any]:
-    """The figures of the process's codec (compiled decoder or not, as PARTITA_NATIVE says);
-    with the compiled decoder, the pure-Python decoder's in the same run beside them."""
+    """The figures of the process's codec (compiled or not, as PARTITA_NATIVE says); with the
+    compiled codec, the pure-Python one's in the same run beside them."""
     codec = RecordCodec()
     pure = RecordCodec(native=False) if codec.native else None
     encode_us: dict[str, float] = {}
     decode_us: dict[str, float] = {}
+    encode_pure_us: dict[str, float] = {}
     decode_pure_us: dict[str, float] = {}
     sizes: dict[str, int] = {}
     for name, record in typical_records().items():
@@ -90,13 +91,19 @@ def run(rounds: int = 15, batch: int = 2000) -> dict[str, Any]:
         decode_us[name] = _median_us(lambda d=data: codec.decode(d), rounds, batch)  # type: ignore[misc]
         if pure is not None:
             assert pure.decode(data) == record, "the decoders disagree"
+            assert pure.encode(record) == data, "the encoders disagree"
+            encode_pure_us[name] = _median_us(lambda r=record: pure.encode(r), rounds, batch)  # type: ignore[misc]
             decode_pure_us[name] = _median_us(lambda d=data: pure.decode(d), rounds, batch)  # type: ignore[misc]
     return {
         "bench": "codec",
-        "decoder": "compiled" if codec.native else "pure-python",
+        "codec": "compiled" if codec.native else "pure-python",
         "encode_us": encode_us,
         "decode_us": decode_us,
-        **({"decode_us_pure_python": decode_pure_us} if pure is not None else {}),
+        **(
+            {"encode_us_pure_python": encode_pure_us, "decode_us_pure_python": decode_pure_us}
+            if pure is not None
+            else {}
+        ),
         "bytes": sizes,
         "rounds": rounds,
         "batch": batch,

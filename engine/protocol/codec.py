@@ -33,7 +33,7 @@ from engine.protocol.errors import (
     location,
 )
 from engine.protocol.intents import INTENTS_BY_VALUE_TYPE, intent_for
-from engine.protocol.native import native_decoder
+from engine.protocol.native import native_decoder, native_encoder
 from engine.protocol.records import Record
 from engine.protocol.schemas import WriterSchema, current_schema, known_schemas
 from engine.protocol.values import VALUE_TYPES, RecordValue
@@ -77,10 +77,14 @@ class RecordCodec:
         self.current = schemas[0] if schemas else current_schema()
         self.max_record_bytes = max_record_bytes
         self._prefix = MAGIC + self.current.fingerprint_bytes
-        self._encode = compile_encoder(self.current.raw, Record)
+        encode_native = native_encoder(self.current.raw, Record, self._prefix, native)
+        pure_encode = compile_encoder(self.current.raw, Record)
+        prefix = self._prefix
+        self._encode = encode_native or (lambda record: prefix + pure_encode(record))
         compiled = native_decoder(self.current.raw, native)
         self.native = compiled is not None
-        """Whether records of the current schema decode in compiled code (`PARTITA_NATIVE`)."""
+        """Whether records of the current schema are encoded and decoded in compiled code
+        (`PARTITA_NATIVE`)."""
         self._decode_body = compiled or compile_decoder(self.current.raw)
         self._writers: dict[bytes, WriterSchema] = {s.fingerprint_bytes: s for s in schemas}
         self._values: dict[str, RecordConverter] = {}
@@ -114,7 +118,7 @@ class RecordCodec:
                 f"intent {record.intent!r} is not an intent of {record.value_type.name}"
             )
         try:
-            data = self._prefix + self._encode(record)
+            data = self._encode(record)
         except (TypeError, ValueError, OverflowError, AttributeError, KeyError) as exc:
             raise EncodeError(
                 f"cannot encode {record.value_type.name} {record.intent.name}:"

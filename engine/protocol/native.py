@@ -20,11 +20,13 @@ from typing import Any
 from engine.errors import ConfigError
 from engine.protocol.convert import snake_case
 from engine.protocol.decoder import ENUM_CLASSES, VALUE_CLASSES, short
+from engine.protocol.intents import INTENTS_BY_VALUE_TYPE
 
 MODES = ("auto", "on", "off")
 BUILD = ".venv/bin/python -m pip install ./native  (needs Rust's cargo; scripts/setup runs it)"
 
 Decode = Callable[[bytes, int], tuple[tuple[Any, ...], int]]
+Encode = Callable[[Any], bytes]
 
 
 def mode() -> str:
@@ -35,11 +37,9 @@ def mode() -> str:
     return value
 
 
-def native_decoder(schema: dict[str, Any], want: bool | None = None) -> Decode | None:
-    """The compiled decoder of the envelope `schema`, or None for the pure-Python one.
-
-    `want` None follows `PARTITA_NATIVE` (auto: when installed); True requires it; False
-    declines it."""
+def _module(want: bool | None) -> Any:
+    """The `partita_native` module, or None. `want` None follows `PARTITA_NATIVE` (auto: when
+    installed); True requires it; False declines it."""
     chosen = mode() if want is None else ("on" if want else "off")
     if chosen == "off":
         return None
@@ -52,9 +52,28 @@ def native_decoder(schema: dict[str, Any], want: bool | None = None) -> Decode |
                 f" with {BUILD}, or set PARTITA_NATIVE=auto"
             ) from None
         return None
-    decoder = partita_native.Decoder(compile_program(schema))
-    decode: Decode = decoder.decode
+    return partita_native
+
+
+def native_decoder(schema: dict[str, Any], want: bool | None = None) -> Decode | None:
+    """The compiled decoder of the envelope `schema`, or None for the pure-Python one."""
+    module = _module(want)
+    if module is None:
+        return None
+    decode: Decode = module.Decoder(compile_program(schema)).decode
     return decode
+
+
+def native_encoder(
+    schema: dict[str, Any], record_class: type[Any], prefix: bytes, want: bool | None = None
+) -> Encode | None:
+    """The compiled encoder of `record_class` instances with the envelope `schema`, writing
+    `prefix` first; None for the pure-Python one."""
+    module = _module(want)
+    if module is None:
+        return None
+    encode: Encode = module.Encoder(compile_encoder_program(schema, record_class), prefix).encode
+    return encode
 
 
 def compile_program(schema: dict[str, Any]) -> list[tuple[type[Any] | None, tuple[Any, ...]]]:
@@ -116,3 +135,64 @@ class _Program:
         if kind == "map":
             return ("map", self.op(avro_type["values"]))
         return self.op(kind, symbols=symbols)
+
+
+def compile_encoder_program(
+    schema: dict[str, Any], record_class: type[Any]
+) -> list[tuple[tuple[str, ...], tuple[Any, ...]]]:
+    """The native encoder's program for `record_class` instances of the envelope `schema`."""
+    return _EncoderProgram({**VALUE_CLASSES, short(schema["name"]): record_class}).build(schema)
+
+
+class _EncoderProgram:
+    def __init__(self, classes: dict[str, type[Any]]) -> None:
+        self.classes = classes
+        self.entries: list[tuple[tuple[str, ...], tuple[Any, ...]]] = []
+        self.index: dict[str, int] = {}
+
+    def build(self, schema: dict[str, Any]) -> list[tuple[tuple[str, ...], tuple[Any, ...]]]:
+        self.record(schema)
+        return self.entries
+
+    def record(self, schema: dict[str, Any]) -> int:
+        name = short(schema["name"])
+        if name in self.index:
+            return self.index[name]
+        at = len(self.entries)
+        self.index[name] = at
+        self.entries.append(((), ()))  # reserved: fields may refer back to this record
+        attributes = tuple(snake_case(field["name"]) for field in schema["fields"])
+        self.entries[at] = (attributes, tuple(self.op(f["type"]) for f in schema["fields"]))
+        return at
+
+    def op(self, avro_type: Any) -> tuple[Any, ...]:
+        if isinstance(avro_type, str):
+            if avro_type in ("long", "int", "string", "bytes", "boolean", "null"):
+                return (avro_type,)
+            return ("record", self.index[short(avro_type)])
+        if isinstance(avro_type, list):
+            if len(avro_type) == 2 and avro_type[0] == "null":
+                return ("nullable", self.op(avro_type[1]))
+            branches: dict[type[Any], tuple[int, int]] = {}
+            for at, branch in enumerate(avro_type):
+                name = short(branch["name"] if isinstance(branch, dict) else branch)
+                index = self.record(branch) if isinstance(branch, dict) else self.index[name]
+                branches[self.classes[name]] = (at, index)
+            return ("union", branches)
+        kind = avro_type["type"]
+        if kind == "record":
+            return ("record", self.record(avro_type))
+        if kind == "enum":
+            name = short(avro_type["name"])
+            members = (
+                [m for enum in INTENTS_BY_VALUE_TYPE.values() for m in enum]
+                if name == "Intent"  # one Avro enum for the intents of every value type
+                else list(ENUM_CLASSES[name])
+            )
+            symbols = {symbol: i for i, symbol in enumerate(avro_type["symbols"])}
+            return ("enum", {m: symbols[m.name] for m in members if m.name in symbols})
+        if kind == "array":
+            return ("array", self.op(avro_type["items"]))
+        if kind == "map":
+            return ("map", self.op(avro_type["values"]))
+        return self.op(kind)

@@ -15,7 +15,9 @@
 //! the pure-Python decoder of `engine/protocol/decoder.py` returns, which the parity tests check.
 //! Malformed input raises `ValueError` naming what was wrong and at which byte; nothing panics.
 
-use pyo3::exceptions::{PyTypeError, PyValueError};
+use std::collections::HashMap;
+
+use pyo3::exceptions::{PyKeyError, PyOverflowError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyString, PyTuple};
 
@@ -295,5 +297,241 @@ impl Decoder {
 #[pymodule]
 fn partita_native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<Decoder>()?;
+    module.add_class::<Encoder>()?;
     Ok(())
+}
+
+// -- encoding ---------------------------------------------------------------------------------
+
+/// An encoder op. Enum members and union classes are looked up by identity, never through
+/// Python's `__hash__`: the maps are keyed by their addresses, and the op holds a reference
+/// to each (the `Vec`s, never read) so that no address can be reused while the op lives.
+#[allow(dead_code)]
+enum EncodeOp {
+    Long,
+    Int,
+    Text,
+    Bytes,
+    Boolean,
+    Null,
+    Enum(HashMap<usize, i64>, Vec<Py<PyAny>>),
+    Nullable(Box<EncodeOp>),
+    Union(HashMap<usize, (i64, usize)>, Vec<Py<PyAny>>),
+    Record(usize),
+    Array(Box<EncodeOp>),
+    Map(Box<EncodeOp>),
+}
+
+struct EncodeRecord {
+    attributes: Vec<Py<PyString>>,
+    ops: Vec<EncodeOp>,
+}
+
+/// An Avro binary encoder of Python objects, interpreting a program compiled from the schema
+/// (`engine/protocol/native.py`): one entry per record, `(attribute names, ops)`, where the
+/// ops are those of `Decoder` plus `("int",)` (32 bits), with `("enum", {member: index})` and
+/// `("union", {class: (branch, record index)})`. Output equals the pure-Python encoder's.
+#[pyclass(frozen)]
+struct Encoder {
+    records: Vec<EncodeRecord>,
+    prefix: Vec<u8>,
+}
+
+fn parse_encode_op(op: &Bound<'_, PyAny>) -> PyResult<EncodeOp> {
+    let op = op.cast::<PyTuple>()?;
+    let kind: String = op.get_item(0)?.extract()?;
+    let arg = || op.get_item(1);
+    Ok(match kind.as_str() {
+        "long" => EncodeOp::Long,
+        "int" => EncodeOp::Int,
+        "string" => EncodeOp::Text,
+        "bytes" => EncodeOp::Bytes,
+        "boolean" => EncodeOp::Boolean,
+        "null" => EncodeOp::Null,
+        "enum" => {
+            let table = arg()?;
+            let table = table.cast::<PyDict>()?;
+            let mut index = HashMap::new();
+            let mut keep = Vec::new();
+            for (member, symbol) in table.iter() {
+                index.insert(member.as_ptr() as usize, symbol.extract::<i64>()?);
+                keep.push(member.unbind());
+            }
+            EncodeOp::Enum(index, keep)
+        }
+        "nullable" => EncodeOp::Nullable(Box::new(parse_encode_op(&arg()?)?)),
+        "union" => {
+            let table = arg()?;
+            let table = table.cast::<PyDict>()?;
+            let mut index = HashMap::new();
+            let mut keep = Vec::new();
+            for (class, branch) in table.iter() {
+                index.insert(class.as_ptr() as usize, branch.extract::<(i64, usize)>()?);
+                keep.push(class.unbind());
+            }
+            EncodeOp::Union(index, keep)
+        }
+        "record" => EncodeOp::Record(arg()?.extract()?),
+        "array" => EncodeOp::Array(Box::new(parse_encode_op(&arg()?)?)),
+        "map" => EncodeOp::Map(Box::new(parse_encode_op(&arg()?)?)),
+        other => return Err(PyTypeError::new_err(format!("unknown encoder op {other:?}"))),
+    })
+}
+
+#[inline(always)]
+fn write_long(out: &mut Vec<u8>, value: i64) {
+    let mut n = ((value << 1) ^ (value >> 63)) as u64;
+    while n > 0x7F {
+        out.push((n as u8 & 0x7F) | 0x80);
+        n >>= 7;
+    }
+    out.push(n as u8);
+}
+
+fn write_len(out: &mut Vec<u8>, len: usize) {
+    write_long(out, len as i64);
+}
+
+impl Encoder {
+    fn value(&self, out: &mut Vec<u8>, value: &Bound<'_, PyAny>, op: &EncodeOp, depth: u32) -> PyResult<()> {
+        match op {
+            EncodeOp::Long => write_long(out, value.extract::<i64>().map_err(|_| out_of_range(value, 64))?),
+            EncodeOp::Int => {
+                let number = value.extract::<i64>().map_err(|_| out_of_range(value, 32))?;
+                if i32::try_from(number).is_err() {
+                    return Err(PyOverflowError::new_err(format!("{number} does not fit an Avro int (32-bit)")));
+                }
+                write_long(out, number);
+            }
+            EncodeOp::Text => {
+                let text = value.cast::<PyString>()?.to_str()?;
+                write_len(out, text.len());
+                out.extend_from_slice(text.as_bytes());
+            }
+            EncodeOp::Bytes => {
+                let data = value.cast::<PyBytes>()?.as_bytes();
+                write_len(out, data.len());
+                out.extend_from_slice(data);
+            }
+            EncodeOp::Boolean => out.push(u8::from(value.is_truthy()?)),
+            EncodeOp::Null => {}
+            EncodeOp::Enum(index, _) => match index.get(&(value.as_ptr() as usize)) {
+                Some(&symbol) => write_long(out, symbol),
+                None => return Err(PyKeyError::new_err(format!("{} is not a symbol of this enum", value.repr()?))),
+            },
+            EncodeOp::Nullable(inner) => {
+                if value.is_none() {
+                    out.push(0);
+                } else {
+                    out.push(2);
+                    self.value(out, value, inner, depth)?;
+                }
+            }
+            EncodeOp::Union(index, _) => match index.get(&(value.get_type().as_ptr() as usize)) {
+                Some(&(branch, record)) => {
+                    write_long(out, branch);
+                    self.record(out, value, record, depth)?;
+                }
+                None => {
+                    let name = value.get_type().name()?;
+                    return Err(PyKeyError::new_err(format!("{name} is not a branch of this union")));
+                }
+            },
+            EncodeOp::Record(record) => self.record(out, value, *record, depth)?,
+            // an empty or false value is the empty array or map, as the pure-Python encoder has it
+            EncodeOp::Array(item) => {
+                let count = if value.is_truthy()? { value.len()? } else { 0 };
+                if count > 0 {
+                    write_len(out, count);
+                    let mut written = 0usize;
+                    for element in value.try_iter()? {
+                        self.value(out, &element?, item, depth)?;
+                        written += 1;
+                    }
+                    if written != count {
+                        return Err(PyValueError::new_err("the array changed while it was encoded"));
+                    }
+                }
+                out.push(0);
+            }
+            EncodeOp::Map(item) => {
+                if value.is_truthy()? {
+                    let map = value.cast::<PyDict>()?;
+                    write_len(out, map.len());
+                    for (key, element) in map.iter() {
+                        let key = key.cast::<PyString>()?.to_str()?;
+                        write_len(out, key.len());
+                        out.extend_from_slice(key.as_bytes());
+                        self.value(out, &element, item, depth)?;
+                    }
+                }
+                out.push(0);
+            }
+        }
+        Ok(())
+    }
+
+    fn record(&self, out: &mut Vec<u8>, value: &Bound<'_, PyAny>, index: usize, depth: u32) -> PyResult<()> {
+        if depth >= MAX_DEPTH {
+            return Err(PyValueError::new_err(format!("records nested deeper than {MAX_DEPTH}")));
+        }
+        let record = &self.records[index];
+        let py = value.py();
+        for (attribute, op) in record.attributes.iter().zip(&record.ops) {
+            self.value(out, &value.getattr(attribute.bind(py))?, op, depth + 1)?;
+        }
+        Ok(())
+    }
+}
+
+fn out_of_range(value: &Bound<'_, PyAny>, bits: u32) -> PyErr {
+    if value.is_instance_of::<pyo3::types::PyInt>() {
+        PyOverflowError::new_err(format!("{value} does not fit an Avro {} ({bits}-bit)", if bits == 32 { "int" } else { "long" }))
+    } else {
+        let name = value.get_type().name().map(|n| n.to_string()).unwrap_or_default();
+        PyTypeError::new_err(format!("an integer is required, not {name}"))
+    }
+}
+
+#[pymethods]
+impl Encoder {
+    #[new]
+    fn new(program: &Bound<'_, PyAny>, prefix: &[u8]) -> PyResult<Self> {
+        let mut records = Vec::new();
+        for entry in program.try_iter()? {
+            let entry = entry?;
+            let entry = entry.cast::<PyTuple>()?;
+            let attributes = entry
+                .get_item(0)?
+                .try_iter()?
+                .map(|name| Ok(name?.cast_into::<PyString>()?.unbind()))
+                .collect::<PyResult<Vec<_>>>()?;
+            let ops = entry.get_item(1)?.try_iter()?.map(|op| parse_encode_op(&op?)).collect::<PyResult<Vec<_>>>()?;
+            if attributes.len() != ops.len() {
+                return Err(PyValueError::new_err("a record of the program has as many attributes as ops"));
+            }
+            records.push(EncodeRecord { attributes, ops });
+        }
+        fn walk(op: &EncodeOp, count: usize) -> bool {
+            match op {
+                EncodeOp::Record(index) => *index < count,
+                EncodeOp::Union(branches, _) => branches.values().all(|(_, index)| *index < count),
+                EncodeOp::Nullable(inner) | EncodeOp::Array(inner) | EncodeOp::Map(inner) => walk(inner, count),
+                _ => true,
+            }
+        }
+        let count = records.len();
+        if count == 0 || !records.iter().all(|r| r.ops.iter().all(|op| walk(op, count))) {
+            return Err(PyValueError::new_err("the program names a record it does not define"));
+        }
+        Ok(Encoder { records, prefix: prefix.to_vec() })
+    }
+
+    /// The prefix, then the Avro binary encoding of `value` as record 0 of the program.
+    fn encode<'py>(&self, value: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
+        let mut out = Vec::with_capacity(256);
+        out.extend_from_slice(&self.prefix);
+        self.record(&mut out, value, 0, 0)?;
+        Ok(PyBytes::new(value.py(), &out))
+    }
 }

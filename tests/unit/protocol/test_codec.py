@@ -287,7 +287,7 @@ def test_intent_must_belong_to_the_value_type() -> None:
 def test_invalid_utf8_in_a_string() -> None:
     good = _raw_body(_datum(engineVersion="zz"))
     bad = good.replace(b"zz", b"\xff\xfe")
-    with pytest.raises(errors.MalformedBodyError, match="(?i)utf-8"):
+    with pytest.raises(errors.MalformedBodyError, match=r"(?i)utf-8"):
         CODEC.decode(bad)
 
 
