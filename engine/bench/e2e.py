@@ -287,14 +287,17 @@ def side_by_side(
     runs: Mapping[str, list[dict[str, Any]]],
     workloads: list[str],
     configs: Mapping[str, Config],
+    environments: Mapping[str, Mapping[str, str]] | None = None,
 ) -> dict[str, Any]:
-    """Several runs of `run` per configuration (e.g. plaintext and SASL_SSL, alternated in one
-    invocation) as one document: every run, the median figures per configuration and workload,
-    and each configuration's figures relative to the first ("main")."""
+    """Several runs of `run` per configuration (e.g. plaintext and SASL_SSL, or the pure-Python
+    and the compiled codec, alternated in one invocation) as one document: every run, the
+    median figures per configuration and workload, and each configuration's figures relative
+    to the first."""
     medians = _medians(runs, workloads, _COMPARED)
     return {
         "bench": "e2e-compared",
         "configurations": {name: configs[name].kafka_env() or "plaintext" for name in configs},
+        "environments": {name: dict((environments or {}).get(name, {})) for name in configs},
         "bootstrap": {name: configs[name].bootstrap for name in configs},
         "medians": medians,
         "relative_to_main": _relative(medians),

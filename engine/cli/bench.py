@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -55,7 +58,9 @@ E2E_EXAMPLES = """examples:
   partita bench e2e --workload one-task --scaling   1 partition/1 process, then 2/2, side by side
   partita bench e2e --workload one-task --rounds 2 \\
       --compare-kafka-config .partita/kafka-secure/clients/admin.properties
-                                            plaintext vs SASL_SSL, alternating"""
+                                            plaintext vs SASL_SSL, alternating
+  partita bench e2e --workload one-task --rounds 2 --compare-codec
+                                            pure-Python vs compiled codec, alternating"""
 
 
 def cmd_bench_codec(args: argparse.Namespace) -> int:
@@ -112,9 +117,17 @@ def cmd_bench_e2e(args: argparse.Namespace) -> int:
     workers = args.workers or 1
     configs = {"main": config}
     setups = {"main": (partitions, workers)}
-    if args.scaling:
-        if args.compare_kafka_config is not None:
-            raise ConfigError("--scaling and --compare-kafka-config do not go together")
+    environments: dict[str, dict[str, str]] = {"main": {}}
+    if sum((args.scaling, args.compare_kafka_config is not None, args.compare_codec)) > 1:
+        raise ConfigError("use one of --scaling, --compare-kafka-config and --compare-codec")
+    if args.compare_codec:  # every process of the run (engine, jobs, load, replay) uses it
+        environments = {
+            "pure-python": {"PARTITA_NATIVE": "off"},
+            "compiled": {"PARTITA_NATIVE": "on"},
+        }
+        configs = dict.fromkeys(environments, config)
+        setups = dict.fromkeys(environments, setups["main"])
+    elif args.scaling:
         partitions = args.partitions or 2
         workers = args.workers or partitions
         setups = {"1x1": (1, 1), f"{partitions}x{workers}": (partitions, workers)}
@@ -132,8 +145,8 @@ def cmd_bench_e2e(args: argparse.Namespace) -> int:
                 f" {each_workers} engine worker process(es); job worker and load generator in"
                 " their own processes"
             )
-            runs[name].append(
-                e2e.run(
+            with _environment(environments.get(name, {})):
+                result = e2e.run(
                     each,
                     workloads=workloads,
                     instances=args.instances,
@@ -147,7 +160,7 @@ def cmd_bench_e2e(args: argparse.Namespace) -> int:
                     baseline_commands=args.baseline_commands,
                     progress=progress,
                 )
-            )
+            runs[name].append(result)
     if args.scaling:
         result = e2e.scaling(runs, workloads, setups)
         _say_scaling(result, workloads)
@@ -155,8 +168,24 @@ def cmd_bench_e2e(args: argparse.Namespace) -> int:
     elif len(configs) == 1 and args.rounds == 1:
         print(json.dumps(runs["main"][0]))
     else:
-        print(json.dumps(e2e.side_by_side(runs, workloads, configs)))
+        print(json.dumps(e2e.side_by_side(runs, workloads, configs, environments)))
     return 0
+
+
+@contextlib.contextmanager
+def _environment(variables: dict[str, str]) -> Iterator[None]:
+    """`variables` set in this process's environment (which the bench's children inherit) for
+    the block, then restored."""
+    saved = {name: os.environ.get(name) for name in variables}
+    os.environ.update(variables)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 def _say_scaling(result: dict[str, Any], workloads: list[str]) -> None:
@@ -299,10 +328,17 @@ def register(commands: Subcommands) -> None:
         " properties file (e.g. a SASL_SSL broker) and print both side by side",
     )
     e2e_bench.add_argument(
+        "--compare-codec",
+        action="store_true",
+        help="run every round with the pure-Python codec (PARTITA_NATIVE=off), then with the"
+        " compiled one (on), and print both side by side",
+    )
+    e2e_bench.add_argument(
         "--rounds",
         type=int,
         default=1,
-        help="repeat the run (alternating with --compare-kafka-config), default 1",
+        help="repeat the run (alternating with --compare-kafka-config or --compare-codec),"
+        " default 1",
     )
     e2e_bench.add_argument(
         "--workers",

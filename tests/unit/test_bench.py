@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import time
 from pathlib import Path
 
 import pytest
 
+from engine.bench import e2e
 from engine.bench.codec import typical_records
 from engine.bench.e2e import side_by_side
 from engine.cli import main
@@ -92,3 +94,48 @@ def test_compared_e2e_runs_give_medians_and_ratios_per_configuration() -> None:
         "main": "plaintext",
         "compared": {"PARTITA_KAFKA_CONFIG": "/x/admin.properties"},
     }
+
+
+def test_compare_codec_runs_each_round_pure_python_then_compiled(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The environment every process of a round inherits says which codec it runs, and the
+    printed document sets the two side by side; the variable is restored afterwards."""
+    monkeypatch.setenv("PARTITA_NATIVE", "auto")
+    seen: list[str] = []
+
+    def fake_run(config: Config, **_: object) -> dict[str, object]:
+        seen.append(os.environ["PARTITA_NATIVE"])
+        rate = 500.0 if seen[-1] == "off" else 800.0
+        return {
+            "one-task": {
+                "saturation": {"instances_per_s": rate, "engine_worker": {"cpu_percent": 90.0}},
+                "fixed_rate": {
+                    "latency_ms_p50": 20.0,
+                    "latency_ms_p99": 60.0,
+                    "engine_worker": {"cpu_percent": 40.0},
+                },
+                "replay": {"events_per_s": 40_000 if seen[-1] == "off" else 70_000},
+            }
+        }
+
+    monkeypatch.setattr(e2e, "run", fake_run)
+    argv = ["bench", "e2e", "--workload", "one-task", "--rounds", "2", "--compare-codec"]
+    assert main(argv) == 0
+    assert seen == ["off", "on", "off", "on"]
+    assert os.environ["PARTITA_NATIVE"] == "auto"
+    out = json.loads(capsys.readouterr().out)
+    assert out["environments"] == {
+        "pure-python": {"PARTITA_NATIVE": "off"},
+        "compiled": {"PARTITA_NATIVE": "on"},
+    }
+    relative = out["relative_to_main"]["compiled"]["one-task"]
+    assert relative["saturation_instances_per_s"] == 1.6
+    assert relative["replay_events_per_s"] == 1.75
+
+
+def test_compare_codec_goes_with_no_other_comparison(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["bench", "e2e", "--compare-codec", "--scaling"]) == 1
+    assert "use one of --scaling, --compare-kafka-config and --compare-codec" in (
+        capsys.readouterr().err
+    )
