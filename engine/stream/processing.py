@@ -8,7 +8,10 @@ client commands from the ingress topic `<ns>.commands` (each in offset order):
    admitted command for another partition is written to that partition of the log (it is
    processed there); one for this partition is APPENDED to the log at once, in the batch's
    transaction, so the command is on the log before its events and its log offset is the
-   events' `sourceRecordPosition` (command sourcing, as in Zeebe).
+   events' `sourceRecordPosition` (command sourcing, as in Zeebe). The batch does not wait
+   for the copies: it processes them at provisional positions while they travel, and puts
+   their real positions into its outputs once they are delivered, before producing anything
+   else (`engine.stream.provisional`).
 2. SKIP log events, rejections and already processed copies of client commands by header,
    without decoding; skip offsets already processed. DECODE the log's commands; an
    undecodable one is answered by a rejection naming its offset.
@@ -58,6 +61,7 @@ from engine.stream.backpressure import Backpressure
 from engine.stream.failures import reject_undecodable, write_processing_error
 from engine.stream.ingress import Admission, Copy, Forward, Refused
 from engine.stream.metrics import ProcessingMetrics
+from engine.stream.provisional import describe, provisional, settle
 from engine.stream.replies import ReplyRoutes
 from engine.stream.sizes import oversized_records
 from engine.stream.transaction import BatchTransaction, offset_of
@@ -178,7 +182,7 @@ class ProcessingStateMachine:
         last_offset = -1
         processed = 0
         admitted, last_ingress = self._admit(context, ingress)
-        copies = self._append_copies(admitted) if admitted else []
+        copies = self._send_copies(admitted) if admitted else []
         for message in messages:
             offset = offset_of(message)
             if offset < self.next_offset:
@@ -223,6 +227,8 @@ class ProcessingStateMachine:
             processed += self._process_command(context, record, None)
         for hook, names in catch_up:
             self._catch_up(context, hook, names)
+        if copies:  # delivered meanwhile, most often: their real positions into the outputs
+            settle(output, self.transaction.copy_positions())
         if last_offset < 0 and last_ingress < 0 and not len(output):
             return processed
         self._commit(output, last_offset, last_ingress)
@@ -265,14 +271,15 @@ class ProcessingStateMachine:
         context.begin(refused.placeholder, refused.reply, int(self.clock() * 1000))
         context.reject(refused.rejection_type, refused.reason)
 
-    def _append_copies(self, copies: list[Copy]) -> list[tuple[Record, ReplyTo | None]]:
-        """Append the admitted client commands to this partition of the log (opening the
-        batch's transaction); returns them with their log positions. The copies carry
+    def _send_copies(self, copies: list[Copy]) -> list[tuple[Record, ReplyTo | None]]:
+        """Produce the admitted client commands to this partition of the log (opening the
+        batch's transaction) without waiting for them; returns them at their provisional
+        positions, which `settle` replaces once they are delivered. The copies carry
         `INGRESS_OFFSET`, so the log consumer skips them later."""
-        positions = self.transaction.append_copies(copies)
+        self.transaction.send_copies(copies)
         return [
-            (copy.record.with_position(position), copy.reply)
-            for copy, position in zip(copies, positions, strict=True)
+            (copy.record.with_position(provisional(index)), copy.reply)
+            for index, copy in enumerate(copies)
         ]
 
     def _process_command(
@@ -389,11 +396,11 @@ class ProcessingStateMachine:
     ) -> None:
         self.metrics.errors += 1
         _LOG.error(
-            "partition %d: %s %s at offset %d failed twice; writing ERROR and banning instance %d",
+            "partition %d: %s %s at %s failed twice; writing ERROR and banning instance %d",
             self.partition,
             command.value_type.name,
             command.intent.name,
-            command.position,
+            describe(command.position),
             instance,
             exc_info=exc,
         )

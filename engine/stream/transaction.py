@@ -2,7 +2,8 @@
 
 A batch's transaction opens when it first writes: the copies of admitted client commands, which
 go first because their log offsets are the `sourceRecordPosition` of the events processing
-writes next, or, without client commands, the batch's outputs. `commit` then writes every
+writes (the batch processes them meanwhile, at provisional positions: `engine.stream.
+provisional`), or, without client commands, the batch's outputs. `commit` then writes every
 output (own events and rejections, commands for other partitions, forwarded commands, pushed
 jobs, the replies that may be written), sends the consumed offsets, and commits.
 
@@ -72,16 +73,20 @@ class BatchTransaction:
         self.rewind = rewind
         self.metrics = metrics
         self._open = False
+        self._copies = 0
+        self._copy_positions: list[int] = []
 
     def _begin(self) -> None:
         if not self._open:
             self.producer.begin_transaction()
             self._open = True
 
-    def append_copies(self, copies: Sequence[Copy]) -> list[int]:
-        """Open the transaction and append `copies` to this partition of the log; their log
-        offsets, in order, once Kafka assigned them."""
-        positions: list[int] = []
+    def send_copies(self, copies: Sequence[Copy]) -> None:
+        """Open the transaction and produce `copies` to this partition of the log, without
+        waiting: `copy_positions` waits for their offsets."""
+        self._copies = len(copies)
+        self._copy_positions = []
+        positions = self._copy_positions
 
         def on_delivery(error: KafkaError | None, message: Message) -> None:
             if error is None:
@@ -97,10 +102,18 @@ class BatchTransaction:
                     headers=copy.headers,
                     on_delivery=on_delivery,
                 )
+        except KafkaException as exc:
+            self._fail(exc)
+
+    def copy_positions(self) -> list[int]:
+        """The log offsets of the copies `send_copies` produced, in order, once Kafka assigned
+        them (nothing else of the batch is produced before this returns)."""
+        try:
             self.producer.flush(TXN_TIMEOUT_S)
         except KafkaException as exc:
             self._fail(exc)
-        if len(positions) != len(copies):
+        positions = self._copy_positions
+        if len(positions) != self._copies:
             self.forget()
             self._abort("client commands could not be appended to the log")
         positions.sort()  # one partition, one producer: offsets follow the produce order
