@@ -227,11 +227,9 @@ class ProcessingStateMachine:
             processed += self._process_command(context, record, None)
         for hook, names in catch_up:
             self._catch_up(context, hook, names)
-        if copies:  # delivered meanwhile, most often: their real positions into the outputs
-            settle(output, self.transaction.copy_positions())
         if last_offset < 0 and last_ingress < 0 and not len(output):
             return processed
-        self._commit(output, last_offset, last_ingress)
+        self._commit(output, last_offset, last_ingress, copies=bool(copies))
         return processed
 
     def _admit(
@@ -425,10 +423,13 @@ class ProcessingStateMachine:
 
     # -- the transaction ----------------------------------------------------------------------
 
-    def _commit(self, output: ProcessingOutput, last_offset: int, last_ingress: int) -> None:
+    def _commit(
+        self, output: ProcessingOutput, last_offset: int, last_ingress: int, *, copies: bool
+    ) -> None:
         """Commit the batch's transaction (its outputs and both offsets), then its state. The
-        boundary's counters ride on the ingress offset, counted once the replies are written
-        (a dropped one counts in this batch)."""
+        boundary's counters ride on the ingress offset, counted once the replies that cannot
+        be written are dropped (a dropped one counts in this batch). With `copies`, the
+        copies' real positions go into `output` once they are delivered."""
 
         def offsets() -> list[TopicPartition]:
             found = []
@@ -443,7 +444,10 @@ class ProcessingStateMachine:
                 )
             return found
 
-        events = self.transaction.commit(output, offsets)
+        def settle_copies() -> None:  # delivered meanwhile, most often
+            settle(output, self.transaction.copy_positions())
+
+        events = self.transaction.commit(output, offsets, settle_copies if copies else None)
         self.awaiting.commit()
         self.metrics.batches += 1
         self.metrics.last_batch_committed = time.monotonic()

@@ -3,7 +3,8 @@
 A batch's transaction opens when it first writes: the copies of admitted client commands, which
 go first because their log offsets are the `sourceRecordPosition` of the events processing
 writes (the batch processes them meanwhile, at provisional positions: `engine.stream.
-provisional`), or, without client commands, the batch's outputs. `commit` then writes every
+provisional`), or, without client commands, the batch's outputs. `commit` then sends the
+consumed offsets (while the copies may still travel), names the copies' positions, writes every
 output (own events and rejections, commands for other partitions, forwarded commands, pushed
 jobs, the replies that may be written), sends the consumed offsets, and commits.
 
@@ -123,10 +124,14 @@ class BatchTransaction:
         self,
         output: ProcessingOutput,
         offsets: list[TopicPartition] | Callable[[], list[TopicPartition]],
+        settle: Callable[[], None] | None = None,
     ) -> list[int]:
-        """Write `output`, send `offsets` (a function: built once the output is written, so
-        their metadata can count what writing it dropped) and commit; the log offsets of this
-        partition's events written (the last one is enough: offsets grow in produce order)."""
+        """Decide which replies may be written, send `offsets` (a function: built once that is
+        decided, so their metadata can count the replies dropped), call `settle` (the batch
+        names its copies' real positions in `output`, once they are delivered: the offsets'
+        round trip overlapped their journey), write `output` and commit. Returns the log
+        offsets of this partition's events written (the last one is enough: offsets grow in
+        produce order)."""
         producer = self.producer
         events: list[int] = []
 
@@ -134,14 +139,21 @@ class BatchTransaction:
             if error is None and message.partition() == self.partition:
                 events.append(offset_of(message))
 
-        own = self.partition
-        last_event = -1
-        for index, (partition, record) in enumerate(output.records):
-            if partition == own and record.record_type is RecordType.EVENT:
-                last_event = index
         encode = self.codec.encode
         try:
             self._begin()
+            dropped = self._drop_refused_replies(output.replies)
+            if callable(offsets):
+                offsets = offsets()
+            if offsets:
+                producer.send_offsets_to_transaction(offsets, self.group_metadata(), TXN_TIMEOUT_S)
+            if settle is not None:
+                settle()
+            own = self.partition
+            last_event = -1
+            for index, (partition, record) in enumerate(output.records):
+                if partition == own and record.record_type is RecordType.EVENT:
+                    last_event = index
             for index, (partition, record) in enumerate(output.records):
                 producer.produce(
                     self.topic,
@@ -161,25 +173,28 @@ class BatchTransaction:
                     partition=partition,
                     headers=record_headers(record),
                 )
-            self._produce_replies(output.replies)
-            if callable(offsets):
-                offsets = offsets()
-            if offsets:
-                producer.send_offsets_to_transaction(offsets, self.group_metadata(), TXN_TIMEOUT_S)
+            self._produce_replies(output.replies, dropped)
             self._commit_transaction()
             producer.poll(0)  # serve delivery reports: our events' offsets
         except KafkaException as exc:
             self._fail(exc)
         return events
 
-    def _produce_replies(self, replies: list[tuple[ReplyTo, Record]]) -> None:
-        """Write the batch's replies that may be written; drop and count the others, so a
-        hostile or mistaken reply address never aborts or stalls the batch."""
-        for address, record in replies:
+    def _drop_refused_replies(self, replies: list[tuple[ReplyTo, Record]]) -> set[int]:
+        """The indexes of the batch's replies that may not be written, dropped and counted,
+        so a hostile or mistaken reply address never aborts or stalls the batch."""
+        dropped: set[int] = set()
+        for index, (address, _) in enumerate(replies):
             refusal = self.replies.refusal(address)
             if refusal is not None:
                 self.replies.drop(self.partition, address, refusal)
                 self.metrics.replies_dropped += 1
+                dropped.add(index)
+        return dropped
+
+    def _produce_replies(self, replies: list[tuple[ReplyTo, Record]], dropped: set[int]) -> None:
+        for index, (address, record) in enumerate(replies):
+            if index in dropped:
                 continue
             reply_headers = [*record_headers(record), (CORRELATION_ID, address.correlation_id)]
             if address.partition is None:
