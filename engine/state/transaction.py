@@ -36,34 +36,48 @@ DELETED: Final = _Marker("DELETED")
 ABSENT: Final = _Marker("ABSENT")
 """What `Overlay.get` returns for a key with no live value."""
 _NOT_WRITTEN = _Marker("NOT_WRITTEN")
-_RECENT_LIMIT = 64
+_HEAD = 8
+"""The bytes of a key the batch's key index groups by: one 8-byte key, the first component
+of most composite keys."""
 
 
 class _KeyIndex:
     """The keys written to one column family in a batch, findable by prefix without looking
-    at all of them: a sorted list plus a short unsorted tail merged into it now and then.
-    May hold keys a savepoint rollback removed again (scans check the writes)."""
+    at all of them: by their first `_HEAD` bytes for a prefix at least that long (the scans of
+    the hot path: a scope's variables, children, triggers), else through a sorted list of all
+    of them, sorted only when such a scan needs it. May hold keys a savepoint rollback removed
+    again (scans check the writes)."""
 
-    __slots__ = ("recent", "sorted")
+    __slots__ = ("heads", "keys", "sorted")
 
     def __init__(self) -> None:
-        self.sorted: list[bytes] = []
-        self.recent: list[bytes] = []
+        self.heads: dict[bytes, list[bytes]] = {}
+        self.keys: list[bytes] = []
+        self.sorted = True
 
     def add(self, key: bytes) -> None:
-        self.recent.append(key)
-        if len(self.recent) > _RECENT_LIMIT:
-            self.sorted = sorted(self.sorted + self.recent)
-            self.recent = []
+        head = self.heads.get(key[:_HEAD])
+        if head is None:
+            self.heads[key[:_HEAD]] = [key]
+        else:
+            head.append(key)
+        self.keys.append(key)
+        self.sorted = False
 
     def with_prefix(self, prefix: bytes) -> list[bytes]:
-        found = [k for k in self.recent if k.startswith(prefix)]
-        keys = self.sorted
+        if len(prefix) >= _HEAD:
+            return sorted({k for k in self.heads.get(prefix[:_HEAD], ()) if k.startswith(prefix)})
+        keys = self.keys
+        if not self.sorted:
+            keys.sort()
+            self.sorted = True
+        found: list[bytes] = []
         index = bisect_left(keys, prefix)
         while index < len(keys) and keys[index].startswith(prefix):
-            found.append(keys[index])
+            if not found or found[-1] != keys[index]:  # a key written twice is listed once
+                found.append(keys[index])
             index += 1
-        return sorted(set(found))
+        return found
 
 
 Scan = Callable[[str, bytes, bytes], Iterator[tuple[bytes, bytes]]]
