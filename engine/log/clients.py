@@ -32,9 +32,17 @@ _T = TypeVar("_T")
 _REPEAT_AFTER_S = 60.0
 
 
+CONSUMER_DEFAULTS: Mapping[str, Any] = {"fetch.queue.backoff.ms": 20}
+"""Under every consumer's settings. librdkafka postpones the next fetch by this much once its
+queue of fetched messages passes its thresholds; its default of 1 s leaves a consumer that
+is slower than the log (replay, an engine at saturation) waiting on an empty queue for most
+of each second (replay read 130k records/s with it, 320-400k with this)."""
+
+
 def new_consumer(access: KafkaAccess, conf: Mapping[str, Any]) -> Consumer:
-    """A Consumer with `conf`, the access's settings over it, and a readable error callback."""
-    return _build(Consumer, access, conf)
+    """A Consumer with `conf` over `CONSUMER_DEFAULTS`, the access's settings over both, and a
+    readable error callback."""
+    return _build(Consumer, access, {**CONSUMER_DEFAULTS, **conf})
 
 
 def new_producer(access: KafkaAccess, conf: Mapping[str, Any]) -> Producer:
