@@ -71,8 +71,8 @@ class RecordCodec:
         max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES,
         native: bool | None = None,
     ) -> None:
-        """`native`: decode with the compiled decoder (True: required, False: never, None:
-        as `PARTITA_NATIVE` says)."""
+        """`native`: encode and decode with the compiled codec (True: required, False: never,
+        None: as `PARTITA_NATIVE` says)."""
         schemas = schemas or known_schemas()
         self.current = schemas[0] if schemas else current_schema()
         self.max_record_bytes = max_record_bytes

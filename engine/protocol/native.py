@@ -1,13 +1,15 @@
-"""The compiled Avro decoder (`partita_native`, built from `native/` by `scripts/setup`), when
+"""The compiled Avro codec (`partita_native`, built from `native/` by `scripts/setup`), when
 there is one.
 
-The native decoder interprets a *program* compiled here from the schema: one entry per Avro
-record, `(class or None, ops)`, the envelope first (see `native/src/lib.rs`). It returns what
-`engine.protocol.decoder.compile_decoder` returns for the same bytes: the envelope's fields as
-a tuple, its enums as symbols, the value as (Avro name, value struct), nested enums as members.
+Its decoder and encoder interpret *programs* compiled here from the schema (see
+`native/src/lib.rs`). The decoder's has one entry per Avro record, `(class or None, ops)`, the
+envelope first, and returns what `engine.protocol.decoder.compile_decoder` returns for the
+same bytes: the envelope's fields as a tuple, its enums as symbols, the value as (Avro name,
+value struct), nested enums as members. The encoder's has `(attribute names, ops)` per record
+and writes what `engine.protocol.encoder.compile_encoder` writes, behind the given prefix.
 
 `PARTITA_NATIVE` chooses: `auto` (the default) uses it when it is installed; `off` never does
-(the pure-Python decoder, which the test suite also runs); `on` requires it, failing at start
+(the pure-Python codec, which the test suite also runs); `on` requires it, failing at start
 with the command that builds it.
 """
 

@@ -181,7 +181,7 @@ class Worker:
         wait_for_metadata(self.access, timeout=_CONNECT_TIMEOUT_S)
         tune_gc()
         _LOG.info(
-            "records decode with the %s decoder (PARTITA_NATIVE)",
+            "records are encoded and decoded by the %s codec (PARTITA_NATIVE)",
             "compiled" if self.codec.native else "pure-Python",
         )
         while not self.stopping.is_set():

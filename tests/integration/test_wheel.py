@@ -171,7 +171,7 @@ def test_deploy_create_and_complete_with_the_installed_wheel_only(
             assert f"of instance {instance}" in jobs.output()
             assert "1 jobs of type work completed" in jobs.output()
         assert engine.stop() == 0, engine.output()
-    assert "records decode with the pure-Python decoder" in engine.output()
+    assert "records are encoded and decoded by the pure-Python codec" in engine.output()
 
 
 @dataclass(frozen=True, slots=True)
