@@ -105,6 +105,14 @@ class Worker:
     # -- rebalance callbacks (run inside consume()) ----------------------------------------------
 
     def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        if self.stopping.is_set():
+            # a rebalance while leaving (another worker left meanwhile): opening a task now
+            # would replay and then ask for committed offsets from inside consumer.close(),
+            # which cannot answer, so the close timed out. The partitions go back at once.
+            _LOG.info(
+                "not opening partitions %s: stopping", sorted(tp.partition for tp in partitions)
+            )
+            return
         for tp in partitions:  # the task opens the store its standby kept warm
             standby = self.standbys.pop(tp.partition, None)
             if standby is not None:
