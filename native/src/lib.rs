@@ -61,7 +61,10 @@ impl<'a> Reader<'a> {
                 self.pos += 1;
                 Ok(b)
             }
-            None => Err(Malformed(format!("record ends at byte {} inside a value", self.pos))),
+            None => Err(Malformed(format!(
+                "record ends at byte {} inside a value",
+                self.pos
+            ))),
         }
     }
 
@@ -73,7 +76,9 @@ impl<'a> Reader<'a> {
         loop {
             let b = self.byte()?;
             if shift == 63 && b > 1 {
-                return Err(Malformed(format!("varint at byte {start} overflows 64 bits")));
+                return Err(Malformed(format!(
+                    "varint at byte {start} overflows 64 bits"
+                )));
             }
             n |= u64::from(b & 0x7F) << shift;
             if b & 0x80 == 0 {
@@ -91,7 +96,9 @@ impl<'a> Reader<'a> {
             .and_then(|size| self.pos.checked_add(size))
             .filter(|&end| end <= self.buf.len())
             .ok_or_else(|| {
-                Malformed(format!("string or bytes of length {size} at byte {at} overrun the record"))
+                Malformed(format!(
+                    "string or bytes of length {size} at byte {at} overrun the record"
+                ))
             })?;
         let slice = &self.buf[self.pos..end];
         self.pos = end;
@@ -142,7 +149,12 @@ fn parse_op(op: &Bound<'_, PyAny>) -> PyResult<Op> {
         "bytes" => Op::Bytes,
         "boolean" => Op::Boolean,
         "null" => Op::Null,
-        "enum" => Op::Enum(arg()?.try_iter()?.map(|s| s.map(Bound::unbind)).collect::<PyResult<_>>()?),
+        "enum" => Op::Enum(
+            arg()?
+                .try_iter()?
+                .map(|s| s.map(Bound::unbind))
+                .collect::<PyResult<_>>()?,
+        ),
         "nullable" => Op::Nullable(Box::new(parse_op(&arg()?)?)),
         "union" => {
             let mut branches = Vec::new();
@@ -155,12 +167,22 @@ fn parse_op(op: &Bound<'_, PyAny>) -> PyResult<Op> {
         "record" => Op::Record(arg()?.extract()?),
         "array" => Op::Array(Box::new(parse_op(&arg()?)?)),
         "map" => Op::Map(Box::new(parse_op(&arg()?)?)),
-        other => return Err(PyTypeError::new_err(format!("unknown decoder op {other:?}"))),
+        other => {
+            return Err(PyTypeError::new_err(format!(
+                "unknown decoder op {other:?}"
+            )))
+        }
     })
 }
 
 impl Decoder {
-    fn value(&self, py: Python<'_>, reader: &mut Reader<'_>, op: &Op, depth: u32) -> Read<Py<PyAny>> {
+    fn value(
+        &self,
+        py: Python<'_>,
+        reader: &mut Reader<'_>,
+        op: &Op,
+        depth: u32,
+    ) -> Read<Py<PyAny>> {
         Ok(match op {
             Op::Long => {
                 let Ok(number) = reader.long()?.into_pyobject(py);
@@ -185,7 +207,10 @@ impl Decoder {
             Op::Union(branches) => {
                 let (name, record) = &branches[reader.index(branches.len(), "union branch")?];
                 let value = self.record(py, reader, *record, depth)?;
-                PyTuple::new(py, [name.clone_ref(py), value]).map_err(py_failure)?.into_any().unbind()
+                PyTuple::new(py, [name.clone_ref(py), value])
+                    .map_err(py_failure)?
+                    .into_any()
+                    .unbind()
             }
             Op::Record(index) => self.record(py, reader, *index, depth)?,
             Op::Array(item) => {
@@ -199,7 +224,10 @@ impl Decoder {
                         items.push(self.value(py, reader, item, depth)?);
                     }
                 }
-                PyTuple::new(py, items).map_err(py_failure)?.into_any().unbind()
+                PyTuple::new(py, items)
+                    .map_err(py_failure)?
+                    .into_any()
+                    .unbind()
             }
             Op::Map(item) => {
                 let map = PyDict::new(py);
@@ -219,9 +247,18 @@ impl Decoder {
         })
     }
 
-    fn record(&self, py: Python<'_>, reader: &mut Reader<'_>, index: usize, depth: u32) -> Read<Py<PyAny>> {
+    fn record(
+        &self,
+        py: Python<'_>,
+        reader: &mut Reader<'_>,
+        index: usize,
+        depth: u32,
+    ) -> Read<Py<PyAny>> {
         if depth >= MAX_DEPTH {
-            return Err(Malformed(format!("records nested deeper than {MAX_DEPTH} at byte {}", reader.pos)));
+            return Err(Malformed(format!(
+                "records nested deeper than {MAX_DEPTH} at byte {}",
+                reader.pos
+            )));
         }
         let depth = depth + 1;
         let program = &self.records[index];
@@ -252,8 +289,16 @@ impl Decoder {
             let entry = entry?;
             let entry = entry.cast::<PyTuple>()?;
             let class = entry.get_item(0)?;
-            let class = if class.is_none() { None } else { Some(class.unbind()) };
-            let fields = entry.get_item(1)?.try_iter()?.map(|op| parse_op(&op?)).collect::<PyResult<_>>()?;
+            let class = if class.is_none() {
+                None
+            } else {
+                Some(class.unbind())
+            };
+            let fields = entry
+                .get_item(1)?
+                .try_iter()?
+                .map(|op| parse_op(&op?))
+                .collect::<PyResult<_>>()?;
             records.push(RecordProgram { class, fields });
         }
         let decoder = Decoder { records };
@@ -286,10 +331,16 @@ impl Decoder {
             }
         }
         let count = self.records.len();
-        if self.records.iter().all(|record| record.fields.iter().all(|op| walk(op, count))) {
+        if self
+            .records
+            .iter()
+            .all(|record| record.fields.iter().all(|op| walk(op, count)))
+        {
             Ok(())
         } else {
-            Err(PyValueError::new_err("the program names a record it does not define"))
+            Err(PyValueError::new_err(
+                "the program names a record it does not define",
+            ))
         }
     }
 }
@@ -374,7 +425,11 @@ fn parse_encode_op(op: &Bound<'_, PyAny>) -> PyResult<EncodeOp> {
         "record" => EncodeOp::Record(arg()?.extract()?),
         "array" => EncodeOp::Array(Box::new(parse_encode_op(&arg()?)?)),
         "map" => EncodeOp::Map(Box::new(parse_encode_op(&arg()?)?)),
-        other => return Err(PyTypeError::new_err(format!("unknown encoder op {other:?}"))),
+        other => {
+            return Err(PyTypeError::new_err(format!(
+                "unknown encoder op {other:?}"
+            )))
+        }
     })
 }
 
@@ -393,13 +448,28 @@ fn write_len(out: &mut Vec<u8>, len: usize) {
 }
 
 impl Encoder {
-    fn value(&self, out: &mut Vec<u8>, value: &Bound<'_, PyAny>, op: &EncodeOp, depth: u32) -> PyResult<()> {
+    fn value(
+        &self,
+        out: &mut Vec<u8>,
+        value: &Bound<'_, PyAny>,
+        op: &EncodeOp,
+        depth: u32,
+    ) -> PyResult<()> {
         match op {
-            EncodeOp::Long => write_long(out, value.extract::<i64>().map_err(|_| out_of_range(value, 64))?),
+            EncodeOp::Long => write_long(
+                out,
+                value
+                    .extract::<i64>()
+                    .map_err(|_| out_of_range(value, 64))?,
+            ),
             EncodeOp::Int => {
-                let number = value.extract::<i64>().map_err(|_| out_of_range(value, 32))?;
+                let number = value
+                    .extract::<i64>()
+                    .map_err(|_| out_of_range(value, 32))?;
                 if i32::try_from(number).is_err() {
-                    return Err(PyOverflowError::new_err(format!("{number} does not fit an Avro int (32-bit)")));
+                    return Err(PyOverflowError::new_err(format!(
+                        "{number} does not fit an Avro int (32-bit)"
+                    )));
                 }
                 write_long(out, number);
             }
@@ -417,7 +487,12 @@ impl Encoder {
             EncodeOp::Null => {}
             EncodeOp::Enum(index, _) => match index.get(&(value.as_ptr() as usize)) {
                 Some(&symbol) => write_long(out, symbol),
-                None => return Err(PyKeyError::new_err(format!("{} is not a symbol of this enum", value.repr()?))),
+                None => {
+                    return Err(PyKeyError::new_err(format!(
+                        "{} is not a symbol of this enum",
+                        value.repr()?
+                    )))
+                }
             },
             EncodeOp::Nullable(inner) => {
                 if value.is_none() {
@@ -434,7 +509,9 @@ impl Encoder {
                 }
                 None => {
                     let name = value.get_type().name()?;
-                    return Err(PyKeyError::new_err(format!("{name} is not a branch of this union")));
+                    return Err(PyKeyError::new_err(format!(
+                        "{name} is not a branch of this union"
+                    )));
                 }
             },
             EncodeOp::Record(record) => self.record(out, value, *record, depth)?,
@@ -449,7 +526,9 @@ impl Encoder {
                         written += 1;
                     }
                     if written != count {
-                        return Err(PyValueError::new_err("the array changed while it was encoded"));
+                        return Err(PyValueError::new_err(
+                            "the array changed while it was encoded",
+                        ));
                     }
                 }
                 out.push(0);
@@ -471,9 +550,17 @@ impl Encoder {
         Ok(())
     }
 
-    fn record(&self, out: &mut Vec<u8>, value: &Bound<'_, PyAny>, index: usize, depth: u32) -> PyResult<()> {
+    fn record(
+        &self,
+        out: &mut Vec<u8>,
+        value: &Bound<'_, PyAny>,
+        index: usize,
+        depth: u32,
+    ) -> PyResult<()> {
         if depth >= MAX_DEPTH {
-            return Err(PyValueError::new_err(format!("records nested deeper than {MAX_DEPTH}")));
+            return Err(PyValueError::new_err(format!(
+                "records nested deeper than {MAX_DEPTH}"
+            )));
         }
         let record = &self.records[index];
         let py = value.py();
@@ -486,9 +573,16 @@ impl Encoder {
 
 fn out_of_range(value: &Bound<'_, PyAny>, bits: u32) -> PyErr {
     if value.is_instance_of::<pyo3::types::PyInt>() {
-        PyOverflowError::new_err(format!("{value} does not fit an Avro {} ({bits}-bit)", if bits == 32 { "int" } else { "long" }))
+        PyOverflowError::new_err(format!(
+            "{value} does not fit an Avro {} ({bits}-bit)",
+            if bits == 32 { "int" } else { "long" }
+        ))
     } else {
-        let name = value.get_type().name().map(|n| n.to_string()).unwrap_or_default();
+        let name = value
+            .get_type()
+            .name()
+            .map(|n| n.to_string())
+            .unwrap_or_default();
         PyTypeError::new_err(format!("an integer is required, not {name}"))
     }
 }
@@ -506,9 +600,15 @@ impl Encoder {
                 .try_iter()?
                 .map(|name| Ok(name?.cast_into::<PyString>()?.unbind()))
                 .collect::<PyResult<Vec<_>>>()?;
-            let ops = entry.get_item(1)?.try_iter()?.map(|op| parse_encode_op(&op?)).collect::<PyResult<Vec<_>>>()?;
+            let ops = entry
+                .get_item(1)?
+                .try_iter()?
+                .map(|op| parse_encode_op(&op?))
+                .collect::<PyResult<Vec<_>>>()?;
             if attributes.len() != ops.len() {
-                return Err(PyValueError::new_err("a record of the program has as many attributes as ops"));
+                return Err(PyValueError::new_err(
+                    "a record of the program has as many attributes as ops",
+                ));
             }
             records.push(EncodeRecord { attributes, ops });
         }
@@ -516,15 +616,26 @@ impl Encoder {
             match op {
                 EncodeOp::Record(index) => *index < count,
                 EncodeOp::Union(branches, _) => branches.values().all(|(_, index)| *index < count),
-                EncodeOp::Nullable(inner) | EncodeOp::Array(inner) | EncodeOp::Map(inner) => walk(inner, count),
+                EncodeOp::Nullable(inner) | EncodeOp::Array(inner) | EncodeOp::Map(inner) => {
+                    walk(inner, count)
+                }
                 _ => true,
             }
         }
         let count = records.len();
-        if count == 0 || !records.iter().all(|r| r.ops.iter().all(|op| walk(op, count))) {
-            return Err(PyValueError::new_err("the program names a record it does not define"));
+        if count == 0
+            || !records
+                .iter()
+                .all(|r| r.ops.iter().all(|op| walk(op, count)))
+        {
+            return Err(PyValueError::new_err(
+                "the program names a record it does not define",
+            ));
         }
-        Ok(Encoder { records, prefix: prefix.to_vec() })
+        Ok(Encoder {
+            records,
+            prefix: prefix.to_vec(),
+        })
     }
 
     /// The prefix, then the Avro binary encoding of `value` as record 0 of the program.
