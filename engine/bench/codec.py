@@ -3,10 +3,16 @@
 Two typical records: a JOB CREATED event with variables and headers (the record every job
 worker reads) and a PROCESS_INSTANCE ELEMENT_ACTIVATED event (the most frequent record on the
 log). Each figure is the median over `rounds` rounds of `batch` back-to-back calls.
+
+Beside them, the variables documents' JSON (`engine.protocol.json_text`) against the standard
+library's `json` in the same run: reading a command's document as the engine checks it (the
+standard library needs a second, writing pass to refuse `1e999` and lone surrogates) and
+writing a value back, for a small document and one of about 1 KB.
 """
 
 from __future__ import annotations
 
+import json
 import platform
 import statistics
 import time
@@ -16,6 +22,7 @@ from typing import Any
 import fastavro
 
 from engine import __version__
+from engine.protocol import json_text
 from engine.protocol.codec import RecordCodec
 from engine.protocol.enums import BpmnElementType, BpmnEventType
 from engine.protocol.intents import JobIntent, ProcessInstanceIntent
@@ -63,6 +70,54 @@ def typical_records() -> dict[str, Record]:
     }
 
 
+def typical_documents() -> dict[str, str]:
+    """A job's variables as a worker completes it, and an order of about 1 KB."""
+    order = {
+        "orderId": "ORD-4711",
+        "customer": {"name": "Jürgen Müller", "vip": True, "tags": ["b2b", "eu"]},
+        "items": [{"sku": f"SKU-{i:04d}", "qty": i, "price": 9.99 + i} for i in range(10)],
+        "total": 1234.5,
+        "paid": False,
+    }
+    return {
+        "small": '{"orderId": "ORD-4711", "amount": 99.5, "approved": true}',
+        "1kb": json.dumps(order, ensure_ascii=False),
+    }
+
+
+def _stdlib_read(text: str) -> Any:
+    def refuse(name: str) -> Any:
+        raise ValueError(name)
+
+    value = json.loads(text, parse_constant=refuse)
+    json.dumps(value, ensure_ascii=False, allow_nan=False).encode()
+    return value
+
+
+def _stdlib_write(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def _json_figures(rounds: int, batch: int) -> dict[str, dict[str, float]]:
+    figures: dict[str, dict[str, float]] = {
+        "read_us": {},
+        "write_us": {},
+        "read_us_stdlib": {},
+        "write_us_stdlib": {},
+    }
+    for name, text in typical_documents().items():
+        value = json_text.parse(text)
+        assert value == _stdlib_read(text), "the JSON readers disagree"
+        assert json_text.parse(json_text.write(value)) == value, "write lost a value"
+        for suffix, read, write in (
+            ("", json_text.parse, json_text.write),
+            ("_stdlib", _stdlib_read, _stdlib_write),
+        ):
+            figures[f"read_us{suffix}"][name] = _median_us(lambda: read(text), rounds, batch)  # noqa: B023 - timed now
+            figures[f"write_us{suffix}"][name] = _median_us(lambda: write(value), rounds, batch)  # noqa: B023
+    return figures
+
+
 def _median_us(call: Callable[[], object], rounds: int, batch: int) -> float:
     samples = []
     for _ in range(rounds):
@@ -105,6 +160,10 @@ def run(rounds: int = 15, batch: int = 2000) -> dict[str, Any]:
             else {}
         ),
         "bytes": sizes,
+        "variables_json": {
+            **_json_figures(rounds, batch),
+            "bytes": {name: len(text.encode()) for name, text in typical_documents().items()},
+        },
         "rounds": rounds,
         "batch": batch,
         "python": platform.python_version(),

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from engine.bench import e2e
-from engine.bench.codec import typical_records
+from engine.bench.codec import typical_documents, typical_records
 from engine.bench.e2e import side_by_side
 from engine.cli import main
 from engine.config import Config
@@ -36,6 +36,11 @@ def test_bench_codec_prints_encode_and_decode_figures(capsys: pytest.CaptureFixt
     else:
         assert figures["codec"] == "pure-python"
         assert not set(pure) & set(figures)
+    documents = figures["variables_json"]  # the engine's JSON beside the standard library's
+    for name in ("read_us", "write_us", "read_us_stdlib", "write_us_stdlib"):
+        assert set(documents[name]) == {"small", "1kb"}
+        per_call += documents[name].values()
+    assert documents["bytes"] == {n: len(t.encode()) for n, t in typical_documents().items()}
     assert all(v > 0 for v in per_call)
     # each figure is the median time of one call over 3 rounds of 50 calls: at least two rounds
     # of each took that long or longer, and all of them ran within the command's time

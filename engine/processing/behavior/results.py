@@ -4,11 +4,11 @@ client waits for, sent when the instance completes (a terminated one is answered
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from engine import __version__
 from engine.processing.context import ProcessingContext
+from engine.protocol import json_text
 from engine.protocol.enums import RecordType, ValueType
 from engine.protocol.intents import ProcessInstanceResultIntent
 from engine.protocol.records import Record
@@ -30,7 +30,7 @@ def answer_awaiting(
         version=value.version,
         process_definition_key=value.process_definition_key,
         process_instance_key=key,
-        variables=json.dumps(variables, separators=(",", ":"), ensure_ascii=False),
+        variables=json_text.write(variables),
     )
     record = Record(
         RecordType.EVENT,

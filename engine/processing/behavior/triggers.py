@@ -12,7 +12,6 @@ creates a new instance at that event (`start_instance`).
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from msgspec.structs import replace
@@ -22,6 +21,7 @@ from engine.processing.behavior.termination import terminate_element
 from engine.processing.context import ProcessingContext
 from engine.processing.deployment.state import DeployedProcess
 from engine.processing.instance import state as instance_state
+from engine.protocol import json_text
 from engine.protocol.enums import BpmnElementType
 from engine.protocol.intents import ProcessEventIntent
 from engine.protocol.intents import ProcessInstanceIntent as Instance
@@ -133,5 +133,5 @@ def consume_trigger(
         process_instance_key=value.process_instance_key,
     )
     ctx.append_event(ProcessEventIntent.TRIGGERED, event, trigger_key)
-    variables: dict[str, Any] = json.loads(stored.variables or "{}")
+    variables: dict[str, Any] = json_text.parse(stored.variables or "{}")
     return variables

@@ -5,7 +5,6 @@ mappings (a failing one is an incident)."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from engine.feel import FeelError, compile_expression
@@ -13,6 +12,7 @@ from engine.processing.behavior.incidents import element_incident
 from engine.processing.context import ProcessingContext, RejectionError
 from engine.processing.instance.state import scope_chain
 from engine.processing.variable.state import variable_json
+from engine.protocol import json_text
 from engine.protocol.enums import ErrorType, RejectionType
 from engine.protocol.intents import VariableIntent
 from engine.protocol.values import ProcessInstanceValue, VariableValue
@@ -24,9 +24,8 @@ def variables_document(text: str) -> dict[str, Any]:
     (`NaN`, `Infinity`, lone surrogates), integers too long to write back, nesting too deep,
     or JSON that is not an object. Never raises anything else."""
     try:
-        variables = json.loads(text or "{}", parse_constant=_no_constant)
-        json.dumps(variables, ensure_ascii=False, allow_nan=False).encode()  # 1e999, "\\ud800"
-    except (ValueError, RecursionError) as error:  # JSONDecodeError is a ValueError
+        variables = json_text.parse(text or "{}")
+    except (ValueError, RecursionError) as error:
         reason = "nested too deeply" if isinstance(error, RecursionError) else str(error)
         raise RejectionError(
             RejectionType.INVALID_ARGUMENT, f"variables are not valid JSON: {reason}"
@@ -37,10 +36,6 @@ def variables_document(text: str) -> dict[str, Any]:
             f"variables must be a JSON object, not {type(variables).__name__}",
         )
     return variables
-
-
-def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not a JSON number")
 
 
 def map_io(
@@ -73,7 +68,7 @@ def map_io(
 def set_variable(
     ctx: ProcessingContext, scope_key: int, name: str, result: Any, value: ProcessInstanceValue
 ) -> None:
-    encoded = json.dumps(result, separators=(",", ":"), ensure_ascii=False)
+    encoded = json_text.write(result)
     existing = variable_json(ctx.state, scope_key, name)
     if existing is not None and (existing == encoded or _canonical(existing) == encoded):
         return
@@ -90,7 +85,7 @@ def set_variable(
 
 
 def _canonical(text: str) -> str:
-    return json.dumps(json.loads(text), separators=(",", ":"), ensure_ascii=False)
+    return json_text.write(json_text.parse(text))
 
 
 def propagate_variables(

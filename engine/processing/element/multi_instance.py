@@ -15,7 +15,6 @@ special care: inner activations beyond a batch's command budget go to the log as
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from msgspec.structs import replace
@@ -30,6 +29,7 @@ from engine.processing.behavior.variables import propagate_variables, set_variab
 from engine.processing.context import ProcessingContext
 from engine.processing.instance import state as instance_state
 from engine.processing.variable.state import variable_json, visible_variables
+from engine.protocol import json_text
 from engine.protocol.enums import BpmnElementType, ErrorType
 from engine.protocol.intents import ProcessInstanceIntent as Instance
 from engine.protocol.values import ProcessInstanceValue
@@ -114,7 +114,7 @@ def _start_inner(
 
 def loop_counter(ctx: ProcessingContext, key: int) -> int:
     text = variable_json(ctx.state, key, LOOP_COUNTER)
-    return int(json.loads(text)) if text is not None else 0
+    return int(json_text.parse(text)) if text is not None else 0
 
 
 def collect_output(
@@ -136,7 +136,7 @@ def collect_output(
     body = instance_state.instance(ctx.state, body_key)
     assert body is not None
     text = variable_json(ctx.state, body_key, loop.output_collection)
-    collected = json.loads(text) if text is not None else []
+    collected = json_text.parse(text) if text is not None else []
     index = loop_counter(ctx, key) - 1
     while len(collected) <= index:
         collected.append(None)
@@ -209,5 +209,5 @@ def hand_over_output(
     if not loop.output_collection:
         return
     text = variable_json(ctx.state, key, loop.output_collection)
-    collected = json.loads(text) if text is not None else []
+    collected = json_text.parse(text) if text is not None else []
     propagate_variables(ctx, value.flow_scope_key, {loop.output_collection: collected}, value)

@@ -3,10 +3,10 @@ as JSON text. An element sees its own scope's variables first, then its flow sco
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from engine.processing.instance.state import scope_chain
+from engine.protocol import json_text
 from engine.state import ColumnFamilies
 from engine.state.view import StateView
 
@@ -15,7 +15,7 @@ VARIABLES = ColumnFamilies.VARIABLE
 
 def local_variables(db: StateView, scope_key: int) -> dict[str, Any]:
     return {
-        name: json.loads(value)
+        name: json_text.parse(value)
         for (_, name), value in db.column(VARIABLES).items(VARIABLES.key.prefix(scope_key))
     }
 
@@ -32,8 +32,8 @@ def visible_variables_json(db: StateView, key: int) -> str:
     for scope in reversed(scope_chain(db, key)):
         for (_, name), text in db.column(VARIABLES).items(VARIABLES.key.prefix(scope)):
             merged[name] = text
-    dumps = json.dumps
-    return "{" + ",".join(f"{dumps(n, ensure_ascii=False)}:{t}" for n, t in merged.items()) + "}"
+    write = json_text.write
+    return "{" + ",".join(f"{write(n)}:{t}" for n, t in merged.items()) + "}"
 
 
 def visible_variables(db: StateView, key: int) -> dict[str, Any]:
