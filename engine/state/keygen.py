@@ -2,7 +2,9 @@
 
 The counter lives in the meta column family and changes through the overlay, so a rolled back
 command gives its keys back and a restart continues after the last committed key. Replay raises
-it to the highest key seen (`set_key_if_higher`), as Zeebe's appliers do.
+it to the highest key seen (`set_key_if_higher`), as Zeebe's appliers do; replay notes the
+keys of its events (`note_key`) and writes the highest once per chunk (`write_noted`), a write
+per chunk instead of one per new key.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ class KeyGenerator:
         ascending order, so most keys need no look at the counter) ..."""
         self._rollbacks = -1
         """... as long as the overlay has not rolled back since (`Overlay.rollbacks`)."""
+        self._noted = 0
 
     def next_key(self) -> int:
         counter = self._meta.get(_NEXT) or 1
@@ -42,3 +45,15 @@ class KeyGenerator:
             self._meta.upsert(_NEXT, counter + 1)
         self._below = key
         self._rollbacks = self._overlay.rollbacks
+
+    def note_key(self, key: int) -> None:
+        """`set_key_if_higher(key)`, deferred to the next `write_noted`: the caller must call
+        it before it commits the store, or the keys it noted may be handed out again."""
+        if self._noted < key <= self._highest and key > self._lowest:
+            self._noted = key
+
+    def write_noted(self) -> None:
+        """Raise the counter past the highest key noted since the last call."""
+        if self._noted:
+            self.set_key_if_higher(self._noted)
+            self._noted = 0

@@ -132,6 +132,7 @@ class ReplayStateMachine:
                 applied += outcome is APPLIED
                 pending += 1
                 if pending >= self.chunk:
+                    self.keys.write_noted()
                     self.db.commit(last_applied_position=offset)
                     pending = 0
                 self._last = offset
@@ -141,7 +142,8 @@ class ReplayStateMachine:
                 return self._finish(applied, pending)
 
     def _finish(self, applied: int, pending: int) -> int:
-        if pending:
+        if pending:  # every key noted belongs to a pending event
+            self.keys.write_noted()
             self.db.commit(last_applied_position=self._last)
         return applied
 
@@ -163,8 +165,9 @@ def apply_logged(  # noqa: PLR0917 - the per-record step of replay and standbys
     """Replay one log record into `db`, the same way for replay and standbys: an EVENT is
     applied (or left out when the skip list names its offset); an engine-written command
     raises the key generator past its key (its Kafka key: a spilled follow-up whose events
-    are not on the log yet); anything else is passed over. UnappliableRecordError when an
-    event does not decode or its applier fails."""
+    are not on the log yet); anything else is passed over. An event's key is only noted
+    (`KeyGenerator.note_key`): the caller writes the noted keys before it commits.
+    UnappliableRecordError when an event does not decode or its applier fails."""
     if header(message.headers(), RECORD_TYPE) != EVENT:
         key = message.key()
         if key is not None and len(key) == 8:
@@ -177,7 +180,7 @@ def apply_logged(  # noqa: PLR0917 - the per-record step of replay and standbys
     try:
         record = decode(message.value() or b"", topic=topic, partition=partition, offset=offset)
         apply(record, db)
-        keys.set_key_if_higher(record.key)
+        keys.note_key(record.key)
     except Exception as failure:
         raise UnappliableRecordError.of(message, record, failure) from failure
     return APPLIED

@@ -106,6 +106,7 @@ class Standby:
             applied += outcome is APPLIED
             skipped += outcome is SKIPPED
         if last >= 0:
+            self.keys.write_noted()
             self.db.commit(
                 last_applied_position=last if applied or skipped else None,
                 last_processed_position=last,

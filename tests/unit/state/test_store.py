@@ -202,3 +202,21 @@ def test_the_key_counter_follows_replayed_keys_through_rollbacks(db: PartitionDb
     db.rollback()  # the whole batch: back to 1
     keys.set_key_if_higher(encode_key(2, 12))
     assert keys.next_key() == encode_key(2, 13)
+
+
+def test_noted_keys_raise_the_counter_only_when_written(db: PartitionDb) -> None:
+    """Replay notes its events' keys and writes the highest before it commits: until then the
+    counter has not moved; other partitions' keys and non-keys are never noted."""
+    keys = KeyGenerator(db, partition_id=2)
+    for key in (encode_key(2, 30), encode_key(2, 7), encode_key(5, 99), -1, 0):
+        keys.note_key(key)
+    keys.write_noted()
+    assert keys.next_key() == encode_key(2, 31)
+    keys.note_key(encode_key(2, 50))
+    assert keys.next_key() == encode_key(2, 32)  # noted, not written yet
+    keys.write_noted()
+    keys.write_noted()  # nothing noted since: no change
+    assert keys.next_key() == encode_key(2, 51)
+    keys.note_key(encode_key(2, 40))  # lower than the counter: written, changes nothing
+    keys.write_noted()
+    assert keys.next_key() == encode_key(2, 52)
