@@ -22,6 +22,10 @@ client commands from the ingress topic `<ns>.commands` (each in offset order):
 5. COMMIT one Kafka transaction with every output and the log and ingress offsets, then write
    the state overlay and positions to RocksDB in one batch. Replies go only to allow-listed
    topics (`engine.stream.replies`); one that cannot be written is dropped and counted.
+   A READ-ONLY batch (log records only, all skipped: mostly the engine reading back its own
+   events) writes nothing and changes no state, so it commits nothing either: its offsets ride
+   on the next batch's transaction, or on one of their own once `READ_ONLY_COMMIT_S` passed
+   without one (`commit_read_only`). Reading them again after a crash changes nothing.
 
 A processor exception is retried once alone; if it fails again an ERROR event is written and
 the process instance is banned. Kafka errors: retriable -> retry; abortable -> abort, drop the
@@ -68,6 +72,9 @@ from engine.stream.transaction import BatchTransaction, offset_of
 
 _LOG = logging.getLogger("partita.processing")
 _TXN_TIMEOUT_S = 30.0
+READ_ONLY_COMMIT_S = 0.1
+"""The longest the offsets of read-only batches wait for a transaction to ride on, as Kafka
+Streams' `commit.interval.ms` under exactly-once: what `partita status` shows as lag."""
 
 
 class ProcessingStateMachine:
@@ -130,6 +137,8 @@ class ProcessingStateMachine:
         """Log offsets an operator listed in PARTITA_SKIP_RECORDS: never processed."""
         self.metrics = ProcessingMetrics()
         self._last_event_offset = -1
+        self._read_only_since: float | None = None
+        """When the first read-only batch since the last commit was read (monotonic)."""
         self.awaiting = AwaitedResults()
         self._batch_awaiting = 0
         self.transaction = BatchTransaction(
@@ -229,8 +238,25 @@ class ProcessingStateMachine:
             self._catch_up(context, hook, names)
         if last_offset < 0 and last_ingress < 0 and not len(output):
             return processed
+        if last_ingress < 0 and not len(output) and not len(self.db.overlay):
+            self.next_offset = last_offset + 1  # read-only: committed with what comes next
+            if self._read_only_since is None:
+                self._read_only_since = time.monotonic()
+            return processed
         self._commit(output, last_offset, last_ingress, copies=bool(copies))
         return processed
+
+    def commit_read_only(self, *, now: float | None = None, wait: bool = True) -> bool:
+        """Commit the offsets of the read-only batches since the last commit in a transaction
+        of their own, once they waited `READ_ONLY_COMMIT_S` (`wait` False: at once, as a
+        graceful stop does). True when it committed."""
+        since = self._read_only_since
+        if since is None:
+            return False
+        if wait and (time.monotonic() if now is None else now) - since < READ_ONLY_COMMIT_S:
+            return False
+        self._commit(ProcessingOutput(), -1, -1, copies=False)
+        return True
 
     def _admit(
         self, context: ProcessingContext, ingress: Sequence[Message]
@@ -429,7 +455,10 @@ class ProcessingStateMachine:
         """Commit the batch's transaction (its outputs and both offsets), then its state. The
         boundary's counters ride on the ingress offset, counted once the replies that cannot
         be written are dropped (a dropped one counts in this batch). With `copies`, the
-        copies' real positions go into `output` once they are delivered."""
+        copies' real positions go into `output` once they are delivered. The offsets of
+        read-only batches before it ride along."""
+        if last_offset < 0 and self._read_only_since is not None:
+            last_offset = self.next_offset - 1
 
         def offsets() -> list[TopicPartition]:
             found = []
@@ -459,6 +488,7 @@ class ProcessingStateMachine:
             last_applied_position=applied,
             last_ingress_position=last_ingress if last_ingress >= 0 else None,
         )
+        self._read_only_since = None
         if last_offset >= 0:
             self.next_offset = last_offset + 1
         if last_ingress >= 0:

@@ -378,6 +378,12 @@ class PartitionTask:
         due = self._due(now)
         return self.processing.process((), due=due) if due else 0
 
+    def commit_read_only(self, *, wait: bool = True) -> None:
+        """Commit the offsets of read-only batches that waited long enough for a transaction
+        to ride on (`wait` False: at once); see `ProcessingStateMachine.commit_read_only`."""
+        assert self.processing is not None
+        self.processing.commit_read_only(wait=wait)
+
     def _due(self, now: float | None = None) -> list[Record]:
         """The commands the due-date checkers find, at most every 100 ms (at once again after
         a checker returned its cap, MAX_DUE_COMMANDS: more may be due). Read through the
