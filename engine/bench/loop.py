@@ -6,11 +6,12 @@ number of commands of the same size, pre-produced to an ingress topic as clients
 - engine: an in-process worker with a trivial processor (1 command -> 5 events; a new key per
   command) reading `<ns>.commands`, i.e. admission, the copy of the command into the log,
   header filtering, decoding, dispatch, encoding, one Kafka transaction per consumed batch with
-  both offsets, the RocksDB commit after it;
+  commands, with both offsets, the RocksDB commit after it;
 - raw: a bare confluent-kafka transactional loop of the same shape: it consumes the commands
   from its own ingress topic and, per command, appends the command and 5 records of an event's
   size to its log, one transaction per consumed batch with the offsets; like the engine, it
-  reads its log back and skips its own records by header.
+  reads its log back and skips its own records by header, and a batch of only those commits
+  nothing (its offsets ride on the next transaction).
 
 records/s counts records consumed from ingress plus records produced (the copy and the
 events), per second of the processing phase.
@@ -170,6 +171,7 @@ def run_raw(config: Config, commands: int) -> dict[str, float]:
     consumer.assign([TopicPartition(topic, 0, 0), TopicPartition(ingress, 0, 0)])
     consumed = 0
     started = 0.0
+    offsets: dict[str, TopicPartition] = {}
     while consumed < commands:
         messages = consumer.consume(num_messages=500, timeout=1.0)
         if not messages:
@@ -182,11 +184,13 @@ def run_raw(config: Config, commands: int) -> dict[str, float]:
             for m in messages
             if m.topic() == ingress and header(m.headers(), RECORD_TYPE) == COMMAND
         ]
-        offsets = {  # the next offset of each topic read, the last message's wins
-            name: TopicPartition(name, 0, int(m.offset() or 0) + 1)
+        offsets.update(  # the next offset of each topic read, the last message's wins
+            (name, TopicPartition(name, 0, int(m.offset() or 0) + 1))
             for m in messages
             if (name := m.topic()) is not None
-        }
+        )
+        if not batch_commands:
+            continue  # like the engine's read-only batches: their offsets ride on the next
         producer.begin_transaction()
         for message in batch_commands:
             copy_headers = [
