@@ -36,7 +36,7 @@ _NOT_VIA_FLOW = {BpmnElementType.PROCESS, BpmnElementType.START_EVENT}
 def _adjust_flows(db: PartitionDb, scope_key: int, delta: int) -> None:
     scope = instance(db, scope_key)
     if scope is not None:
-        db.column(INSTANCES).update(
+        db.column(INSTANCES).upsert(
             scope_key, replace(scope, active_flows=scope.active_flows + delta)
         )
 
@@ -64,7 +64,7 @@ def apply_activating(record: Record, db: PartitionDb) -> None:
     if value.bpmn_element_type is BpmnElementType.PROCESS and value.parent_element_instance_key > 0:
         caller = instance(db, value.parent_element_instance_key)
         if caller is not None:  # the call activity knows its child, to terminate it
-            db.column(INSTANCES).update(
+            db.column(INSTANCES).upsert(
                 value.parent_element_instance_key, replace(caller, called_child_key=record.key)
             )
     if value.flow_scope_key > 0:
@@ -91,7 +91,7 @@ def apply_state(record: Record, db: PartitionDb) -> None:
     found = instance(db, record.key)
     if found is None:
         raise KeyNotFoundError(INSTANCES.name, record.key, f"{record.intent.name} of an element")
-    db.column(INSTANCES).update(record.key, replace(found, state=record.intent.name))
+    db.column(INSTANCES).upsert(record.key, replace(found, state=record.intent.name))
 
 
 @handlers.applier(Instance.ELEMENT_COMPLETED, Instance.ELEMENT_TERMINATED)
@@ -107,7 +107,7 @@ def apply_ended(record: Record, db: PartitionDb) -> None:
     if value.bpmn_event_type is BpmnEventType.TERMINATE and value.flow_scope_key > 0:
         scope = instance(db, value.flow_scope_key)  # a terminate end event: nothing is pending
         if scope is not None:
-            db.column(INSTANCES).update(value.flow_scope_key, replace(scope, active_flows=0))
+            db.column(INSTANCES).upsert(value.flow_scope_key, replace(scope, active_flows=0))
         db.column(TAKEN).delete_prefix(TAKEN.key.prefix(value.flow_scope_key))
     if value.bpmn_element_type is BpmnElementType.PROCESS:
         started = db.column(STARTED_BY_INSTANCE).get(record.key)

@@ -24,7 +24,7 @@ def apply_created(record: Record, db: PartitionDb) -> None:
     job_state.make_created(db, record.key, stored_job(value))
     element = instance_state.instance(db, value.element_instance_key)
     if element is not None:
-        db.column(instance_state.INSTANCES).update(
+        db.column(instance_state.INSTANCES).upsert(
             value.element_instance_key, replace(element, job_key=record.key)
         )
 
@@ -44,7 +44,7 @@ def apply_failed(record: Record, db: PartitionDb) -> None:
     if stored is None:
         return
     stored = replace(stored, retries=value.retries)
-    db.column(JOBS).update(record.key, stored)
+    db.column(JOBS).upsert(record.key, stored)
     if value.retries <= 0:
         job_state.make_inactive(db, record.key, stored, "FAILED")
     elif value.recurring_time >= 0:
@@ -59,7 +59,7 @@ def apply_retries_updated(record: Record, db: PartitionDb) -> None:
     assert isinstance(value, JobValue)
     stored = db.column(JOBS).get(record.key)
     if stored is not None:
-        db.column(JOBS).update(record.key, replace(stored, retries=value.retries))
+        db.column(JOBS).upsert(record.key, replace(stored, retries=value.retries))
 
 
 @handlers.applier(JobIntent.ERROR_THROWN)

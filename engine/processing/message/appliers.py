@@ -101,7 +101,7 @@ def _set_correlating(db: PartitionDb, value: MessageSubscriptionValue, message_k
     key = (value.message_name, value.correlation_key, value.element_instance_key)
     stored = db.column(SUBSCRIPTIONS).get(key)
     if stored is not None:
-        db.column(SUBSCRIPTIONS).update(key, replace(stored, correlating=message_key))
+        db.column(SUBSCRIPTIONS).upsert(key, replace(stored, correlating=message_key))
 
 
 @handlers.applier(MessageSubscriptionIntent.CORRELATING)
