@@ -10,7 +10,9 @@ process, deploys a workload and measures, for each workload:
 - latency: instances created at a fixed rate (default 200/s; 20/s for `typical`, whose
   instances are ten times the work), create-to-complete p50/p95/p99;
 - CPU (% of one core) and peak RSS of the engine worker (with several processes: summed over
-  the supervisor and its children), the job worker and the load generator;
+  the supervisor and its children), the job worker and the load generator, and of the broker
+  when it is the one `partita kafka up` started from this home (on a shared machine the
+  broker's CPU is part of the engine's cost);
 - replay: the partition's events applied to an empty store, events/s;
 
 then, on the same broker, the raw confluent-kafka transactional loop of `bench loop`, and the
@@ -108,6 +110,31 @@ class _Child:
                 self.process.kill()
 
 
+def local_broker_pid(config: Config) -> int | None:
+    """The pid of the broker `partita kafka up` started from the config's home, when it is the
+    cluster the config names; None for any other cluster."""
+    from engine.localkafka import LocalBroker
+
+    status = LocalBroker(config.home, config.kafka_port, config.controller_port).status()
+    return status.pid if status.running and status.bootstrap == config.bootstrap else None
+
+
+class _Broker:
+    """The local broker's CPU over a phase; nothing for a cluster elsewhere."""
+
+    def __init__(self, pid: int | None) -> None:
+        self.pid = pid
+
+    def sample(self) -> ProcessSample | None:
+        return None if self.pid is None else sample(self.pid)
+
+    def usage(self, before: ProcessSample | None, seconds: float) -> dict[str, Any]:
+        after = self.sample()
+        if before is None or after is None:
+            return {}
+        return {"broker": usage(before, after, seconds)}
+
+
 def _log_end(config: Config) -> int:
     """Records on the log so far (read_uncommitted: the true end), all partitions."""
     consumer = new_consumer(kafka_access(config, KafkaRole.OPERATOR), {"group.id": "bench-e2e"})
@@ -158,8 +185,10 @@ def run_workload(  # noqa: PLR0917 - the benchmark's knobs, spelled out
     job_concurrency: int,
     progress: Progress,
     workers: int = 1,
+    broker_pid: int | None = None,
 ) -> dict[str, Any]:
     home = config.home
+    broker = _Broker(broker_pid)
     apply_topics(
         admin_client(kafka_access(config, KafkaRole.OPERATOR)),
         [*load_specs(config), job_topic_spec(config, JOB_TYPE)],
@@ -195,10 +224,11 @@ def run_workload(  # noqa: PLR0917 - the benchmark's knobs, spelled out
         _load(config, workload, 200, 0, in_flight)
 
         progress(f"[{workload.name}] saturation: {instances} instances, {in_flight} in flight...")
-        log_before, engine_before, jobs_before = (
+        log_before, engine_before, jobs_before, broker_before = (
             _log_end(config),
             engine_worker.sample(),
             jobs.sample(),
+            broker.sample(),
         )
         saturated = _load(config, workload, instances, 0, in_flight)
         seconds = saturated["seconds"]
@@ -211,13 +241,16 @@ def run_workload(  # noqa: PLR0917 - the benchmark's knobs, spelled out
             "log_records_per_s": round(records / seconds),
             "engine_worker": usage(engine_before, engine_worker.sample(), seconds),
             "job_worker": usage(jobs_before, jobs.sample(), seconds),
+            **broker.usage(broker_before, seconds),
         }
 
         progress(f"[{workload.name}] latency: {latency_instances} instances at {rate:g}/s...")
         engine_before, jobs_before = engine_worker.sample(), jobs.sample()
+        broker_before = broker.sample()
         latency = _load(config, workload, latency_instances, rate, in_flight)
         latency["engine_worker"] = usage(engine_before, engine_worker.sample(), latency["seconds"])
         latency["job_worker"] = usage(jobs_before, jobs.sample(), latency["seconds"])
+        latency |= broker.usage(broker_before, latency["seconds"])
     finally:
         jobs.stop()
         engine_worker.stop()
@@ -248,6 +281,7 @@ def run(
         "typical_rate": typical_rate,
         "cpus": os.cpu_count(),
     }
+    broker_pid = local_broker_pid(config)
     with tempfile.TemporaryDirectory(prefix="partita-bench-e2e-") as scratch:
         for name in workloads:
             if name not in WORKLOADS:
@@ -267,6 +301,7 @@ def run(
                 job_concurrency,
                 progress,
                 workers,
+                broker_pid,
             )
         progress(f"Raw confluent-kafka transactional loop: {baseline_commands} commands...")
         raw_config = replace(

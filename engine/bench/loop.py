@@ -44,7 +44,7 @@ from engine.protocol.intents import ProcessInstanceCreationIntent as Creation
 from engine.protocol.intents import ProcessInstanceIntent as Instance
 from engine.protocol.records import Record, command, event
 from engine.protocol.values import ProcessInstanceCreationValue, ProcessInstanceValue
-from engine.stream.worker import Worker
+from engine.stream.worker import CONSUME_BATCH, Worker
 
 EVENTS_PER_COMMAND = 5
 RECORDS_PER_COMMAND = 2 + EVENTS_PER_COMMAND
@@ -101,7 +101,7 @@ def run_engine(config: Config, commands: int) -> dict[str, float]:
         config.commands_topic,
         [(codec.encode(r), record_headers(r)) for r in records],
     )
-    worker = Worker(config, bench_engine(), consume_batch=500)
+    worker = Worker(config, bench_engine(), consume_batch=CONSUME_BATCH)
     thread = threading.Thread(target=worker.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 600
@@ -173,7 +173,7 @@ def run_raw(config: Config, commands: int) -> dict[str, float]:
     started = 0.0
     offsets: dict[str, TopicPartition] = {}
     while consumed < commands:
-        messages = consumer.consume(num_messages=500, timeout=1.0)
+        messages = consumer.consume(num_messages=CONSUME_BATCH, timeout=1.0)
         if not messages:
             continue
         if not started:
