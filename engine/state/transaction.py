@@ -44,9 +44,10 @@ of most composite keys."""
 class _KeyIndex:
     """The keys written to one column family in a batch, findable by prefix without looking
     at all of them: by their first `_HEAD` bytes for a prefix at least that long (the scans of
-    the hot path: a scope's variables, children, triggers), else through a sorted list of all
-    of them, sorted only when such a scan needs it. May hold keys a savepoint rollback removed
-    again (scans check the writes)."""
+    the hot path: a scope's variables, children, triggers, a job type's activatable jobs),
+    each group kept sorted as keys arrive, else through a sorted list of all of them, sorted
+    only when such a scan needs it. May hold keys a savepoint rollback removed again (scans
+    check the writes)."""
 
     __slots__ = ("heads", "keys", "sorted")
 
@@ -59,14 +60,23 @@ class _KeyIndex:
         head = self.heads.get(key[:_HEAD])
         if head is None:
             self.heads[key[:_HEAD]] = [key]
-        else:
+        elif head[-1] < key:  # most keys come in ascending order (new keys, queues)
             head.append(key)
+        else:
+            at = bisect_left(head, key)
+            if at == len(head) or head[at] != key:
+                head.insert(at, key)
         self.keys.append(key)
         self.sorted = False
 
     def with_prefix(self, prefix: bytes) -> list[bytes]:
         if len(prefix) >= _HEAD:
-            return sorted({k for k in self.heads.get(prefix[:_HEAD], ()) if k.startswith(prefix)})
+            head = self.heads.get(prefix[:_HEAD], ())
+            at = bisect_left(head, prefix)
+            end = at
+            while end < len(head) and head[end].startswith(prefix):
+                end += 1
+            return list(head[at:end])
         keys = self.keys
         if not self.sorted:
             keys.sort()
