@@ -110,15 +110,6 @@ class _Child:
                 self.process.kill()
 
 
-def local_broker_pid(config: Config) -> int | None:
-    """The pid of the broker `partita kafka up` started from the config's home, when it is the
-    cluster the config names; None for any other cluster."""
-    from engine.localkafka import LocalBroker
-
-    status = LocalBroker(config.home, config.kafka_port, config.controller_port).status()
-    return status.pid if status.running and status.bootstrap == config.bootstrap else None
-
-
 class _Broker:
     """The local broker's CPU over a phase; nothing for a cluster elsewhere."""
 
@@ -272,7 +263,9 @@ def run(
     job_concurrency: int = 8,
     baseline_commands: int = 20_000,
     progress: Progress = print,
+    broker_pid: int | None = None,
 ) -> dict[str, Any]:
+    """`broker_pid`: the broker's process, when it runs on this machine (its CPU is sampled)."""
     out: dict[str, Any] = {
         "bench": "e2e",
         "partitions": partitions,
@@ -281,7 +274,6 @@ def run(
         "typical_rate": typical_rate,
         "cpus": os.cpu_count(),
     }
-    broker_pid = local_broker_pid(config)
     with tempfile.TemporaryDirectory(prefix="partita-bench-e2e-") as scratch:
         for name in workloads:
             if name not in WORKLOADS:

@@ -108,6 +108,15 @@ def cmd_bench_loop(args: argparse.Namespace) -> int:
     return 0
 
 
+def _local_broker_pid(config: Config) -> int | None:
+    """The pid of the broker `partita kafka up` started from the config's home, when it is the
+    cluster the config names; None for any other cluster."""
+    from engine.cli.kafka import local_broker
+
+    status = local_broker(config).status()
+    return status.pid if status.running and status.bootstrap == config.bootstrap else None
+
+
 def cmd_bench_e2e(args: argparse.Namespace) -> int:
     from engine.bench import e2e
 
@@ -159,6 +168,7 @@ def cmd_bench_e2e(args: argparse.Namespace) -> int:
                     job_concurrency=args.job_concurrency,
                     baseline_commands=args.baseline_commands,
                     progress=progress,
+                    broker_pid=_local_broker_pid(each),
                 )
             runs[name].append(result)
     if args.scaling:
