@@ -60,7 +60,7 @@ class _KeyIndex:
         head = self.heads.get(key[:_HEAD])
         if head is None:
             self.heads[key[:_HEAD]] = [key]
-        elif head[-1] < key:  # most keys come in ascending order (new keys, queues)
+        elif not head or head[-1] < key:  # most keys come in ascending order (new, queues)
             head.append(key)
         else:
             at = bisect_left(head, key)
@@ -68,6 +68,15 @@ class _KeyIndex:
                 head.insert(at, key)
         self.keys.append(key)
         self.sorted = False
+
+    def discard(self, key: bytes) -> None:
+        """Forget `key` for scans by prefix of at least `_HEAD` bytes (the list of all keys
+        may keep it: scans check the writes)."""
+        head = self.heads.get(key[:_HEAD])
+        if head:
+            at = bisect_left(head, key)
+            if at < len(head) and head[at] == key:
+                del head[at]
 
     def with_prefix(self, prefix: bytes) -> list[bytes]:
         if len(prefix) >= _HEAD:
@@ -178,10 +187,15 @@ class Overlay:
             writes = self.writes[cf] = {}
             self._index[cf] = _KeyIndex()
         previous = writes.get(key, _NOT_WRITTEN)
-        if previous is _NOT_WRITTEN:
-            self._index[cf].add(key)
         if self._undo:
             self._undo[-1].append((cf, key, previous))
+        if value is DELETED and (cf, key) in self._fresh:
+            if previous is not _NOT_WRITTEN:  # inserted in this batch: as if never written
+                del writes[key]
+                self._index[cf].discard(key)
+            return
+        if previous is _NOT_WRITTEN:
+            self._index[cf].add(key)
         writes[key] = value
         if value is not DELETED:
             floors = self._floors.get(cf)
@@ -283,8 +297,10 @@ class Overlay:
         for cf, key, previous in reversed(self._undo.pop()):
             writes = self.writes[cf]
             if previous is _NOT_WRITTEN:
-                del writes[key]
+                writes.pop(key, None)
             else:
+                if key not in writes:  # a deleted insert, dropped from the batch
+                    self._index[cf].add(key)
                 writes[key] = previous
 
     def release_savepoint(self) -> None:

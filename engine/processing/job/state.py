@@ -74,7 +74,7 @@ def _move(db: PartitionDb, key: int, stored: Job, state: str | None, **changes: 
         db.column(ACTIVATABLE).delete((job_type, key))
         _count(db, ACTIVATABLE_COUNT, job_type, -1)
     elif state == "ACTIVATABLE" and previous != "ACTIVATABLE":
-        db.column(ACTIVATABLE).upsert((job_type, key), None)
+        db.column(ACTIVATABLE).insert((job_type, key), None)  # pushed at once: never stored
         _count(db, ACTIVATABLE_COUNT, job_type, 1)
     if state is None:
         db.column(JOBS).delete_existing(key)
