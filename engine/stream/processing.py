@@ -17,8 +17,9 @@ client commands from the ingress topic `<ns>.commands` (each in offset order):
    undecodable one is answered by a rejection naming its offset.
 3. FORWARD a log command that belongs to another partition, unchanged, to that partition.
 4. PROCESS each command through its processor inside a savepoint, then its follow-up commands
-   depth-first, up to `max_commands_in_batch` per batch; follow-ups beyond it are written to
-   the log as commands. A rejection or an exception rolls back only that command.
+   depth-first, up to `max_commands_in_batch` of them; follow-ups beyond it are written to
+   the log as commands. A rejection or an exception rolls back only that command
+   (`engine.stream.commands`).
 5. COMMIT one Kafka transaction with every output and the log and ingress offsets, then write
    the state overlay and positions to RocksDB in one batch. Replies go only to allow-listed
    topics (`engine.stream.replies`); one that cannot be written is dropped and counted.
@@ -27,9 +28,8 @@ client commands from the ingress topic `<ns>.commands` (each in offset order):
    on the next batch's transaction, or on one of their own once `READ_ONLY_COMMIT_S` passed
    without one (`commit_read_only`). Reading them again after a crash changes nothing.
 
-A processor exception is retried once alone; if it fails again an ERROR event is written and
-the process instance is banned. Kafka errors: retriable -> retry; abortable -> abort, drop the
-overlay, rewind to the committed offset; fatal or fenced -> TaskFencedError, the task is dropped.
+Kafka errors: retriable -> retry; abortable -> abort, drop the overlay, rewind to the committed
+offset; fatal or fenced -> TaskFencedError, the task is dropped.
 """
 
 from __future__ import annotations
@@ -40,12 +40,10 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from confluent_kafka import Message, Producer, TopicPartition
-from msgspec.structs import replace
 
-from engine.processing import Engine, ProcessingContext, ProcessingOutput, RejectionError
+from engine.processing import Engine, ProcessingContext, ProcessingOutput
 from engine.processing.awaiting import AwaitedResults
-from engine.processing.banning import is_banned
-from engine.processing.context import DEFAULT_MESSAGE_TTL_MS, HandOverError
+from engine.processing.context import DEFAULT_MESSAGE_TTL_MS
 from engine.processing.engine import TopicHook
 from engine.protocol.codec import RecordCodec
 from engine.protocol.enums import RecordType, RejectionType
@@ -54,7 +52,6 @@ from engine.protocol.headers import (
     Headers,
     ReplyTo,
     is_pending_command,
-    record_headers,
     reply_to,
 )
 from engine.protocol.records import Record
@@ -62,12 +59,12 @@ from engine.protocol.routing import partition_for_command
 from engine.state import KeyGenerator, PartitionDb
 from engine.stream import counters
 from engine.stream.backpressure import Backpressure
-from engine.stream.failures import reject_undecodable, write_processing_error
+from engine.stream.commands import CommandRunner
+from engine.stream.failures import reject_undecodable
 from engine.stream.ingress import Admission, Copy, Forward, Refused
 from engine.stream.metrics import ProcessingMetrics
-from engine.stream.provisional import describe, provisional, settle
+from engine.stream.provisional import provisional, settle
 from engine.stream.replies import ReplyRoutes
-from engine.stream.sizes import oversized_records
 from engine.stream.transaction import BatchTransaction, offset_of
 
 _LOG = logging.getLogger("partita.processing")
@@ -130,7 +127,6 @@ class ProcessingStateMachine:
         )
         self.ingress_end = ingress_end
         """The end of this partition's ingress (as last fetched; -1 when unknown)."""
-        self.max_commands_in_batch = max_commands_in_batch
         self.clock = clock
         self.message_ttl_ms = message_ttl_ms
         self.skipped = skipped
@@ -141,6 +137,9 @@ class ProcessingStateMachine:
         """When the first read-only batch since the last commit was read (monotonic)."""
         self.awaiting = AwaitedResults()
         self._batch_awaiting = 0
+        self.commands = CommandRunner(
+            engine, db, codec, partition, self.metrics, self.awaiting, clock, max_commands_in_batch
+        )
         self.transaction = BatchTransaction(
             producer,
             topic,
@@ -152,6 +151,15 @@ class ProcessingStateMachine:
             rewind=self._rewind,
             metrics=self.metrics,
         )
+
+    @property
+    def max_commands_in_batch(self) -> int:
+        """A command and its follow-ups processed in one batch, at most."""
+        return self.commands.max_commands_in_batch
+
+    @max_commands_in_batch.setter
+    def max_commands_in_batch(self, value: int) -> None:
+        self.commands.max_commands_in_batch = value
 
     def _route(self, record: Record) -> int:
         return partition_for_command(record, self.partition_count, self.partition)
@@ -227,13 +235,13 @@ class ProcessingStateMachine:
                 output.forwarded.append((target, message.value() or b"", forward_headers))
                 self.metrics.forwarded += 1
                 continue
-            processed += self._process_command(context, record, reply_to(headers))
+            processed += self.commands.process(context, record, reply_to(headers))
         for record, reply in copies:
-            processed += self._process_command(context, record, reply)
+            processed += self.commands.process(context, record, reply)
         if due_check is not None and (last_offset >= 0 or copies):
             due = [*due, *due_check()]
         for record in due:
-            processed += self._process_command(context, record, None)
+            processed += self.commands.process(context, record, None)
         for hook, names in catch_up:
             self._catch_up(context, hook, names)
         if last_offset < 0 and last_ingress < 0 and not len(output):
@@ -306,129 +314,11 @@ class ProcessingStateMachine:
             for index, copy in enumerate(copies)
         ]
 
-    def _process_command(
-        self,
-        context: ProcessingContext,
-        record: Record,
-        reply: ReplyTo | None,
-    ) -> int:
-        """Process `record` and, depth-first, the follow-up commands it causes, up to
-        `max_commands_in_batch` commands; further follow-ups go to the log as commands."""
-        queue = [(record, reply)]
-        processed = 0
-        while queue:
-            command, address = queue.pop()
-            if processed >= self.max_commands_in_batch:
-                context.output.records.append((self.partition, command))
-                continue
-            processed += 1
-            context.follow_ups = []
-            self._run_processor(context, command, address)
-            self.metrics.follow_ups += len(context.follow_ups)
-            queue.extend((follow_up, None) for follow_up in reversed(context.follow_ups))
-        return processed
-
-    def _run_processor(
-        self, context: ProcessingContext, command: Record, address: ReplyTo | None
-    ) -> None:
-        self.metrics.commands += 1
-        processor = self.engine.find_processor(command)
-        context.begin(command, address, int(self.clock() * 1000))
-        if processor is None:
-            context.reject(
-                RejectionType.INVALID_ARGUMENT,
-                f"no processor for {command.value_type.name} {command.intent.name} in this engine",
-            )
-            self.metrics.rejections += 1
-            return
-        instance = getattr(command.value, "process_instance_key", -1)
-        if is_banned(self.db, instance):
-            context.reject(
-                RejectionType.INVALID_STATE,
-                f"process instance {instance} is banned after an unexpected processing error;"
-                " see its ERROR event",
-            )
-            self.metrics.rejections += 1
-            return
-        for attempt in (1, 2):
-            mark = (*context.output.mark(), self.awaiting.mark())
-            self.db.overlay.savepoint()
-            try:
-                processor(command, context)
-                for hook in self.engine.after_command_hooks:
-                    hook(command, context)
-            except RejectionError as rejection:
-                self._undo(context, mark, command, address)
-                context.reject(rejection.rejection_type, rejection.reason)
-                self.metrics.rejections += 1
-                return
-            except HandOverError as hand_over:
-                self._undo(context, mark, command, address)
-                self._hand_over(context, command, address, hand_over.partition)
-                return
-            except Exception as exc:
-                self._undo(context, mark, command, address)
-                if attempt == 1:
-                    continue
-                self._write_error(context, command, instance, exc)
-                return
-            else:
-                oversized = oversized_records(self.codec, context.output, mark[:4])
-                if oversized is not None:
-                    self._undo(context, mark, command, address)
-                    context.reject(RejectionType.EXCEEDED_BATCH_RECORD_SIZE, oversized)
-                    self.metrics.rejections += 1
-                    return
-                self.db.overlay.release_savepoint()
-                return
-
-    def _hand_over(
-        self, context: ProcessingContext, command: Record, address: ReplyTo | None, target: int
-    ) -> None:
-        """Write `command`, with its reply address, to partition `target` of the log, which
-        processes it instead of this one."""
-        record = replace(command, partition_id=target + 1, source_record_position=-1, position=-1)
-        headers: Headers = list(record_headers(record))
-        if address is not None:
-            headers.extend(address.headers())
-        context.output.forwarded.append((target, self.codec.encode(record), headers))
-        self.metrics.forwarded += 1
-
     def _catch_up(self, context: ProcessingContext, hook: TopicHook, names: Sequence[str]) -> None:
         """The work a topic hook kept waiting for topics that exist now, in this batch."""
         self.db.overlay.savepoint()
         hook.catch_up(context, names, int(self.clock() * 1000))
         self.db.overlay.release_savepoint()
-
-    def _undo(
-        self,
-        context: ProcessingContext,
-        mark: tuple[int, int, int, int, int],
-        command: Record,
-        address: ReplyTo | None,
-    ) -> None:
-        """Forget everything the failed attempt did: state, outputs, follow-ups, reply,
-        awaited results."""
-        self.db.overlay.rollback_to_savepoint()
-        context.output.truncate(mark[:4])
-        self.awaiting.rollback(mark[4])
-        context.follow_ups = []
-        context.begin(command, address, context.now)
-
-    def _write_error(
-        self, context: ProcessingContext, command: Record, instance: int, exc: Exception
-    ) -> None:
-        self.metrics.errors += 1
-        _LOG.error(
-            "partition %d: %s %s at %s failed twice; writing ERROR and banning instance %d",
-            self.partition,
-            command.value_type.name,
-            command.intent.name,
-            describe(command.position),
-            instance,
-            exc_info=exc,
-        )
-        write_processing_error(context, command, instance, exc)
 
     def _reject_undecodable(
         self,
