@@ -85,11 +85,13 @@ def typical_documents() -> dict[str, str]:
     }
 
 
-def _stdlib_read(text: str) -> Any:
-    def refuse(name: str) -> Any:
-        raise ValueError(name)
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(name)
 
-    value = json.loads(text, parse_constant=refuse)
+
+def _stdlib_read(text: str) -> Any:
+    """What the engine did before `json_text`: read, then write to refuse what JSON is not."""
+    value = json.loads(text, parse_constant=_refuse_constant)
     json.dumps(value, ensure_ascii=False, allow_nan=False).encode()
     return value
 
