@@ -98,16 +98,17 @@ class PartitionDb:
         codecs = {d.name: d.value for d in self.definitions}
         self.overlay = Overlay(self._db_get, self._db_scan, codecs, queues)
         self._raw_writes: dict[str, dict[bytes, bytes]] = {}
-        self.overlay.populated.update(
-            name for name in self._cfs if next(self._db_scan(name, b""), None) is not None
-        )
         """Bytes written past the codecs (the layout number, an upgrade's rewrites)."""
+        for name in self._cfs:
+            last = self._last_key(name)
+            if last is not None:
+                self.overlay.ceilings[name] = last
         self._columns: dict[str, ColumnFamily[Any, Any]] = {}
         self.meta: ColumnFamily[str, int] = self.column(META)
         format_key = META.key.encode(STATE_FORMAT_KEY)
         if not read_only and self._db_get(META.name, format_key) is None and self._is_empty():
             self._cfs[META.name].put(format_key, str(STATE_FORMAT).encode())
-            self.overlay.populated.add(META.name)
+            self._raise_ceiling(META.name, format_key)
 
     def _is_empty(self) -> bool:
         return all(next(self._db_scan(d.name, b""), None) is None for d in self.definitions)
@@ -137,6 +138,7 @@ class PartitionDb:
         for name in self.undeclared:
             self._cfs.pop(name).close()
             self._handles.pop(name, None)
+            self.overlay.ceilings.pop(name, None)
             self._db.drop_column_family(name)
         self.undeclared = ()
 
@@ -145,6 +147,19 @@ class PartitionDb:
     def _db_get(self, cf: str, key: bytes) -> bytes | None:
         value: bytes | None = self._cfs[cf].get(key)
         return value
+
+    def _last_key(self, cf: str) -> bytes | None:
+        iterator = self._cfs[cf].iter()
+        iterator.seek_to_last()
+        key: bytes | None = iterator.key() if iterator.valid() else None
+        return key
+
+    def _raise_ceiling(self, cf: str, key: bytes) -> None:
+        """`key` is about to be committed in `cf`: no committed key may lie above the ceiling."""
+        ceilings = self.overlay.ceilings
+        ceiling = ceilings.get(cf)
+        if ceiling is None or key > ceiling:
+            ceilings[cf] = key
 
     def _db_scan(
         self, cf: str, prefix: bytes, start: bytes | None = None
@@ -192,19 +207,22 @@ class PartitionDb:
         batch = WriteBatch(raw_mode=True)
         size = 0
         handles = self._handles
-        populated = self.overlay.populated
+        for cf, writes in self.overlay.writes.items():
+            if writes:  # before the write: a ceiling may be too high, never too low
+                self._raise_ceiling(cf, max(writes))
+        for cf, raw_writes in self._raw_writes.items():
+            if raw_writes:
+                self._raise_ceiling(cf, max(raw_writes))
         for cf, key, value in self.overlay.encoded():
             if value is None:
                 batch.delete(key, handles[cf])
             else:
                 batch.put(key, value, handles[cf])
-                populated.add(cf)
             size += 1
         for cf, raw_writes in self._raw_writes.items():
             for key, value in raw_writes.items():
                 batch.put(key, value, handles[cf])
                 size += 1
-            populated.add(cf)
         if size:
             self._db.write(batch, self._write_options)
         self.overlay.clear()

@@ -125,11 +125,14 @@ class Overlay:
         """Keys RocksDB does not have, first written in this batch by an insert."""
         self._index: dict[str, _KeyIndex] = {}
         self._undo: list[list[tuple[str, bytes, object]]] = []
-        self.populated: set[str] = set()
-        """Column families RocksDB may hold entries of; the others are not asked at all
-        (most of a workflow's column families stay empty: no timers, no joins, no incidents).
-        Kept by the store: every family with an entry when it opened, and every family a
-        commit puts into."""
+        self.ceilings: dict[str, bytes] = {}
+        """Column family -> a key no committed entry is above; a family without one has no
+        committed entry. RocksDB is not asked for a key above it, nor scanned for a prefix
+        above it: most of a workflow's column families stay empty (no timers, no joins, no
+        incidents), and most lookups that miss are of keys the batch just made (a new element
+        instance, job, scope), which sort above everything committed before. Kept by the
+        store: the last key of every family when it opened, raised to the greatest key each
+        commit writes (never lowered: deletes leave it high, which only costs a lookup)."""
         self.rollbacks = 0
         """How often writes were undone (a savepoint rolled back, the batch discarded): what
         was read before may no longer hold."""
@@ -162,7 +165,8 @@ class Overlay:
             value = read.get(key, _NOT_WRITTEN)
             if value is not _NOT_WRITTEN:
                 return value
-        raw = self._db_get(cf, key) if cf in self.populated else None
+        ceiling = self.ceilings.get(cf)
+        raw = None if ceiling is None or key > ceiling else self._db_get(cf, key)
         value = ABSENT if raw is None else self._codecs[cf].decode(raw)
         read[key] = value
         return value
@@ -255,7 +259,8 @@ class Overlay:
     ) -> Iterator[tuple[bytes, bytes]]:
         """Committed entries of the prefix; for a queue, from its floor on, raising the floor
         to the first one met (but not past a live entry this batch is about to commit)."""
-        if cf not in self.populated:
+        ceiling = self.ceilings.get(cf)
+        if ceiling is None or prefix > ceiling:  # every key with the prefix sorts above it
             return iter(())
         floors = self._floors.get(cf)
         if floors is None:

@@ -1,5 +1,7 @@
-"""Hypothesis drives the store (writes, savepoints, commits, rollbacks, reopen) and compares
-every read, prefix scans included, with a plain dict model."""
+"""Hypothesis drives the store (writes, inserts, savepoints, commits, rollbacks, reopen) and
+compares every read, of present and absent keys and prefix scans included, with a plain dict
+model. Negative scopes sort above positive ones in the key encoding, so the committed keys'
+ceiling (engine.state.transaction.Overlay.ceilings) is crossed both ways."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from engine.state import ColumnFamilies, PartitionDb
+from engine.state.errors import KeyExistsError
 
 CF = ColumnFamilies.VARIABLE  # composite (scope key, name) -> str
 SCOPES = st.integers(min_value=-2, max_value=3)
@@ -39,6 +42,17 @@ class StoreMachine(RuleBasedStateMachine):
     def delete(self, scope: int, name: str) -> None:
         self.db.column(CF).delete((scope, name))
         self.current.pop((scope, name), None)
+
+    @rule(scope=SCOPES, name=NAMES, value=VALUES)
+    def insert(self, scope: int, name: str, value: str) -> None:
+        key = (scope, name)
+        try:
+            self.db.column(CF).insert(key, value)
+        except KeyExistsError:
+            assert key in self.current
+        else:
+            assert key not in self.current
+            self.current[key] = value
 
     @rule()
     def savepoint(self) -> None:
@@ -79,8 +93,9 @@ class StoreMachine(RuleBasedStateMachine):
     @invariant()
     def reads_match_the_model(self) -> None:
         column = self.db.column(CF)
-        for key, value in self.current.items():
-            assert column.get(key) == value
+        for scope in range(-2, 4):
+            for name in ["", "a", "ab", "b", "a\x00", "ü"]:
+                assert column.get((scope, name)) == self.current.get((scope, name))
         expected = sorted(self.current.items(), key=lambda kv: (kv[0][0], kv[0][1].encode()))
         assert list(column.items()) == expected
         assert column.count() == len(expected)

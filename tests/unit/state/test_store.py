@@ -220,3 +220,44 @@ def test_noted_keys_raise_the_counter_only_when_written(db: PartitionDb) -> None
     keys.note_key(encode_key(2, 40))  # lower than the counter: written, changes nothing
     keys.write_noted()
     assert keys.next_key() == encode_key(2, 52)
+
+
+def test_rocksdb_is_not_asked_for_keys_above_everything_committed(tmp_path: Path) -> None:
+    """The overlay knows, per column family, a key no committed entry lies above (the last
+    key when the store opened, raised by every commit). A lookup or a prefix scan above it
+    is answered without RocksDB: what a batch asks of the element instances, jobs and scopes
+    it just made. Below it, RocksDB answers as before, also after a reopen."""
+    store = PartitionDb(tmp_path / "p")
+    asked: list[tuple[str, bytes]] = []
+    real_get = store.overlay._db_get
+
+    def counting_get(cf: str, key: bytes) -> bytes | None:
+        asked.append((cf, key))
+        return real_get(cf, key)
+
+    try:
+        store.overlay._db_get = counting_get
+        jobs = store.column(CF.JOB_STATE)
+        children = store.column(CF.ELEMENT_INSTANCE_CHILDREN)
+        assert jobs.get(5) is None and asked == []  # nothing committed in the family at all
+        jobs.upsert(5, "ACTIVATABLE")
+        children.upsert((10, 5), None)
+        store.commit()
+        assert jobs.get(6) is None and asked == []  # above the ceiling: a new job
+        assert list(children.items(CF.ELEMENT_INSTANCE_CHILDREN.key.prefix(11))) == []
+        assert jobs.get(4) is None and len(asked) == 1  # below it: RocksDB says
+        jobs.insert(6, "ACTIVATED")  # an insert checks the same way
+        jobs.delete(5)
+        store.commit()  # the ceiling stays at 6 after the delete
+        assert jobs.get(5) is None and len(asked) == 2
+        assert jobs.get(6) == "ACTIVATED"
+    finally:
+        store.close()
+    reopened = PartitionDb(tmp_path / "p")  # the ceiling is the last committed key again
+    try:
+        assert reopened.column(CF.JOB_STATE).get(6) == "ACTIVATED"
+        assert list(reopened.column(CF.ELEMENT_INSTANCE_CHILDREN).items()) == [((10, 5), None)]
+        assert reopened.overlay.ceilings[CF.JOB_STATE.name] == CF.JOB_STATE.key.encode(6)
+        assert CF.TIMER.name not in reopened.overlay.ceilings  # never written: never asked
+    finally:
+        reopened.close()
