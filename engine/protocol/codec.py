@@ -48,6 +48,14 @@ _ENUMS: tuple[type[Enum], ...] = (
 _NAMES: dict[object, str] = {member: member.name for enum in _ENUMS for member in enum}
 """Enum member -> symbol without the Enum property machinery (hot path)."""
 _RECORD_TYPES = {member.name: member for member in RecordType}
+_REJECTION_TYPES = {member.name: member for member in RejectionType}
+_TYPES: dict[tuple[str, str, type[Any]], tuple[ValueType, Any]] = {
+    (value_type.name, intent.name, cls): (value_type, intent)
+    for cls, value_type in VALUE_TYPES.items()
+    for intent in INTENTS_BY_VALUE_TYPE[value_type]
+}
+"""(value type symbol, intent symbol, value class) -> (value type, intent), for every
+combination a record may have: one lookup checks both and finds both."""
 
 MAGIC = b"\xc3\x01"
 HEADER_SIZE = 10
@@ -153,6 +161,55 @@ class RecordCodec:
 
         Raises only DecodeError subclasses and RecordTooLargeError.
         """
+        # The path of nearly every record: the current schema, well formed, within the limit.
+        # Anything else takes the checked path below, which decodes again and says what is
+        # wrong.
+        if (
+            type(data) is bytes
+            and data[:HEADER_SIZE] == self._prefix
+            and len(data) <= self.max_record_bytes
+        ):
+            try:
+                fields, end = self._decode_body(data, HEADER_SIZE)
+            except Exception:  # the checked path below names the failure
+                fields = None
+            if fields is not None and end == len(data):
+                (
+                    partition_id,
+                    key,
+                    source_position,
+                    record_type,
+                    value_type_name,
+                    intent_name,
+                    record_version,
+                    timestamp,
+                    rejection,
+                    rejection_reason,
+                    engine_version,
+                    (_, value),
+                ) = fields
+                types = _TYPES.get((value_type_name, intent_name, type(value)))
+                if types is not None:
+                    return Record(
+                        _RECORD_TYPES[record_type],
+                        types[0],
+                        types[1],
+                        value,
+                        key,
+                        partition_id,
+                        source_position,
+                        timestamp,
+                        None if rejection is None else _REJECTION_TYPES[rejection],
+                        rejection_reason,
+                        engine_version,
+                        record_version,
+                        -1 if offset is None else offset,
+                    )
+        return self._decode_checked(data, topic, partition, offset)
+
+    def _decode_checked(
+        self, data: bytes, topic: str | None, partition: int | None, offset: int | None
+    ) -> Record:
         if data is None or len(data) < HEADER_SIZE or data[:2] != MAGIC:
             raise self._bad_magic(data, topic, partition, offset)
         if len(data) > self.max_record_bytes:

@@ -149,6 +149,9 @@ class ReplayStateMachine:
 
 
 NOT_AN_EVENT, APPLIED, SKIPPED = "not an event", "applied", "skipped"
+_EVENT_FIRST = (RECORD_TYPE, EVENT)
+"""The first header of every event the engine writes (`record_headers`): matched whole, so
+most events are told apart without searching the headers."""
 
 
 def apply_logged(  # noqa: PLR0917 - the per-record step of replay and standbys
@@ -168,7 +171,8 @@ def apply_logged(  # noqa: PLR0917 - the per-record step of replay and standbys
     are not on the log yet); anything else is passed over. An event's key is only noted
     (`KeyGenerator.note_key`): the caller writes the noted keys before it commits.
     UnappliableRecordError when an event does not decode or its applier fails."""
-    if header(message.headers(), RECORD_TYPE) != EVENT:
+    headers = message.headers()
+    if (not headers or headers[0] != _EVENT_FIRST) and header(headers, RECORD_TYPE) != EVENT:
         key = message.key()
         if key is not None and len(key) == 8:
             keys.set_key_if_higher(int.from_bytes(key, "big", signed=True))

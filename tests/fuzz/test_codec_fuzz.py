@@ -181,6 +181,25 @@ def test_damaged_records_decode_or_raise_a_decode_error(data: bytes, offset: int
     assert_decodes_or_refuses(data, offset)
 
 
+def _outcome(decode: Any, data: bytes) -> Record | str:
+    try:
+        record: Record = decode(data)
+    except (DecodeError, RecordTooLargeError) as error:
+        return f"{type(error).__name__}: {error}"
+    return record
+
+
+@fuzz_settings()
+@given(data=damaged() | st.sampled_from(_HEADERS).map(lambda h: h + b"\x00" * 12))
+def test_the_fast_path_decodes_exactly_what_the_checked_path_does(data: bytes) -> None:
+    """`decode` tries a short path first (current schema, within the limit, well formed, a
+    valid value type and intent); whatever it returns, or refuses, the checked path returns
+    or refuses the same way, with the same error."""
+    checked = _outcome(lambda raw: CODEC._decode_checked(raw, "fuzz.log", 2, 7), data)
+    fast = _outcome(lambda raw: CODEC.decode(raw, topic="fuzz.log", partition=2, offset=7), data)
+    assert fast == checked
+
+
 # -- (c) where ------------------------------------------------------------------------------
 
 
