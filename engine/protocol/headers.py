@@ -33,6 +33,10 @@ Headers = list[tuple[str, str | bytes | None]]
 """Headers as confluent-kafka takes and returns them."""
 
 
+EVENT_HEADER = (RECORD_TYPE, EVENT)
+"""The first header of every event the engine writes (`record_headers`): compared whole, it
+tells most records read back apart without searching their headers."""
+
 _HEADER_CACHE: dict[tuple[object, object, object], Headers] = {}
 
 

@@ -49,6 +49,7 @@ from engine.protocol.codec import RecordCodec
 from engine.protocol.enums import RecordType, RejectionType
 from engine.protocol.errors import DecodeError, ProtocolError, RecordTooLargeError
 from engine.protocol.headers import (
+    EVENT_HEADER,
     Headers,
     ReplyTo,
     is_pending_command,
@@ -206,8 +207,10 @@ class ProcessingStateMachine:
                 continue
             last_offset = offset
             headers = message.headers()
-            if not is_pending_command(headers):
-                continue
+            if (type(headers) is list and headers and headers[0] == EVENT_HEADER) or (
+                not is_pending_command(headers)
+            ):
+                continue  # most often its own events, read back
             if self.skipped and offset in self.skipped:
                 _LOG.warning(
                     "partition %d: skipping the command at offset %d (PARTITA_SKIP_RECORDS)",
