@@ -65,9 +65,21 @@ def _too_large(codec: RecordCodec, record: Record) -> str | None:
     return None
 
 
+_LARGE_FIELDS = frozenset({"variables", "value", "resource", "resources", "jobs"})
+_SMALL_CLASSES: set[type] = set()
+"""Value classes with none of the large fields (most lifecycle events): nothing to add up."""
+
+
 def _payload_chars(value: object) -> int:
     """The size of a value's potentially large fields: variable documents, a variable's value,
     BPMN resources, the jobs of a batch."""
+    cls = type(value)
+    if cls in _SMALL_CLASSES:
+        return 0
+    fields = getattr(cls, "__struct_fields__", None)
+    if fields is not None and _LARGE_FIELDS.isdisjoint(fields):
+        _SMALL_CLASSES.add(cls)
+        return 0
     size = len(getattr(value, "variables", "") or "")
     single = getattr(value, "value", None)
     if isinstance(single, str):
