@@ -69,6 +69,42 @@ PRODUCER_MAX_BYTES = 2 * LOG_TOPIC_MAX_BYTES
 refuses oversized records first, with a message that says which."""
 
 
+def _assemble(
+    fields: tuple[Any, ...], value_type: ValueType, intent: Any, offset: int | None
+) -> Record:
+    """The Record of an envelope the current schema's decoder returned, whose value type and
+    intent are checked."""
+    (
+        partition_id,
+        key,
+        source_position,
+        record_type,
+        _,
+        _,
+        record_version,
+        timestamp,
+        rejection,
+        rejection_reason,
+        engine_version,
+        (_, value),
+    ) = fields
+    return Record(
+        _RECORD_TYPES[record_type],
+        value_type,
+        intent,
+        value,
+        key,
+        partition_id,
+        source_position,
+        timestamp,
+        None if rejection is None else _REJECTION_TYPES[rejection],
+        rejection_reason,
+        engine_version,
+        record_version,
+        -1 if offset is None else offset,
+    )
+
+
 class RecordCodec:
     """Encodes and decodes records. Thread-compatible: no mutable state after construction."""
 
@@ -174,37 +210,9 @@ class RecordCodec:
             except Exception:  # the checked path below names the failure
                 fields = None
             if fields is not None and end == len(data):
-                (
-                    partition_id,
-                    key,
-                    source_position,
-                    record_type,
-                    value_type_name,
-                    intent_name,
-                    record_version,
-                    timestamp,
-                    rejection,
-                    rejection_reason,
-                    engine_version,
-                    (_, value),
-                ) = fields
-                types = _TYPES.get((value_type_name, intent_name, type(value)))
+                types = _TYPES.get((fields[4], fields[5], type(fields[11][1])))
                 if types is not None:
-                    return Record(
-                        _RECORD_TYPES[record_type],
-                        types[0],
-                        types[1],
-                        value,
-                        key,
-                        partition_id,
-                        source_position,
-                        timestamp,
-                        None if rejection is None else _REJECTION_TYPES[rejection],
-                        rejection_reason,
-                        engine_version,
-                        record_version,
-                        -1 if offset is None else offset,
-                    )
+                    return _assemble(fields, types[0], types[1], offset)
         return self._decode_checked(data, topic, partition, offset)
 
     def _decode_checked(
@@ -262,20 +270,7 @@ class RecordCodec:
                 f"{len(data) - end} bytes left after the Avro body",
                 location(topic, partition, offset),
             )
-        (
-            partition_id,
-            key,
-            source_position,
-            record_type,
-            value_type_name,
-            intent_name,
-            record_version,
-            timestamp,
-            rejection,
-            rejection_reason,
-            engine_version,
-            (branch, value),
-        ) = fields
+        value_type_name, intent_name, (branch, value) = fields[4], fields[5], fields[11]
         value_type = _VALUE_TYPES[value_type_name]
         if VALUE_TYPES[type(value)] is not value_type:
             raise ValueTypeMismatchError(
@@ -289,21 +284,7 @@ class RecordCodec:
                 f" {', '.join(m.name for m in INTENTS_BY_VALUE_TYPE[value_type])}",
                 location(topic, partition, offset),
             )
-        return Record(
-            _RECORD_TYPES[record_type],
-            value_type,
-            intent,
-            value,
-            key,
-            partition_id,
-            source_position,
-            timestamp,
-            None if rejection is None else RejectionType[rejection],
-            rejection_reason,
-            engine_version,
-            record_version,
-            -1 if offset is None else offset,
-        )
+        return _assemble(fields, value_type, intent, offset)
 
     def _record(
         self, datum: dict[str, Any], topic: str | None, partition: int | None, offset: int | None
