@@ -33,7 +33,7 @@ Headers = list[tuple[str, str | bytes | None]]
 """Headers as confluent-kafka takes and returns them."""
 
 
-EVENT_HEADER = (RECORD_TYPE, EVENT)
+_EVENT_HEADER = (RECORD_TYPE, EVENT)
 """The first header of every event the engine writes (`record_headers`): compared whole, it
 tells most records read back apart without searching their headers."""
 
@@ -63,6 +63,13 @@ def header(headers: Headers | dict[str, str | bytes | None] | None, name: str) -
     return None
 
 
+def is_event(headers: Headers | dict[str, str | bytes | None] | None) -> bool:
+    """True when the headers mark an EVENT (the records replay applies)."""
+    if type(headers) is list and headers and headers[0] == _EVENT_HEADER:
+        return True  # how the engine writes every event
+    return header(headers, RECORD_TYPE) == EVENT
+
+
 def is_command(headers: Headers | dict[str, str | bytes | None] | None) -> bool:
     """True when the headers mark a COMMAND; the hot-path filter that avoids decoding events.
 
@@ -78,6 +85,8 @@ def is_pending_command(headers: Headers | dict[str, str | bytes | None] | None) 
     that is not an already processed copy of a client command (`INGRESS_OFFSET`)."""
     if not headers:
         return True
+    if type(headers) is list and headers[0] == _EVENT_HEADER:
+        return False  # most often the engine's own event, read back
     items = headers.items() if isinstance(headers, dict) else headers
     for key, value in items:
         if key == INGRESS_OFFSET:

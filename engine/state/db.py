@@ -106,12 +106,9 @@ class PartitionDb:
         self._columns: dict[str, ColumnFamily[Any, Any]] = {}
         self.meta: ColumnFamily[str, int] = self.column(META)
         format_key = META.key.encode(STATE_FORMAT_KEY)
-        if not read_only and self._db_get(META.name, format_key) is None and self._is_empty():
+        if not read_only and not any(d.name in self.overlay.ceilings for d in self.definitions):
             self._cfs[META.name].put(format_key, str(STATE_FORMAT).encode())
             self._raise_ceiling(META.name, format_key)
-
-    def _is_empty(self) -> bool:
-        return all(next(self._db_scan(d.name, b""), None) is None for d in self.definitions)
 
     @property
     def state_format(self) -> int | None:
@@ -210,9 +207,6 @@ class PartitionDb:
         for cf, writes in self.overlay.writes.items():
             if writes:  # before the write: a ceiling may be too high, never too low
                 self._raise_ceiling(cf, max(writes))
-        for cf, raw_writes in self._raw_writes.items():
-            if raw_writes:
-                self._raise_ceiling(cf, max(raw_writes))
         for cf, key, value in self.overlay.encoded():
             if value is None:
                 batch.delete(key, handles[cf])
@@ -220,6 +214,8 @@ class PartitionDb:
                 batch.put(key, value, handles[cf])
             size += 1
         for cf, raw_writes in self._raw_writes.items():
+            if raw_writes:
+                self._raise_ceiling(cf, max(raw_writes))
             for key, value in raw_writes.items():
                 batch.put(key, value, handles[cf])
                 size += 1

@@ -49,7 +49,6 @@ from engine.protocol.codec import RecordCodec
 from engine.protocol.enums import RecordType, RejectionType
 from engine.protocol.errors import DecodeError, ProtocolError, RecordTooLargeError
 from engine.protocol.headers import (
-    EVENT_HEADER,
     Headers,
     ReplyTo,
     is_pending_command,
@@ -207,10 +206,8 @@ class ProcessingStateMachine:
                 continue
             last_offset = offset
             headers = message.headers()
-            if (type(headers) is list and headers and headers[0] == EVENT_HEADER) or (
-                not is_pending_command(headers)
-            ):
-                continue  # most often its own events, read back
+            if not is_pending_command(headers):
+                continue
             if self.skipped and offset in self.skipped:
                 _LOG.warning(
                     "partition %d: skipping the command at offset %d (PARTITA_SKIP_RECORDS)",

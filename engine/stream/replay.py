@@ -23,7 +23,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from engine.processing import Engine
 from engine.protocol.codec import RecordCodec
-from engine.protocol.headers import EVENT, EVENT_HEADER, INTENT, RECORD_TYPE, VALUE_TYPE, header
+from engine.protocol.headers import INTENT, VALUE_TYPE, is_event
 from engine.state import KeyGenerator, PartitionDb
 from engine.state.db import LAST_APPLIED_POSITION
 from engine.stream.errors import LogTruncatedError, UnappliableRecordError, header_text
@@ -168,8 +168,7 @@ def apply_logged(  # noqa: PLR0917 - the per-record step of replay and standbys
     are not on the log yet); anything else is passed over. An event's key is only noted
     (`KeyGenerator.note_key`): the caller writes the noted keys before it commits.
     UnappliableRecordError when an event does not decode or its applier fails."""
-    headers = message.headers()
-    if (not headers or headers[0] != EVENT_HEADER) and header(headers, RECORD_TYPE) != EVENT:
+    if not is_event(message.headers()):
         key = message.key()
         if key is not None and len(key) == 8:
             keys.set_key_if_higher(int.from_bytes(key, "big", signed=True))

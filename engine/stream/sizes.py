@@ -17,6 +17,7 @@ from engine.protocol.codec import RecordCodec
 from engine.protocol.enums import RecordType, RejectionType
 from engine.protocol.errors import RecordTooLargeError
 from engine.protocol.records import Record
+from engine.protocol.values import VALUE_TYPES
 
 
 def oversized_records(
@@ -66,19 +67,16 @@ def _too_large(codec: RecordCodec, record: Record) -> str | None:
 
 
 _LARGE_FIELDS = frozenset({"variables", "value", "resource", "resources", "jobs"})
-_SMALL_CLASSES: set[type] = set()
+_SMALL_CLASSES = frozenset(
+    cls for cls in VALUE_TYPES if _LARGE_FIELDS.isdisjoint(cls.__struct_fields__)
+)
 """Value classes with none of the large fields (most lifecycle events): nothing to add up."""
 
 
 def _payload_chars(value: object) -> int:
     """The size of a value's potentially large fields: variable documents, a variable's value,
     BPMN resources, the jobs of a batch."""
-    cls = type(value)
-    if cls in _SMALL_CLASSES:
-        return 0
-    fields = getattr(cls, "__struct_fields__", None)
-    if fields is not None and _LARGE_FIELDS.isdisjoint(fields):
-        _SMALL_CLASSES.add(cls)
+    if type(value) in _SMALL_CLASSES:
         return 0
     size = len(getattr(value, "variables", "") or "")
     single = getattr(value, "value", None)
