@@ -10,8 +10,8 @@ jobs, the replies that may be written), sends the consumed offsets, and commits.
 
 Kafka errors: retriable -> retried; abortable -> `forget` (the caller drops the batch's state),
 the transaction is aborted, `rewind` (the caller's consumer goes back to what is committed) and
-AbortedBatchError; fatal or fenced -> `forget` and TaskFencedError. Either way nothing of the
-batch is visible.
+AbortedBatchError (TaskFencedError when the rewind itself fails); fatal or fenced -> `forget`
+and TaskFencedError. Either way nothing of the batch is visible.
 """
 
 from __future__ import annotations
@@ -243,7 +243,16 @@ class BatchTransaction:
                 f"partition {self.partition}: abort failed: {abort_error.args[0].str()}"
             ) from None
         self._open = False
-        self.rewind()
+        try:
+            self.rewind()
+        except KafkaException as seek_error:
+            # e.g. a rebalance outdated the partition's fetch position (Local: Outdated). Not
+            # rewound, the consumer would go on after the aborted batch and skip its records,
+            # so the task cannot go on: the worker joins again and reopens from what committed
+            raise TaskFencedError(
+                f"partition {self.partition}: cannot rewind after aborting the batch:"
+                f" {seek_error.args[0].str()}"
+            ) from None
         raise AbortedBatchError(reason)
 
 

@@ -99,6 +99,7 @@ class Worker:
         self.tasks: dict[int, PartitionTask] = {}
         self.stopping = threading.Event()
         self.consumer: Consumer | None = None
+        self._leaving = False  # closing this member's consumer: it opens no partition now
         self.partition_count = 0
         for hook in engine.topic_hooks:  # e.g. job push: its limits come from the config
             hook.configure(config)
@@ -113,12 +114,15 @@ class Worker:
     # -- rebalance callbacks (run inside consume()) ----------------------------------------------
 
     def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
-        if self.stopping.is_set():
-            # a rebalance while leaving (another worker left meanwhile): opening a task now
-            # would replay and then ask for committed offsets from inside consumer.close(),
-            # which cannot answer, so the close timed out. The partitions go back at once.
+        if self.stopping.is_set() or self._leaving:
+            # a rebalance while leaving (another worker left meanwhile, or this member failed
+            # and rejoins): opening a task now would replay and then ask for committed offsets
+            # from inside consumer.close(), which cannot answer, so the close timed out. The
+            # partitions go back at once.
             _LOG.info(
-                "not opening partitions %s: stopping", sorted(tp.partition for tp in partitions)
+                "not opening partitions %s: %s",
+                sorted(tp.partition for tp in partitions),
+                "stopping" if self.stopping.is_set() else "leaving the group",
             )
             return
         for tp in partitions:  # the task opens the store its standby kept warm
@@ -219,6 +223,7 @@ class Worker:
             self.access, self.config.namespace, **self.consumer_overrides
         )
         self.consumer = consumer
+        self._leaving = False
         self.partition_count = self._partition_count(consumer)
         self._refresh_topics(consumer)
         consumer.subscribe(
@@ -235,13 +240,14 @@ class Worker:
                     with contextlib.suppress(AbortedBatchError):
                         task.commit_read_only(wait=False)
         finally:
+            self._leaving = True
             for task in self.tasks.values():
                 task.close()
             self.tasks.clear()
             for standby in self.standbys.values():
                 standby.close()
             self.standbys.clear()
-            consumer.close()
+            close_consumer(consumer)
             self.consumer = None
 
     def _poll_once(self, consumer: Consumer) -> None:
@@ -383,6 +389,23 @@ _TRANSIENT = frozenset(
         KafkaError._WAIT_COORD,
     }
 )
+
+
+def close_consumer(consumer: Consumer) -> None:
+    """Leave the group. A close that fails (its coordinator is away, or it timed out) is
+    logged, never raised: what this member processed is committed in its transactions, and
+    the group reassigns its partitions after the session timeout. Raised, it would hide the
+    error the member is leaving for, and end a worker that should join again."""
+    try:
+        consumer.close()
+    # close() raises a bare KafkaError, a class that is not a BaseException to type checkers
+    except (KafkaException, KafkaError) as exc:  # type: ignore[misc]
+        error = exc if isinstance(exc, KafkaError) else exc.args[0]
+        _LOG.warning(
+            "consumer close: %s; the group reassigns this member's partitions after its"
+            " session timeout",
+            error.str(),
+        )
 
 
 def _kafka_error(exc: BaseException) -> KafkaError | None:

@@ -1,0 +1,90 @@
+"""A batch whose transaction aborts must be read again: the consumer is rewound to what is
+committed. When Kafka refuses the rewind (a rebalance outdated the partition's fetch position:
+"Local: Outdated"), the consumer would go on after the aborted batch and skip its commands, so
+the task must not go on: the transaction raises TaskFencedError and the worker joins the group
+again, reopening the partition from what committed. (A CI run saw the seek's KafkaException
+escape instead, and end the worker.)"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from confluent_kafka import KafkaError, KafkaException, TopicPartition
+
+from engine.processing import ProcessingOutput
+from engine.protocol.codec import RecordCodec
+from engine.stream.errors import AbortedBatchError, TaskFencedError
+from engine.stream.metrics import ProcessingMetrics
+from engine.stream.replies import ReplyRoutes
+from engine.stream.transaction import BatchTransaction
+
+
+class _AbortingProducer:
+    """A transactional producer whose commit fails with an abortable error."""
+
+    def __init__(self) -> None:
+        self.aborted = 0
+
+    def begin_transaction(self) -> None:
+        pass
+
+    def send_offsets_to_transaction(self, *_: Any) -> None:
+        pass
+
+    def commit_transaction(self, _timeout: float) -> None:
+        raise KafkaException(
+            KafkaError(KafkaError._STATE, "the coordinator aborted it", txn_requires_abort=True)
+        )
+
+    def abort_transaction(self, _timeout: float) -> None:
+        self.aborted += 1
+
+    def poll(self, _timeout: float) -> int:
+        return 0
+
+
+def _transaction(rewind: Any) -> tuple[BatchTransaction, _AbortingProducer, list[str]]:
+    producer = _AbortingProducer()
+    forgotten: list[str] = []
+    transaction = BatchTransaction(
+        producer,  # type: ignore[arg-type]
+        "t.log",
+        3,
+        RecordCodec(),
+        ReplyRoutes(frozenset()),
+        lambda: None,
+        lambda: forgotten.append("state"),
+        rewind,
+        ProcessingMetrics(),
+    )
+    return transaction, producer, forgotten
+
+
+def _commit(transaction: BatchTransaction) -> None:
+    transaction.commit(ProcessingOutput(), [TopicPartition("t.log", 3, 42)])
+
+
+def test_an_aborted_batch_is_rewound_and_raises_aborted_batch() -> None:
+    rewinds: list[int] = []
+    transaction, producer, forgotten = _transaction(lambda: rewinds.append(1))
+    with pytest.raises(AbortedBatchError):
+        _commit(transaction)
+    assert (producer.aborted, rewinds, forgotten) == (1, [1], ["state"])
+
+
+def test_a_rewind_kafka_refuses_fences_the_task_instead_of_escaping() -> None:
+    def refused_seek() -> None:
+        raise KafkaException(
+            KafkaError(KafkaError._OUTDATED, "Failed to seek to offset 419: Local: Outdated")
+        )
+
+    transaction, producer, forgotten = _transaction(refused_seek)
+    with pytest.raises(TaskFencedError) as raised:
+        _commit(transaction)
+    assert producer.aborted == 1, "the transaction is aborted before the rewind"
+    assert forgotten == ["state"], "the batch's state is dropped"
+    assert str(raised.value) == (
+        "partition 3: cannot rewind after aborting the batch:"
+        " Failed to seek to offset 419: Local: Outdated"
+    )
