@@ -12,9 +12,9 @@ chose to write.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from confluent_kafka import Message
+from msgspec import Struct
 from msgspec.structs import replace
 
 from engine.protocol.codec import RecordCodec
@@ -37,18 +37,20 @@ from engine.protocol.records import NO_KEY, Record
 from engine.protocol.values import VALUE_CLASSES, ErrorValue
 from engine.stream.backpressure import Backpressure, applies_to
 
+# The verdicts are msgspec Structs, not frozen dataclasses: one or two are built per client
+# command, and a frozen dataclass's __init__ costs about a microsecond (object.__setattr__).
 
-@dataclass(frozen=True, slots=True)
-class Admitted:
+
+class Admitted(Struct, frozen=True, gc=False):
     record: Record
-    """The normalised command to append to the log (position -1 until written)."""
+    """The command as the client wrote it, valid and decoded; `Admission.decide`
+    normalises it for the log."""
     reply: ReplyTo | None
     offset: int
     """Its offset on the ingress topic."""
 
 
-@dataclass(frozen=True, slots=True)
-class Copy:
+class Copy(Struct, frozen=True, gc=False):
     """An admitted command for this partition, ready to append to its log partition."""
 
     record: Record
@@ -57,8 +59,7 @@ class Copy:
     reply: ReplyTo | None
 
 
-@dataclass(frozen=True, slots=True)
-class Forward:
+class Forward(Struct, frozen=True, gc=False):
     """An admitted command for another partition: written, unprocessed, to its log partition
     (with its reply address), where that partition's owner processes it."""
 
@@ -67,8 +68,7 @@ class Forward:
     headers: Headers
 
 
-@dataclass(frozen=True, slots=True)
-class Refused:
+class Refused(Struct, frozen=True, gc=False):
     placeholder: Record
     """What the rejection repeats: the command when it decoded, else an empty value of the
     value type and intent its headers name (or an ERROR value)."""
@@ -109,13 +109,25 @@ class Admission:
         )
         if not isinstance(verdict, Admitted):
             return verdict
-        record = verdict.record
+        target = self.route(verdict.record)
+        record = replace(  # one copy: what the log holds is what the engine chose to write
+            verdict.record,
+            partition_id=target + 1,
+            timestamp=now,
+            position=-1,
+            source_record_position=-1,
+            rejection_type=None,
+            rejection_reason="",
+        )
         if self.backpressure is not None and applies_to(record.value_type, record.intent):
             overload = self.backpressure.check(self.partition, lag)
             if overload is not None:
-                return Refused(record, verdict.reply, RejectionType.RESOURCE_EXHAUSTED, overload)
-        target = self.route(record)
-        record = replace(record, partition_id=target + 1, timestamp=now)
+                return Refused(
+                    replace(record, partition_id=-1, timestamp=verdict.record.timestamp),
+                    verdict.reply,
+                    RejectionType.RESOURCE_EXHAUSTED,
+                    overload,
+                )
         try:
             value = self.codec.encode(record)
         except RecordTooLargeError as exc:  # re-encoded a few bytes longer than it came
@@ -140,17 +152,19 @@ def admit(
     partition: int,
     partition_count: int,
 ) -> Admitted | Refused:
-    """Admit or refuse the ingress record `message` at `offset` of `topic`/`partition`."""
+    """Admit or refuse the ingress record `message` at `offset` of `topic`/`partition`. An
+    admitted record is returned as it decoded (`Admission.decide` normalises it); a refusal
+    says what was wrong and where."""
     headers = message.headers()
     reply = reply_to(headers)
-    where = f"record at offset {offset} of {topic}/{partition}"
     declared = header(headers, RECORD_TYPE)
     if declared is not None and declared != b"COMMAND":
         kind = declared.decode("ascii", "replace")[:40]
         return _refused(
             headers,
             reply,
-            f"{where} is a {kind}: clients may write only COMMAND records to {topic}",
+            f"{_where(offset, topic, partition)} is a {kind}: clients may write only COMMAND"
+            f" records to {topic}",
         )
     try:
         record = codec.decode(
@@ -160,35 +174,39 @@ def admit(
             offset=offset,
         )
     except ProtocolError as exc:
+        where = _where(offset, topic, partition)
         return _refused(headers, reply, f"{where} is not a valid command: {exc.reason}")
-    record = replace(record, position=-1)
     if record.record_type is not RecordType.COMMAND:
         return Refused(
             _placeholder(record.value_type, record.intent.name, ""),
             reply,
             RejectionType.INVALID_ARGUMENT,
-            f"{where} is a {record.record_type.name}: clients may write only COMMAND records"
-            f" to {topic}",
+            f"{_where(offset, topic, partition)} is a {record.record_type.name}: clients may"
+            f" write only COMMAND records to {topic}",
         )
     if (record.value_type, record.intent) not in CLIENT_COMMANDS:
         return Refused(
-            record,
+            replace(record, position=-1),
             reply,
             RejectionType.INVALID_ARGUMENT,
             f"{record.value_type.name} {record.intent.name} is an intent only the engine may"
-            f" write; {where} came from a client and is refused (see docs/records.md)",
+            f" write; {_where(offset, topic, partition)} came from a client and is refused"
+            " (see docs/records.md)",
         )
     key_problem = _foreign_key(record, partition_count)
     if key_problem is not None:
-        return Refused(record, reply, RejectionType.INVALID_ARGUMENT, f"{where}: {key_problem}")
-    normalised = replace(
-        record,
-        partition_id=-1,
-        source_record_position=-1,
-        rejection_type=None,
-        rejection_reason="",
-    )
-    return Admitted(normalised, reply, offset)
+        return Refused(
+            replace(record, position=-1),
+            reply,
+            RejectionType.INVALID_ARGUMENT,
+            f"{_where(offset, topic, partition)}: {key_problem}",
+        )
+    return Admitted(record, reply, offset)
+
+
+def _where(offset: int, topic: str, partition: int) -> str:
+    """Where a refused record is, for its rejection's reason (built only on refusal)."""
+    return f"record at offset {offset} of {topic}/{partition}"
 
 
 def _foreign_key(record: Record, partition_count: int) -> str | None:
