@@ -58,7 +58,7 @@ from engine.client.tasks import ActivatedJob, BpmnError, Task, TaskFunction
 from engine.config import Config, KafkaRole
 from engine.errors import PartitaError
 from engine.log.admin import admin_client
-from engine.log.clients import consume_available, new_consumer
+from engine.log.clients import close_consumer, consume_available, new_consumer
 from engine.log.topics import apply_topics, job_topic_spec
 
 __all__ = ["ActivatedJob", "BpmnError", "JobWorker", "WorkerStats"]
@@ -215,7 +215,7 @@ class JobWorker:
                         self._commit(consumer)
             finally:
                 for consumer in consumers:
-                    consumer.close()
+                    close_consumer(consumer)
             for producer in producers:
                 producer.flush(10)
 

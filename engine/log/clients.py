@@ -236,6 +236,24 @@ def transactional_producer(access: KafkaAccess, namespace: str, partition: int) 
     )
 
 
+def close_consumer(consumer: Consumer) -> None:
+    """Leave the group. A close that fails (its coordinator is away, or it timed out) is
+    logged, never raised: a member's work is committed (in its transactions, or by the commit
+    before the close), and the group reassigns its partitions after the session timeout.
+    Raised, it would hide the error the member is leaving for and skip the rest of its
+    clean-up. confluent-kafka raises it as a bare KafkaError, which is no BaseException
+    subclass: `except Exception` lets it through."""
+    try:
+        consumer.close()
+    except (KafkaException, KafkaError) as exc:  # type: ignore[misc]  # see above
+        error = exc if isinstance(exc, KafkaError) else exc.args[0]
+        _LOG.warning(
+            "consumer close: %s; the group reassigns this member's partitions after its"
+            " session timeout",
+            error.str(),
+        )
+
+
 def consume_available(consumer: Consumer, max_messages: int, timeout: float) -> list[Message]:
     """Up to `max_messages` messages: whatever is already fetched, else wait up to `timeout`
     for the first one and take what arrived with it. (`Consumer.consume` waits for the whole

@@ -247,7 +247,7 @@ class Worker:
             for standby in self.standbys.values():
                 standby.close()
             self.standbys.clear()
-            close_consumer(consumer)
+            clients.close_consumer(consumer)
             self.consumer = None
 
     def _poll_once(self, consumer: Consumer) -> None:
@@ -389,23 +389,6 @@ _TRANSIENT = frozenset(
         KafkaError._WAIT_COORD,
     }
 )
-
-
-def close_consumer(consumer: Consumer) -> None:
-    """Leave the group. A close that fails (its coordinator is away, or it timed out) is
-    logged, never raised: what this member processed is committed in its transactions, and
-    the group reassigns its partitions after the session timeout. Raised, it would hide the
-    error the member is leaving for, and end a worker that should join again."""
-    try:
-        consumer.close()
-    # close() raises a bare KafkaError, a class that is not a BaseException to type checkers
-    except (KafkaException, KafkaError) as exc:  # type: ignore[misc]
-        error = exc if isinstance(exc, KafkaError) else exc.args[0]
-        _LOG.warning(
-            "consumer close: %s; the group reassigns this member's partitions after its"
-            " session timeout",
-            error.str(),
-        )
 
 
 def _kafka_error(exc: BaseException) -> KafkaError | None:

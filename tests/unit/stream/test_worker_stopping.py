@@ -13,8 +13,9 @@ import pytest
 from confluent_kafka import KafkaError, TopicPartition
 
 from engine.config import Config
+from engine.log.clients import close_consumer
 from engine.processing.builtin import build_engine
-from engine.stream.worker import Worker, close_consumer
+from engine.stream.worker import Worker
 
 
 class _RefusingConsumer:
@@ -62,7 +63,7 @@ def test_a_consumer_close_that_fails_is_logged_not_raised(
 ) -> None:
     """Raised, the close's error hid the error the member was leaving for and ended a worker
     that should have joined the group again."""
-    with caplog.at_level(logging.WARNING, logger="partita.worker"):
+    with caplog.at_level(logging.WARNING, logger="partita.kafka"):
         close_consumer(_TimingOutConsumer())  # type: ignore[arg-type]
     assert (
         "consumer close: Failed to get committed offsets: Local: Timed out; the group"
