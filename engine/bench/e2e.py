@@ -41,7 +41,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka import TopicPartition
+from confluent_kafka import KafkaException, TopicPartition
 
 from engine.bench import loop
 from engine.bench.procstats import ProcessSample, sample, tree_sample, usage
@@ -50,7 +50,7 @@ from engine.client import Client
 from engine.config import Config, KafkaRole
 from engine.errors import PartitaError
 from engine.log.admin import admin_client
-from engine.log.clients import new_consumer
+from engine.log.clients import engine_group, new_consumer
 from engine.log.security import kafka_access
 from engine.log.topics import apply_topics, job_topic_spec, load_specs
 
@@ -141,6 +141,42 @@ def _log_end(config: Config) -> int:
         consumer.close()
 
 
+def _wait_for_stable_group(
+    config: Config, workers: int, progress: Progress, timeout: float = 120
+) -> None:
+    """Until the engine group is stable with `workers` members sharing every log partition.
+    Loaded earlier, a partition can move while instances await their results; the new owner
+    does not know them (awaited results live in memory, as in Zeebe), so their creators wait
+    out their timeout and the saturation figure measures that wait."""
+    admin = admin_client(kafka_access(config, KafkaRole.OPERATOR))
+    group = engine_group(config.namespace)
+    wanted = set(range(config.partitions))
+    progress(f"waiting for {workers} engine worker(s) to share {len(wanted)} partition(s)...")
+    seen = "nothing yet"
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            description = admin.describe_consumer_groups([group], request_timeout=10)[
+                group
+            ].result()
+        except KafkaException as exc:
+            seen = exc.args[0].str()
+        else:
+            members = description.members or []
+            owned = {
+                tp.partition
+                for member in members
+                for tp in member.assignment.topic_partitions or []
+                if tp.topic == config.log_topic
+            }
+            seen = f"{description.state.name}, {len(members)} member(s), partitions {sorted(owned)}"
+            stable = description.state.name == "STABLE"
+            if stable and len(members) == workers and owned == wanted:
+                return
+        time.sleep(0.5)
+    raise PartitaError(f"the engine group {group} did not settle within {timeout:g} s: {seen}")
+
+
 def _load(config: Config, workload: Workload, instances: int, rate: float, in_flight: int) -> Any:
     args = [
         sys.executable,
@@ -209,6 +245,7 @@ def run_workload(  # noqa: PLR0917 - the benchmark's knobs, spelled out
     )
     try:
         jobs.wait_for_line("ready", 120)
+        _wait_for_stable_group(config, workers, progress)
         with Client(config, timeout=120) as client:
             client.deploy(workload.bpmn)
         progress(f"[{workload.name}] warming up (200 instances)...")
