@@ -16,7 +16,9 @@ process, deploys a workload and measures, for each workload:
 - replay: the partition's events applied to an empty store, events/s;
 
 then, on the same broker, the raw confluent-kafka transactional loop of `bench loop`, and the
-ratio of the engine's log records/s to it. The load generator and the job worker are clients:
+ratio of the engine's log records/s to it; and for one-task, the raw journey: the instance's
+way through Kafka at the same rate with nothing but confluent-kafka (`engine.bench.journey`),
+and the engine's latency minus it. The load generator and the job worker are clients:
 they write their commands to `<ns>.commands`, and the engine copies each into the log before
 its events, so log records/s counts those copies too. Workloads: `one-task` (start, service
 task, end) and `typical` (Zeebe's benchmark shape: ten service tasks and two PT0.1S timers).
@@ -43,7 +45,7 @@ from typing import Any
 
 from confluent_kafka import KafkaException, TopicPartition
 
-from engine.bench import loop
+from engine.bench import journey, loop
 from engine.bench.procstats import ProcessSample, sample, tree_sample, usage
 from engine.bench.replaying import replay_partition
 from engine.client import Client
@@ -286,6 +288,54 @@ def run_workload(  # noqa: PLR0917 - the benchmark's knobs, spelled out
     return {"saturation": saturation, "fixed_rate": latency, "replay": replay_partition(config, 0)}
 
 
+def run_raw_journey(
+    config: Config,
+    instances: int,
+    rate: float,
+    *,
+    progress: Progress,
+    broker_pid: int | None = None,
+    warm_up: int = 200,
+) -> dict[str, Any]:
+    """The raw journey (`engine.bench.journey`) at `rate`, after `warm_up` untimed ones: its
+    relay and job worker in their own processes, the client in this one, on a fresh namespace
+    of the configured cluster."""
+    with tempfile.TemporaryDirectory(prefix="partita-bench-journey-") as scratch:
+        raw_config = replace(config, namespace=f"journey{uuid.uuid4().hex[:8]}", home=Path(scratch))
+        journey.create_topics(raw_config)
+        cluster = [raw_config.bootstrap, raw_config.namespace]
+        relay, jobs = children = [
+            _Child(
+                f"raw journey {role}",
+                [sys.executable, "-m", "engine.bench.journey", role, *cluster],
+                Path(scratch) / f"journey-{role}.log",
+                raw_config.kafka_env(),
+            )
+            for role in ("relay", "jobs")
+        ]
+        journeys = None
+        try:
+            for child in children:
+                child.wait_for_line("ready", 120)
+            journeys = journey.Journeys(raw_config)
+            progress(f"raw journey: warming up ({warm_up} instances)...")
+            journeys.run(warm_up, rate)
+            progress(f"raw journey: {instances} instances at {rate:g}/s through Kafka alone...")
+            broker = _Broker(broker_pid)
+            before = relay.sample(), jobs.sample(), broker.sample()
+            measured = journeys.run(instances, rate)
+            seconds = measured["seconds"]
+            measured["relay"] = usage(before[0], relay.sample(), seconds)
+            measured["job_worker"] = usage(before[1], jobs.sample(), seconds)
+            measured |= broker.usage(before[2], seconds)
+        finally:
+            if journeys is not None:
+                journeys.close()
+            for child in children:
+                child.stop()
+    return {"rate": rate, "namespace": raw_config.namespace, **measured}
+
+
 def run(
     config: Config,
     *,
@@ -301,8 +351,11 @@ def run(
     baseline_commands: int = 20_000,
     progress: Progress = print,
     broker_pid: int | None = None,
+    raw_journey: bool = True,
 ) -> dict[str, Any]:
-    """`broker_pid`: the broker's process, when it runs on this machine (its CPU is sampled)."""
+    """`broker_pid`: the broker's process, when it runs on this machine (its CPU is sampled).
+    `raw_journey`: with the one-task workload, also time its instances' way through Kafka at
+    the same rate with nothing but confluent-kafka (`engine.bench.journey`)."""
     out: dict[str, Any] = {
         "bench": "e2e",
         "partitions": partitions,
@@ -344,6 +397,19 @@ def run(
     for name in workloads:
         engine_rate = out[name]["saturation"]["log_records_per_s"] / partitions
         out[name]["log_records_per_s_vs_raw_loop"] = round(engine_rate / raw["records_per_s"], 3)
+    if raw_journey and "one-task" in workloads:
+        measured = out["one-task"]["fixed_rate"]
+        out["one-task"]["raw_journey"] = through_kafka = run_raw_journey(
+            replace(config, partitions=1),
+            latency_instances,
+            rate,
+            progress=progress,
+            broker_pid=broker_pid,
+        )
+        out["one-task"]["fixed_rate_minus_raw_journey_ms"] = {
+            name: round(measured[name] - through_kafka[name], 1)
+            for name in ("latency_ms_p50", "latency_ms_p95", "latency_ms_p99")
+        }
     return out
 
 

@@ -50,9 +50,20 @@ CORRELATION_EXAMPLES = """examples:
 Exit code 1 unless every waiting instance continued.
 """
 
+JOURNEY_EXAMPLES = """examples:
+  partita bench journey                    3000 journeys at 200/s on the local broker
+  partita bench journey --rate 20 --instances 1000
+
+A relay in the engine's place makes the engine's Kafka calls in its order (copies, offsets,
+the copies' offsets, events and job or reply, commit) with no processing, and a bare job worker
+answers each job: what Kafka's transactions alone cost a one-task instance. `partita bench e2e`
+prints it next to the engine's latency. Exit code 1 unless every journey was answered.
+"""
+
 E2E_EXAMPLES = """examples:
   partita bench e2e                         both workloads, one partition
   partita bench e2e --workload one-task --instances 20000 --rate 100
+  partita bench journey --rate 200          Kafka alone: a one-task instance's journey
   partita bench e2e --partitions 3          one engine worker owns all three (default 1)
   partita bench e2e --partitions 2 --workers 2   two worker processes, a partition each
   partita bench e2e --workload one-task --scaling   1 partition/1 process, then 2/2, side by side
@@ -106,6 +117,25 @@ def cmd_bench_loop(args: argparse.Namespace) -> int:
     )
     print(json.dumps(loop.run(config, commands=args.commands)))
     return 0
+
+
+def cmd_bench_journey(args: argparse.Namespace) -> int:
+    from engine.bench import e2e
+
+    config = build_config(args)
+    progress(
+        f"A one-task instance's journey through Kafka alone at {config.bootstrap}:"
+        f" {args.instances} at {args.rate:g}/s"
+    )
+    result = e2e.run_raw_journey(
+        config,
+        args.instances,
+        args.rate,
+        progress=progress,
+        broker_pid=_local_broker_pid(config),
+    )
+    print(json.dumps({"bench": "journey", **result}))
+    return 0 if result["unanswered"] == 0 else 1
 
 
 def _local_broker_pid(config: Config) -> int | None:
@@ -169,6 +199,7 @@ def cmd_bench_e2e(args: argparse.Namespace) -> int:
                     baseline_commands=args.baseline_commands,
                     progress=progress,
                     broker_pid=_local_broker_pid(each),
+                    raw_journey=not args.no_raw_journey,
                 )
             runs[name].append(result)
     if args.scaling:
@@ -289,6 +320,20 @@ def register(commands: Subcommands) -> None:
     correlation_bench.add_argument(
         "--rate", type=float, default=200.0, help="messages per second (default: 200)"
     )
+    journey_bench = add_command(
+        benches,
+        "journey",
+        cmd_bench_journey,
+        "a one-task instance's way through Kafka alone: latency at a rate (needs Kafka)",
+        examples=JOURNEY_EXAMPLES,
+        local=True,
+    )
+    journey_bench.add_argument(
+        "--instances", type=int, default=3000, help="journeys to time (default: 3000)"
+    )
+    journey_bench.add_argument(
+        "--rate", type=float, default=200.0, help="journeys started per second (default: 200)"
+    )
     e2e_bench = add_command(
         benches,
         "e2e",
@@ -361,6 +406,12 @@ def register(commands: Subcommands) -> None:
         action="store_true",
         help="run 1 partition with 1 process, then --partitions (default 2) with --workers, and"
         " print both with the second's figures relative to the first",
+    )
+    e2e_bench.add_argument(
+        "--no-raw-journey",
+        action="store_true",
+        help="skip the one-task instance's journey through Kafka alone at --rate (the latency"
+        " baseline printed next to the engine's)",
     )
     e2e_bench.add_argument(
         "--baseline-commands",

@@ -1,0 +1,50 @@
+"""`partita bench journey` (and the raw journey of `bench e2e`) against the test broker: every
+journey is answered, and the relay did the engine's share of Kafka work for each command: a
+copy carrying its ingress offset, the events of a one-task batch, and the job for a creation
+or the reply for a completion, each committed."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from engine.bench import e2e, journey
+from engine.config import Config
+from engine.protocol.headers import INGRESS_OFFSET, header
+from engine.protocol.intents import JobIntent
+from engine.protocol.intents import ProcessInstanceCreationIntent as Creation
+from tests.integration.workers import committed_messages
+
+pytestmark = pytest.mark.kafka
+
+JOURNEYS, WARM_UP = 60, 5
+
+
+def test_every_journey_is_answered_after_the_engine_shaped_kafka_work(config: Config) -> None:
+    said: list[str] = []
+    result = e2e.run_raw_journey(config, JOURNEYS, 100.0, progress=said.append, warm_up=WARM_UP)
+    assert (result["completed"], result["unanswered"]) == (JOURNEYS, 0)
+    assert 0 < result["latency_ms_p50"] <= result["latency_ms_p95"] <= result["latency_ms_p99"]
+    assert said == [
+        f"raw journey: warming up ({WARM_UP} instances)...",
+        f"raw journey: {JOURNEYS} instances at 100/s through Kafka alone...",
+    ]
+
+    bench = replace(config, namespace=result["namespace"])
+    topics = journey.Topics.of(bench.namespace)
+    creations = 2 * (JOURNEYS + WARM_UP)  # a create and a job completion per journey
+    log = committed_messages(bench, topics.log, 0)
+    copies = [m for _, m in log if header(m.headers(), INGRESS_OFFSET) is not None]
+    assert sorted(int(header(m.headers(), INGRESS_OFFSET) or b"-1") for m in copies) == list(
+        range(creations)
+    )
+    assert len(log) == creations * (1 + journey.EVENTS_PER_BATCH)
+    jobs = committed_messages(bench, topics.jobs, 0)
+    assert len(jobs) == JOURNEYS + WARM_UP
+    assert {record.intent for record, _ in jobs} == {JobIntent.CREATED}
+    replies = committed_messages(bench, topics.replies, 0)
+    assert {header(m.headers(), journey.CORRELATION) for _, m in replies} == {
+        str(n).encode() for n in range(JOURNEYS + WARM_UP)
+    }
+    assert {record.intent for record, _ in replies} == {Creation.CREATED}
