@@ -124,6 +124,7 @@ def run_engine(config: Config, commands: int) -> dict[str, float]:
         "records_per_s": round(moved / seconds),
         "commands_per_s": round(commands / seconds),
         "batches": metrics.batches,
+        "predicted": metrics.predicted,
     }
 
 
@@ -235,5 +236,6 @@ def run(config: Config, commands: int = 20_000) -> dict[str, Any]:
         "ratio": round(engine["records_per_s"] / raw["records_per_s"], 3),
         "engine_commands_per_s": engine["commands_per_s"],
         "engine_batches": engine["batches"],
+        "engine_batches_predicted": engine["predicted"],
         "namespace": namespace,
     }

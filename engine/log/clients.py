@@ -230,7 +230,11 @@ def transactional_producer(access: KafkaAccess, namespace: str, partition: int) 
             "transactional.id": transactional_id(namespace, partition),
             "transaction.timeout.ms": 30000,
             "linger.ms": 1,
-            "retry.backoff.ms": 10,  # back-to-back transactions (confluent-kafka-python #967)
+            # back-to-back transactions (confluent-kafka-python #967): offsets sent while the
+            # last commit's markers are written meet CONCURRENT_TRANSACTIONS; retried after
+            # 2 ms, doubling up to 20 ms (librdkafka's default: 100 ms doubling up to 1 s)
+            "retry.backoff.ms": 2,
+            "retry.backoff.max.ms": 20,
             "message.max.bytes": PRODUCER_MAX_BYTES,
         },
     )

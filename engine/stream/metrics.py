@@ -24,6 +24,11 @@ class ProcessingMetrics:
     undecodable: int = 0
     batches: int = 0
     aborted: int = 0
+    predicted: int = 0
+    """Batches whose client commands were processed at the log positions their copies were
+    predicted to land at (checked before the commit), instead of settled once delivered."""
+    mispredicted: int = 0
+    """Of those, batches aborted and processed again: another producer wrote first."""
     first_batch_started: float = 0.0
     """time.monotonic() when the first batch began (0 before), for throughput figures."""
     last_batch_committed: float = 0.0

@@ -9,9 +9,10 @@ client commands from the ingress topic `<ns>.commands` (each in offset order):
    processed there); one for this partition is APPENDED to the log at once, in the batch's
    transaction, so the command is on the log before its events and its log offset is the
    events' `sourceRecordPosition` (command sourcing, as in Zeebe). The batch does not wait
-   for the copies: it processes them at provisional positions while they travel, and puts
-   their real positions into its outputs once they are delivered, before producing anything
-   else (`engine.stream.provisional`).
+   for the copies: it processes them at the positions they are predicted to land at (checked
+   before the commit; a miss aborts the batch and processes it again), or at provisional
+   positions while they travel, put right once they are delivered
+   (`engine.stream.transaction`, `engine.stream.provisional`).
 2. SKIP log events, rejections and already processed copies of client commands by header,
    without decoding; skip offsets already processed. DECODE the log's commands; an
    undecodable one is answered by a rejection naming its offset.
@@ -305,13 +306,16 @@ class ProcessingStateMachine:
 
     def _send_copies(self, copies: list[Copy]) -> list[tuple[Record, ReplyTo | None]]:
         """Produce the admitted client commands to this partition of the log (opening the
-        batch's transaction) without waiting for them; returns them at their provisional
-        positions, which `settle` replaces once they are delivered. The copies carry
-        `INGRESS_OFFSET`, so the log consumer skips them later."""
-        self.transaction.send_copies(copies)
+        batch's transaction) without waiting for them; returns them at the positions they
+        will land at when the transaction can predict them (it checks them before it
+        commits), else at provisional positions, which `settle` replaces once they are
+        delivered. The copies carry `INGRESS_OFFSET`, so the log consumer skips them later."""
+        predicted = self.transaction.send_copies(copies)
+        if predicted is None:
+            predicted = [provisional(index) for index in range(len(copies))]
         return [
-            (copy.record.with_position(provisional(index)), copy.reply)
-            for index, copy in enumerate(copies)
+            (copy.record.with_position(position), copy.reply)
+            for copy, position in zip(copies, predicted, strict=True)
         ]
 
     def _catch_up(self, context: ProcessingContext, hook: TopicHook, names: Sequence[str]) -> None:

@@ -1,12 +1,24 @@
 """The Kafka transaction of one partition's batch, from its first write to its commit.
 
-A batch's transaction opens when it first writes: the copies of admitted client commands, which
-go first because their log offsets are the `sourceRecordPosition` of the events processing
-writes (the batch processes them meanwhile, at provisional positions: `engine.stream.
-provisional`), or, without client commands, the batch's outputs. `commit` then sends the
-consumed offsets (while the copies may still travel), names the copies' positions, writes every
-output (own events and rejections, commands for other partitions, forwarded commands, pushed
-jobs, the replies that may be written), sends the consumed offsets, and commits.
+A batch's events name the log positions of the client commands' copies (`sourceRecordPosition`)
+before the copies are on the log, in one of two ways:
+
+- PREDICTED: the engine is its partition's main writer, so the copies land where its last
+  transaction ended (past that transaction's commit marker) unless another producer (another
+  partition's engine writing a command here) wrote first. Once the last batches' copies landed
+  where predicted, `send_copies` returns those positions and the batch processes at them;
+  `commit` writes the copies first, then every output and the consumed offsets, and once all
+  is delivered checks the copies' positions. A copy that landed elsewhere aborts the batch
+  (`forget`, abort, `rewind`, AbortedBatchError); the batch is processed again at settled
+  positions, and each such miss doubles how many batches must land as predicted before the
+  next prediction. Nothing is written at the batch's start, so the coordinator has finished
+  the last transaction's markers by its first write (otherwise CONCURRENT_TRANSACTIONS,
+  retried after a fixed 20 ms).
+- SETTLED: the copies open the transaction and travel while the batch processes at provisional
+  positions (`engine.stream.provisional`); `commit` sends the consumed offsets, names the
+  copies' real positions once delivered (`settle`), writes every output (own events and
+  rejections, commands for other partitions, forwarded commands, pushed jobs, the replies that
+  may be written) and commits.
 
 Kafka errors: retriable -> retried; abortable -> `forget` (the caller drops the batch's state),
 the transaction is aborted, `rewind` (the caller's consumer goes back to what is committed) and
@@ -49,6 +61,28 @@ def offset_of(message: Message) -> int:
     return offset
 
 
+class _Delivered:
+    """The log offsets of a batch's last event and last record on its own partition."""
+
+    __slots__ = ("events", "last_own")
+
+    def __init__(self) -> None:
+        self.events: list[int] = []
+        self.last_own: list[int] = []
+
+    def on_event(self, error: KafkaError | None, message: Message) -> None:
+        if error is None:
+            self.events.append(offset_of(message))
+
+    def on_own(self, error: KafkaError | None, message: Message) -> None:
+        if error is None:
+            self.last_own.append(offset_of(message))
+
+    def on_both(self, error: KafkaError | None, message: Message) -> None:
+        self.on_event(error, message)
+        self.on_own(error, message)
+
+
 class BatchTransaction:
     """The transactions of one partition's transactional producer, one batch at a time."""
 
@@ -76,17 +110,45 @@ class BatchTransaction:
         self._open = False
         self._copies = 0
         self._copy_positions: list[int] = []
+        self.next_position: int | None = None
+        """Where this producer's next record on its partition lands if nothing else writes
+        there first: past the last record it committed there and that transaction's commit
+        marker (None: not known, e.g. after an abort)."""
+        self._landed = 0
+        """Batches in a row whose copies landed at `next_position` and on."""
+        self._trusted_after = 1
+        """`_landed` needed before a batch's copies get predicted positions; each miss
+        doubles it (a partition other producers write to soon stops predicting)."""
+        self._predicted: list[int] | None = None
+        self._held: Sequence[Copy] = ()
+        """Copies at predicted positions, produced by `commit` ahead of the batch's records:
+        meanwhile the coordinator finishes the last transaction, which a new transaction's
+        first write must otherwise wait for (CONCURRENT_TRANSACTIONS, retried after 20 ms)."""
 
     def _begin(self) -> None:
         if not self._open:
             self.producer.begin_transaction()
             self._open = True
 
-    def send_copies(self, copies: Sequence[Copy]) -> None:
-        """Open the transaction and produce `copies` to this partition of the log, without
-        waiting: `copy_positions` waits for their offsets."""
+    def send_copies(self, copies: Sequence[Copy]) -> list[int] | None:
+        """Returns the positions `copies` will land at on this partition of the log when they
+        can be predicted (the last batches' copies landed where predicted): `commit` then
+        produces them first, before the batch's other records, and checks where they landed
+        before it commits, aborting the batch if they landed elsewhere. Otherwise opens the
+        transaction, produces them without waiting and returns None: `copy_positions` waits
+        for their offsets."""
         self._copies = len(copies)
         self._copy_positions = []
+        start = self.next_position
+        if start is not None and self._landed >= self._trusted_after:
+            self._predicted = list(range(start, start + len(copies)))
+            self._held = copies
+            return self._predicted
+        self._predicted = None
+        self._produce_copies(copies)
+        return None
+
+    def _produce_copies(self, copies: Sequence[Copy]) -> None:
         positions = self._copy_positions
 
         def on_delivery(error: KafkaError | None, message: Message) -> None:
@@ -118,6 +180,11 @@ class BatchTransaction:
             self.forget()
             self._abort("client commands could not be appended to the log")
         positions.sort()  # one partition, one producer: offsets follow the produce order
+        start = self.next_position
+        if start is not None and positions == list(range(start, start + len(positions))):
+            self._landed += 1
+        else:
+            self._landed = 0
         return positions
 
     def commit(
@@ -127,58 +194,110 @@ class BatchTransaction:
         settle: Callable[[], None] | None = None,
     ) -> list[int]:
         """Decide which replies may be written, send `offsets` (a function: built once that is
-        decided, so their metadata can count the replies dropped), call `settle` (the batch
+        decided, so their metadata can count the replies dropped), write `output` and commit.
+        With copies at predicted positions (`send_copies`), they are written first, then
+        `output` and the offsets, and once everything is delivered the copies' positions are
+        checked before the commit. Otherwise `settle` is called after the offsets (the batch
         names its copies' real positions in `output`, once they are delivered: the offsets'
-        round trip overlapped their journey), write `output` and commit. Returns the log
-        offsets of this partition's events written (the last one is enough: offsets grow in
-        produce order)."""
+        round trip overlapped their journey) and `output` is written after it. Returns the
+        log offsets of this partition's events written (the last one is enough: offsets grow
+        in produce order)."""
         producer = self.producer
-        events: list[int] = []
-
-        def on_delivery(error: KafkaError | None, message: Message) -> None:
-            if error is None and message.partition() == self.partition:
-                events.append(offset_of(message))
-
-        encode = self.codec.encode
+        predicted, self._predicted = self._predicted, None
+        if predicted is not None:
+            held, self._held = self._held, ()
+            self._produce_copies(held)
+        delivered = _Delivered()
         try:
             self._begin()
             dropped = self._drop_refused_replies(output.replies)
             if callable(offsets):
                 offsets = offsets()
-            if offsets:
-                producer.send_offsets_to_transaction(offsets, self.group_metadata(), TXN_TIMEOUT_S)
-            if settle is not None:
-                settle()
-            own = self.partition
-            last_event = -1
-            for index, (partition, record) in enumerate(output.records):
-                if partition == own and record.record_type is RecordType.EVENT:
-                    last_event = index
-            for index, (partition, record) in enumerate(output.records):
-                producer.produce(
-                    self.topic,
-                    encode(record),
-                    key=command_key(record) if record.record_type is RecordType.COMMAND else None,
-                    partition=partition,
-                    headers=record_headers(record),
-                    on_delivery=on_delivery if index == last_event else None,
-                )
-            for partition, raw, headers in output.forwarded:
-                producer.produce(self.topic, raw, partition=partition, headers=headers)
-            for topic, partition, job_key, record in output.pushed:
-                producer.produce(
-                    topic,
-                    encode(record),
-                    key=str(job_key).encode(),
-                    partition=partition,
-                    headers=record_headers(record),
-                )
-            self._produce_replies(output.replies, dropped)
+            if predicted is None:
+                self._send_offsets(offsets)
+                if settle is not None:
+                    settle()
+            self._produce_output(output, dropped, delivered)
+            if predicted is not None:
+                self._send_offsets(offsets)
+                producer.flush(TXN_TIMEOUT_S)
+                self._check_predicted(predicted)
             self._commit_transaction()
             producer.poll(0)  # serve delivery reports: our events' offsets
         except KafkaException as exc:
             self._fail(exc)
-        return events
+        self._committed_on_partition(delivered.last_own)
+        return delivered.events
+
+    def _send_offsets(self, offsets: list[TopicPartition]) -> None:
+        if offsets:
+            self.producer.send_offsets_to_transaction(offsets, self.group_metadata(), TXN_TIMEOUT_S)
+
+    def _produce_output(
+        self, output: ProcessingOutput, dropped: set[int], delivered: _Delivered
+    ) -> None:
+        """Everything the batch writes but its copies: the offsets of this partition's last
+        event and last record of any kind are reported to `delivered`."""
+        producer = self.producer
+        own = self.partition
+        last_event = last_record = -1
+        for index, (partition, record) in enumerate(output.records):
+            if partition == own:
+                last_record = index
+                if record.record_type is RecordType.EVENT:
+                    last_event = index
+        callbacks = {last_event: delivered.on_event, last_record: delivered.on_own}
+        if last_event == last_record:
+            callbacks = {last_event: delivered.on_both}
+        encode = self.codec.encode
+        for index, (partition, record) in enumerate(output.records):
+            producer.produce(
+                self.topic,
+                encode(record),
+                key=command_key(record) if record.record_type is RecordType.COMMAND else None,
+                partition=partition,
+                headers=record_headers(record),
+                on_delivery=callbacks.get(index),
+            )
+        for partition, raw, headers in output.forwarded:
+            producer.produce(self.topic, raw, partition=partition, headers=headers)
+        for topic, partition, job_key, record in output.pushed:
+            producer.produce(
+                topic,
+                encode(record),
+                key=str(job_key).encode(),
+                partition=partition,
+                headers=record_headers(record),
+            )
+        self._produce_replies(output.replies, dropped)
+
+    def _check_predicted(self, predicted: list[int]) -> None:
+        """Abort the batch unless its copies landed at their predicted positions, which its
+        events already name (another producer wrote to the partition in between)."""
+        landed = sorted(self._copy_positions)
+        if landed == predicted:
+            self.metrics.predicted += 1
+            return
+        self.forget()
+        if len(landed) != len(predicted):
+            self._abort("client commands could not be appended to the log")
+        self._trusted_after = min(self._trusted_after * 2, _MOST_TRUSTED_AFTER)
+        self.metrics.mispredicted += 1
+        self._abort(
+            f"its copies landed at {landed[0]}, not at the predicted {predicted[0]} (another"
+            " producer wrote to the partition first): processing it again",
+            level=logging.INFO,
+        )
+
+    def _committed_on_partition(self, last_own: list[int]) -> None:
+        """Where the next record lands, from the last one this transaction put on the
+        partition (past it: the commit marker). Unchanged by a transaction that wrote nothing
+        there (it has no marker there)."""
+        if last_own:
+            self.next_position = last_own[-1] + 2
+        elif self._copy_positions:
+            self.next_position = max(self._copy_positions) + 2
+        self._copy_positions = []
 
     def _drop_refused_replies(self, replies: list[tuple[ReplyTo, Record]]) -> set[int]:
         """The indexes of the batch's replies that may not be written, dropped and counted,
@@ -227,15 +346,22 @@ class BatchTransaction:
     def _fail(self, exc: KafkaException) -> None:
         """Never returns: AbortedBatchError after an abort, TaskFencedError otherwise."""
         error: KafkaError = exc.args[0]
+        self._unknown_position()
         self.forget()
         if error.txn_requires_abort() and not error.fatal() and error.code() not in _FENCED:
             self._abort(error.str())
         raise TaskFencedError(f"partition {self.partition}: {error.str()}") from None
 
-    def _abort(self, reason: str) -> None:
+    def _unknown_position(self) -> None:
+        self.next_position = None
+        self._landed = 0
+        self._copy_positions = []
+
+    def _abort(self, reason: str, level: int = logging.WARNING) -> None:
         """Abort the open transaction and rewind; raises AbortedBatchError."""
         self.metrics.aborted += 1
-        _LOG.warning("partition %d: aborting batch: %s", self.partition, reason)
+        self._unknown_position()  # the abort's marker, and whatever else landed meanwhile
+        _LOG.log(level, "partition %d: aborting batch: %s", self.partition, reason)
         try:
             self.producer.abort_transaction(TXN_TIMEOUT_S)
         except KafkaException as abort_error:
@@ -256,4 +382,5 @@ class BatchTransaction:
         raise AbortedBatchError(reason)
 
 
+_MOST_TRUSTED_AFTER = 4096
 _FENCED = (KafkaError._FENCED, KafkaError.PRODUCER_FENCED, KafkaError.INVALID_PRODUCER_EPOCH)

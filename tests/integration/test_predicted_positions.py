@@ -1,0 +1,120 @@
+"""On the real broker: once a partition's copies landed where predicted, the engine processes
+client commands at predicted log positions, and a record another producer writes to the
+partition in between is caught before the commit. That batch is aborted and processed again,
+so every command is on the log once and its events name its copy's real position."""
+
+from __future__ import annotations
+
+import gc
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import replace
+
+import pytest
+
+from engine.bench import loop
+from engine.config import Config, KafkaRole
+from engine.log.admin import admin_client
+from engine.log.clients import new_producer
+from engine.log.security import kafka_access
+from engine.log.topics import apply_topics, load_specs
+from engine.protocol.codec import RecordCodec
+from engine.protocol.enums import RecordType
+from engine.protocol.headers import INGRESS_OFFSET, header, record_headers
+from engine.protocol.intents import ProcessInstanceIntent
+from engine.protocol.records import event
+from engine.protocol.values import ProcessInstanceValue
+from engine.stream.metrics import ProcessingMetrics
+from engine.stream.worker import Worker
+from tests.integration.workers import committed_messages
+
+pytestmark = pytest.mark.kafka
+CODEC = RecordCodec()
+
+
+@pytest.fixture
+def gc_restored() -> Iterator[None]:
+    """The worker runs in this process, and it tunes the collector."""
+    thresholds = gc.get_threshold()
+    yield
+    gc.unfreeze()
+    gc.set_threshold(*thresholds)
+
+
+def _until(condition: Callable[[], bool], what: str, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"not within {timeout:g} s: {what}"
+        time.sleep(0.01)
+
+
+def test_a_record_written_between_batches_aborts_the_predicted_batch_and_it_runs_again(
+    config: Config, gc_restored: None
+) -> None:
+    config = replace(config, partitions=1)
+    apply_topics(admin_client(kafka_access(config, KafkaRole.OPERATOR)), load_specs(config))
+    worker = Worker(config, loop.bench_engine())
+    thread = threading.Thread(target=worker.run, daemon=True)
+    thread.start()
+    client = new_producer(kafka_access(config, KafkaRole.CLIENT), {"enable.idempotence": True})
+    sent = 0
+
+    def metrics() -> ProcessingMetrics | None:
+        task = worker.tasks.get(0)
+        return None if task is None or task.processing is None else task.processing.metrics
+
+    def processed() -> int:
+        task = worker.tasks.get(0)
+        return 0 if task is None or task.processing is None else task.processing.next_ingress_offset
+
+    def send_one() -> ProcessingMetrics:
+        nonlocal sent
+        record = loop._command(sent)
+        client.produce(
+            config.commands_topic, CODEC.encode(record), partition=0, headers=record_headers(record)
+        )
+        client.flush(30)
+        sent += 1
+        _until(lambda: processed() == sent, f"command {sent - 1} committed")
+        found = metrics()
+        assert found is not None
+        return found
+
+    try:
+        _until(lambda: metrics() is not None, "partition 0 open")
+        for _ in range(3):  # the first one learns where the log ends, the second lands there
+            counted = send_one()
+        assert (counted.predicted, counted.mispredicted) == (1, 0)
+
+        other = new_producer(kafka_access(config, KafkaRole.ENGINE), {"enable.idempotence": True})
+        foreign = event(
+            ProcessInstanceIntent.ELEMENT_ACTIVATED, ProcessInstanceValue(bpmn_process_id="x"), 9
+        )
+        other.produce(
+            config.log_topic, CODEC.encode(foreign), partition=0, headers=record_headers(foreign)
+        )
+        assert other.flush(30) == 0
+        counted = send_one()
+        assert (counted.predicted, counted.mispredicted, counted.aborted) == (1, 1, 1)
+        for _ in range(3):  # twice as many batches must land as expected before predicting
+            counted = send_one()
+        assert (counted.predicted, counted.mispredicted) == (2, 1)
+    finally:
+        worker.stopping.set()
+        thread.join(60)
+
+    log = [(record, message) for record, message in committed_messages(config, config.log_topic, 0)]
+    copies = {
+        message.offset(): int(header(message.headers(), INGRESS_OFFSET) or b"-1")
+        for record, message in log
+        if record.record_type is RecordType.COMMAND
+    }
+    assert sorted(copies.values()) == list(range(sent))  # each command once, none lost
+    events = [record for record, _ in log if record.record_type is RecordType.EVENT]
+    by_source = {}
+    for record in events:
+        by_source.setdefault(record.source_record_position, []).append(record)
+    by_source.pop(-1, None)  # the foreign record names no command
+    assert set(by_source) == set(copies)  # every event names a copy's real position
+    assert {len(each) for each in by_source.values()} == {loop.EVENTS_PER_COMMAND}

@@ -1,0 +1,215 @@
+"""A batch's client commands are processed at the log positions their copies are predicted to
+land at, once the last batches' copies landed where predicted: past the last record the
+partition's producer committed and that transaction's commit marker. Nothing is written at the
+batch's start; the copies go first at the commit, and where they landed is checked before it
+commits. A copy that landed elsewhere (another producer wrote to the partition first) aborts
+the batch, which is then processed again at settled positions, and each such miss doubles how
+many batches must land as predicted before the next prediction.
+
+The producer here keeps offsets as a partition does: every record takes one, aborted ones
+too, and every transaction that wrote to a partition leaves a marker there."""
+
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+from typing import Any
+
+import pytest
+from confluent_kafka import TopicPartition
+
+from engine.processing import ProcessingOutput
+from engine.protocol.codec import RecordCodec
+from engine.protocol.headers import record_headers
+from engine.protocol.intents import ProcessInstanceCreationIntent as Creation
+from engine.protocol.records import Record, command, event
+from engine.protocol.values import ProcessInstanceCreationValue
+from engine.stream.errors import AbortedBatchError
+from engine.stream.ingress import Copy
+from engine.stream.metrics import ProcessingMetrics
+from engine.stream.replies import ReplyRoutes
+from engine.stream.transaction import BatchTransaction
+
+TOPIC, PARTITION = "t.log", 0
+CODEC = RecordCodec()
+
+
+class _Message:
+    def __init__(self, partition: int, offset: int) -> None:
+        self._partition, self._offset = partition, offset
+
+    def partition(self) -> int:
+        return self._partition
+
+    def offset(self) -> int:
+        return self._offset
+
+
+class _PartitionedProducer:
+    """A transactional producer over partitions that number their records as Kafka does."""
+
+    def __init__(self) -> None:
+        self.ends: defaultdict[int, int] = defaultdict(int)
+        self.calls: list[str] = []
+        self._pending: list[tuple[int, Any]] = []
+        self._delivered: list[tuple[Any, _Message]] = []
+        self._touched: set[int] = set()
+
+    def write_elsewhere(self, partition: int, records: int = 1) -> None:
+        """Another producer's committed transaction on `partition`: its records and marker."""
+        self.ends[partition] += records + 1
+
+    def begin_transaction(self) -> None:
+        self.calls.append("begin")
+
+    def produce(self, topic: str, value: bytes, **kwargs: Any) -> None:
+        self.calls.append("produce")
+        self._pending.append((kwargs.get("partition", 0), kwargs.get("on_delivery")))
+
+    def send_offsets_to_transaction(self, *_: Any) -> None:
+        self.calls.append("offsets")
+
+    def flush(self, _timeout: float = 0) -> int:
+        for partition, callback in self._pending:
+            message = _Message(partition, self.ends[partition])
+            self.ends[partition] += 1
+            self._touched.add(partition)
+            if callback is not None:
+                self._delivered.append((callback, message))
+        self._pending = []
+        self.poll(0)
+        return 0
+
+    def poll(self, _timeout: float) -> int:
+        for callback, message in self._delivered:
+            callback(None, message)
+        self._delivered = []
+        return 0
+
+    def _end(self) -> None:
+        self.flush()
+        for partition in self._touched:
+            self.ends[partition] += 1  # the marker
+        self._touched = set()
+
+    def commit_transaction(self, _timeout: float) -> None:
+        self.calls.append("commit")
+        self._end()
+
+    def abort_transaction(self, _timeout: float) -> None:
+        self.calls.append("abort")
+        self._end()
+
+
+class _Batches:
+    def __init__(self) -> None:
+        self.producer = _PartitionedProducer()
+        self.metrics = ProcessingMetrics()
+        self.forgotten = 0
+        self.rewound = 0
+        self.transaction = BatchTransaction(
+            self.producer,  # type: ignore[arg-type]
+            TOPIC,
+            PARTITION,
+            CODEC,
+            ReplyRoutes(frozenset()),
+            lambda: None,
+            self._forget,
+            self._rewind,
+            self.metrics,
+        )
+
+    def _forget(self) -> None:
+        self.forgotten += 1
+
+    def _rewind(self) -> None:
+        self.rewound += 1
+
+    def run(self, copies: int = 1, events: int = 2) -> tuple[list[int] | None, list[int]]:
+        """One batch of `copies` client commands, each followed by `events` events: the
+        predicted positions (None: settled) and the positions its events name."""
+        record = command(Creation.CREATE, ProcessInstanceCreationValue(bpmn_process_id="p"))
+        sent = [
+            Copy(record, CODEC.encode(record), list(record_headers(record)), None)
+            for _ in range(copies)
+        ]
+        predicted = self.transaction.send_copies(sent)
+        output = ProcessingOutput()
+        positions = self.transaction.copy_positions() if predicted is None else predicted
+        created = event(Creation.CREATED, ProcessInstanceCreationValue(bpmn_process_id="p"), 1)
+        for position in positions:
+            for _ in range(events):
+                output.records.append((PARTITION, created.with_position(position)))
+        self.transaction.commit(output, [TopicPartition(TOPIC, PARTITION, 1)])
+        return predicted, positions
+
+
+def test_copies_get_predicted_positions_once_a_batch_landed_where_expected() -> None:
+    batches = _Batches()
+    assert batches.run() == (None, [0])  # copy 0, events 1-2, marker 3: nothing known before
+    assert batches.transaction.next_position == 4
+    assert batches.run() == (None, [4])  # settled, and landed at the expected 4
+    assert batches.metrics.predicted == 0
+
+    batches.producer.calls.clear()
+    predicted = batches.transaction.send_copies(
+        [Copy(_creation(), CODEC.encode(_creation()), [], None)] * 2
+    )
+    assert predicted == [8, 9]
+    assert batches.producer.calls == []  # nothing written at the batch's start
+    output = ProcessingOutput(records=[(PARTITION, _created().with_position(8))])
+    batches.transaction.commit(output, [TopicPartition(TOPIC, PARTITION, 1)])
+    copies_then_event = ["begin", "produce", "produce", "produce"]
+    assert batches.producer.calls == [*copies_then_event, "offsets", "commit"]
+    assert batches.metrics.predicted == 1
+    assert batches.transaction.next_position == 12  # copies 8-9, event 10, marker 11
+    assert batches.run() == ([12], [12])
+
+
+def test_a_copy_that_lands_elsewhere_aborts_and_prediction_waits_for_twice_the_batches(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    batches = _Batches()
+    batches.run()
+    batches.run()
+    assert batches.run() == ([8], [8])
+    batches.producer.write_elsewhere(PARTITION)  # offset 12 and its marker 13
+    with (
+        caplog.at_level(logging.INFO, logger="partita.processing"),
+        pytest.raises(AbortedBatchError),
+    ):
+        batches.run()
+    assert "abort" in batches.producer.calls
+    assert (batches.forgotten, batches.rewound) == (1, 1)
+    assert (batches.metrics.mispredicted, batches.metrics.aborted) == (1, 1)
+    (logged,) = [r for r in caplog.records if "aborting batch" in r.getMessage()]
+    assert logged.levelno == logging.INFO
+    assert logged.getMessage() == (
+        "partition 0: aborting batch: its copies landed at 14, not at the predicted 12"
+        " (another producer wrote to the partition first): processing it again"
+    )
+    assert batches.transaction.next_position is None
+
+    # the batch again, settled: its copy at 18, past the aborted 14-16 and their marker
+    assert batches.run() == (None, [18])
+    assert batches.run() == (None, [22])  # landed as expected once: not yet trusted
+    assert batches.run() == (None, [26])  # twice
+    assert batches.run() == ([30], [30])
+    assert batches.metrics.predicted == 2
+
+
+def test_a_batch_that_writes_nothing_to_its_partition_keeps_the_prediction() -> None:
+    batches = _Batches()
+    batches.run()
+    batches.run()
+    batches.transaction.commit(ProcessingOutput(), [TopicPartition(TOPIC, PARTITION, 1)])
+    assert batches.transaction.next_position == 8  # an offsets-only transaction has no marker
+    assert batches.run() == ([8], [8])
+
+
+def _creation() -> Record:
+    return command(Creation.CREATE, ProcessInstanceCreationValue(bpmn_process_id="p"))
+
+
+def _created() -> Record:
+    return event(Creation.CREATED, ProcessInstanceCreationValue(bpmn_process_id="p"), 1)
