@@ -12,9 +12,10 @@ A one-task instance created with an awaited result crosses Kafka like this:
 5. the client, reading committed records, gets the reply.
 
 The raw journey puts a relay in the engine's place. It uses the engine's transactional producer
-and consumer settings and makes its batch's Kafka calls in the same order: produce the copies;
-send the offsets; wait for the copies' offsets (the engine's events carry them); produce the
-events and the job or the reply; commit. Nothing is processed between those calls, and the
+and consumer settings and makes the Kafka calls of a batch whose copies' positions are
+predicted (`engine.stream.transaction`), in the same order: produce the copies, then the events
+and the job or the reply; send the offsets; wait for every delivery (where the engine checks
+its copies' positions); commit. Nothing is processed before or between those calls, and the
 relay reads its log back as the engine does. A bare job worker answers each job at once, and
 the client times each journey from create to reply. Next to the engine's latency at the same
 rate, it tells what the engine's work adds to what Kafka's transactions cost.
@@ -160,10 +161,6 @@ def relay(config: Config) -> None:
                 (INGRESS_OFFSET, str(message.offset()).encode()),
             ]
             producer.produce(topics.log, message.value(), partition=0, headers=copy_headers)
-        producer.send_offsets_to_transaction(
-            list(offsets.values()), consumer.consumer_group_metadata(), 30
-        )
-        producer.flush(30)  # the copies' offsets, which the engine's events carry
         for message in commands:
             for _ in range(EVENTS_PER_BATCH):
                 producer.produce(topics.log, event_value, partition=0, headers=event_headers)
@@ -177,6 +174,10 @@ def relay(config: Config) -> None:
                 producer.produce(
                     topics.replies, reply_value, partition=0, headers=[*reply_headers, *correlation]
                 )
+        producer.send_offsets_to_transaction(
+            list(offsets.values()), consumer.consumer_group_metadata(), 30
+        )
+        producer.flush(30)  # every delivery: where the engine checks its copies' positions
         producer.commit_transaction(30)
         producer.poll(0)
     consumer.close()

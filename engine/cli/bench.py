@@ -54,8 +54,8 @@ JOURNEY_EXAMPLES = """examples:
   partita bench journey                    3000 journeys at 200/s on the local broker
   partita bench journey --rate 20 --instances 1000
 
-A relay in the engine's place makes the engine's Kafka calls in its order (copies, offsets,
-the copies' offsets, events and job or reply, commit) with no processing, and a bare job worker
+A relay in the engine's place makes the engine's Kafka calls in its order (copies, events and
+job or reply, offsets, every delivery, commit) with no processing, and a bare job worker
 answers each job: what Kafka's transactions alone cost a one-task instance. `partita bench e2e`
 prints it next to the engine's latency. Exit code 1 unless every journey was answered.
 """
