@@ -4,6 +4,7 @@ built once per session (tests/integration/test_examples*.py)."""
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -35,3 +36,12 @@ def node_project() -> Path:
     project = EXAMPLES / "node"
     build(["npm", "ci", "--no-audit", "--no-fund", "--silent"], project, "the Node example")
     return project
+
+
+@pytest.fixture
+def gc_restored() -> Iterator[None]:
+    """For a test that runs an engine worker in this process: the worker tunes the collector."""
+    thresholds = gc.get_threshold()
+    yield
+    gc.unfreeze()
+    gc.set_threshold(*thresholds)

@@ -4,8 +4,6 @@ each exactly once: a copy and its events on the bench's log, as the figures assu
 
 from __future__ import annotations
 
-import gc
-from collections.abc import Iterator
 from dataclasses import replace
 
 import pytest
@@ -19,15 +17,6 @@ pytestmark = pytest.mark.kafka
 
 COMMANDS = 12_000
 """Over the default backpressure lag (PARTITA_BACKPRESSURE_LAG, 10,000)."""
-
-
-@pytest.fixture
-def gc_restored() -> Iterator[None]:
-    """The bench runs the engine worker in this process, and the worker tunes the collector."""
-    thresholds = gc.get_threshold()
-    yield
-    gc.unfreeze()
-    gc.set_threshold(*thresholds)
 
 
 def test_bench_loop_processes_every_command_once(config: Config, gc_restored: None) -> None:

@@ -5,10 +5,9 @@ so every command is on the log once and its events name its copy's real position
 
 from __future__ import annotations
 
-import gc
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import replace
 
 import pytest
@@ -31,15 +30,6 @@ from tests.integration.workers import committed_messages
 
 pytestmark = pytest.mark.kafka
 CODEC = RecordCodec()
-
-
-@pytest.fixture
-def gc_restored() -> Iterator[None]:
-    """The worker runs in this process, and it tunes the collector."""
-    thresholds = gc.get_threshold()
-    yield
-    gc.unfreeze()
-    gc.set_threshold(*thresholds)
 
 
 def _until(condition: Callable[[], bool], what: str, timeout: float = 60) -> None:
