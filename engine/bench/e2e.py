@@ -31,14 +31,13 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -46,7 +45,8 @@ from typing import Any
 from confluent_kafka import KafkaException, TopicPartition
 
 from engine.bench import journey, loop
-from engine.bench.procstats import ProcessSample, sample, tree_sample, usage
+from engine.bench.parties import Broker, Child, Progress
+from engine.bench.procstats import usage
 from engine.bench.replaying import replay_partition
 from engine.client import Client
 from engine.config import Config, KafkaRole
@@ -56,7 +56,6 @@ from engine.log.clients import engine_group, new_consumer
 from engine.log.security import kafka_access
 from engine.log.topics import apply_topics, job_topic_spec, load_specs
 
-Progress = Callable[[str], None]
 _HERE = Path(__file__).resolve().parent
 JOB_TYPE = "bench.task"
 
@@ -72,60 +71,6 @@ WORKLOADS = {
     "one-task": Workload("one-task", "bench-one-task", _HERE / "one-task.bpmn"),
     "typical": Workload("typical", "bench-typical", _HERE / "typical.bpmn"),
 }
-
-
-class _Child:
-    """A child process whose CPU and memory are sampled while it runs."""
-
-    def __init__(
-        self, name: str, args: list[str], log: Path, env: dict[str, str], tree: bool = False
-    ) -> None:
-        self.name = name
-        self.log = log
-        self.tree = tree
-        with log.open("ab") as out:
-            self.process = subprocess.Popen(
-                args, stdout=subprocess.PIPE, stderr=out, env={**os.environ, **env}, text=True
-            )
-
-    def wait_for_line(self, wanted: str, timeout: float) -> None:
-        assert self.process.stdout is not None
-        deadline = time.monotonic() + timeout
-        for line in self.process.stdout:
-            if line.strip() == wanted:
-                return
-            if time.monotonic() > deadline:
-                break
-        tail = self.log.read_text(errors="replace").splitlines()[-15:]
-        raise PartitaError(f"{self.name} did not start; the end of its log:\n" + "\n".join(tail))
-
-    def sample(self) -> ProcessSample:
-        """The process (with `tree`: and its children, summed)."""
-        return tree_sample(self.process.pid) if self.tree else sample(self.process.pid)
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(30)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-
-
-class _Broker:
-    """The local broker's CPU over a phase; nothing for a cluster elsewhere."""
-
-    def __init__(self, pid: int | None) -> None:
-        self.pid = pid
-
-    def sample(self) -> ProcessSample | None:
-        return None if self.pid is None else sample(self.pid)
-
-    def usage(self, before: ProcessSample | None, seconds: float) -> dict[str, Any]:
-        after = self.sample()
-        if before is None or after is None:
-            return {}
-        return {"broker": usage(before, after, seconds)}
 
 
 def _log_end(config: Config) -> int:
@@ -217,21 +162,21 @@ def run_workload(  # noqa: PLR0917 - the benchmark's knobs, spelled out
     broker_pid: int | None = None,
 ) -> dict[str, Any]:
     home = config.home
-    broker = _Broker(broker_pid)
+    broker = Broker(broker_pid)
     apply_topics(
         admin_client(kafka_access(config, KafkaRole.OPERATOR)),
         [*load_specs(config), job_topic_spec(config, JOB_TYPE)],
     )
     cluster = ["--bootstrap-servers", config.bootstrap, "--namespace", config.namespace]
     processes = ["--processes", str(workers)] if workers > 1 else []
-    engine_worker = _Child(
+    engine_worker = Child(
         "engine worker",
         [sys.executable, "-m", "engine.cli", "worker", *cluster, "--home", str(home), *processes],
         home / "engine-worker.log",
         {**config.kafka_env(), "PARTITA_TRUNCATE": "false"},  # the whole log stays (replay)
         tree=workers > 1,
     )
-    jobs = _Child(
+    jobs = Child(
         "job worker",
         [
             sys.executable,
@@ -286,54 +231,6 @@ def run_workload(  # noqa: PLR0917 - the benchmark's knobs, spelled out
         engine_worker.stop()
     progress(f"[{workload.name}] replaying partition 0 into an empty store...")
     return {"saturation": saturation, "fixed_rate": latency, "replay": replay_partition(config, 0)}
-
-
-def run_raw_journey(
-    config: Config,
-    instances: int,
-    rate: float,
-    *,
-    progress: Progress,
-    broker_pid: int | None = None,
-    warm_up: int = 200,
-) -> dict[str, Any]:
-    """The raw journey (`engine.bench.journey`) at `rate`, after `warm_up` untimed ones: its
-    relay and job worker in their own processes, the client in this one, on a fresh namespace
-    of the configured cluster."""
-    with tempfile.TemporaryDirectory(prefix="partita-bench-journey-") as scratch:
-        raw_config = replace(config, namespace=f"journey{uuid.uuid4().hex[:8]}", home=Path(scratch))
-        journey.create_topics(raw_config)
-        cluster = [raw_config.bootstrap, raw_config.namespace]
-        relay, jobs = children = [
-            _Child(
-                f"raw journey {role}",
-                [sys.executable, "-m", "engine.bench.journey", role, *cluster],
-                Path(scratch) / f"journey-{role}.log",
-                raw_config.kafka_env(),
-            )
-            for role in ("relay", "jobs")
-        ]
-        journeys = None
-        try:
-            for child in children:
-                child.wait_for_line("ready", 120)
-            journeys = journey.Journeys(raw_config)
-            progress(f"raw journey: warming up ({warm_up} instances)...")
-            journeys.run(warm_up, rate)
-            progress(f"raw journey: {instances} instances at {rate:g}/s through Kafka alone...")
-            broker = _Broker(broker_pid)
-            before = relay.sample(), jobs.sample(), broker.sample()
-            measured = journeys.run(instances, rate)
-            seconds = measured["seconds"]
-            measured["relay"] = usage(before[0], relay.sample(), seconds)
-            measured["job_worker"] = usage(before[1], jobs.sample(), seconds)
-            measured |= broker.usage(before[2], seconds)
-        finally:
-            if journeys is not None:
-                journeys.close()
-            for child in children:
-                child.stop()
-    return {"rate": rate, "namespace": raw_config.namespace, **measured}
 
 
 def run(
@@ -399,7 +296,7 @@ def run(
         out[name]["log_records_per_s_vs_raw_loop"] = round(engine_rate / raw["records_per_s"], 3)
     if raw_journey and "one-task" in workloads:
         measured = out["one-task"]["fixed_rate"]
-        out["one-task"]["raw_journey"] = through_kafka = run_raw_journey(
+        out["one-task"]["raw_journey"] = through_kafka = journey.run(
             replace(config, partitions=1),
             latency_instances,
             rate,

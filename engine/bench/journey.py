@@ -20,7 +20,8 @@ relay reads its log back as the engine does. A bare job worker answers each job 
 the client times each journey from create to reply. Next to the engine's latency at the same
 rate, it tells what the engine's work adds to what Kafka's transactions cost.
 
-Roles, each run in its own process like the engine's parties:
+`run` times the journeys (`partita bench journey`; `partita bench e2e` runs it at its latency
+rate). Roles, each run in its own process like the engine's parties:
 
     python -m engine.bench.journey relay BOOTSTRAP NAMESPACE
     python -m engine.bench.journey jobs BOOTSTRAP NAMESPACE
@@ -32,14 +33,19 @@ from __future__ import annotations
 
 import signal
 import sys
+import tempfile
 import threading
 import time
-from dataclasses import dataclass
+import uuid
+from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.cimpl import NewTopic
 
+from engine.bench.parties import Broker, Child, Progress
+from engine.bench.procstats import usage
 from engine.client.connection import producer_config
 from engine.config import Config, KafkaRole
 from engine.demo import percentile
@@ -277,6 +283,54 @@ class Journeys:
     def close(self) -> None:
         self.producer.flush(10)
         self.consumer.close()
+
+
+def run(
+    config: Config,
+    instances: int,
+    rate: float,
+    *,
+    progress: Progress,
+    broker_pid: int | None = None,
+    warm_up: int = 200,
+) -> dict[str, Any]:
+    """`instances` journeys at `rate`, after `warm_up` untimed ones: the relay and the job
+    worker in their own processes, the client in this one, on a fresh namespace of the
+    configured cluster. `broker_pid`: the local broker, whose CPU is sampled."""
+    with tempfile.TemporaryDirectory(prefix="partita-bench-journey-") as scratch:
+        raw_config = replace(config, namespace=f"journey{uuid.uuid4().hex[:8]}", home=Path(scratch))
+        create_topics(raw_config)
+        cluster = [raw_config.bootstrap, raw_config.namespace]
+        relaying, answering = children = [
+            Child(
+                f"raw journey {role}",
+                [sys.executable, "-m", "engine.bench.journey", role, *cluster],
+                Path(scratch) / f"journey-{role}.log",
+                raw_config.kafka_env(),
+            )
+            for role in ("relay", "jobs")
+        ]
+        journeys = None
+        try:
+            for child in children:
+                child.wait_for_line("ready", 120)
+            journeys = Journeys(raw_config)
+            progress(f"raw journey: warming up ({warm_up} instances)...")
+            journeys.run(warm_up, rate)
+            progress(f"raw journey: {instances} instances at {rate:g}/s through Kafka alone...")
+            broker = Broker(broker_pid)
+            before = relaying.sample(), answering.sample(), broker.sample()
+            measured = journeys.run(instances, rate)
+            seconds = measured["seconds"]
+            measured["relay"] = usage(before[0], relaying.sample(), seconds)
+            measured["job_worker"] = usage(before[1], answering.sample(), seconds)
+            measured |= broker.usage(before[2], seconds)
+        finally:
+            if journeys is not None:
+                journeys.close()
+            for child in children:
+                child.stop()
+    return {"rate": rate, "namespace": raw_config.namespace, **measured}
 
 
 def main(argv: list[str]) -> int:

@@ -120,14 +120,14 @@ def cmd_bench_loop(args: argparse.Namespace) -> int:
 
 
 def cmd_bench_journey(args: argparse.Namespace) -> int:
-    from engine.bench import e2e
+    from engine.bench import journey
 
     config = build_config(args)
     progress(
         f"A one-task instance's journey through Kafka alone at {config.bootstrap}:"
         f" {args.instances} at {args.rate:g}/s"
     )
-    result = e2e.run_raw_journey(
+    result = journey.run(
         config,
         args.instances,
         args.rate,

@@ -346,7 +346,6 @@ class BatchTransaction:
     def _fail(self, exc: KafkaException) -> None:
         """Never returns: AbortedBatchError after an abort, TaskFencedError otherwise."""
         error: KafkaError = exc.args[0]
-        self._unknown_position()
         self.forget()
         if error.txn_requires_abort() and not error.fatal() and error.code() not in _FENCED:
             self._abort(error.str())

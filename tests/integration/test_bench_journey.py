@@ -9,7 +9,7 @@ from dataclasses import replace
 
 import pytest
 
-from engine.bench import e2e, journey
+from engine.bench import journey
 from engine.config import Config
 from engine.protocol.headers import INGRESS_OFFSET, header
 from engine.protocol.intents import JobIntent
@@ -23,7 +23,7 @@ JOURNEYS, WARM_UP = 60, 5
 
 def test_every_journey_is_answered_after_the_engine_shaped_kafka_work(config: Config) -> None:
     said: list[str] = []
-    result = e2e.run_raw_journey(config, JOURNEYS, 100.0, progress=said.append, warm_up=WARM_UP)
+    result = journey.run(config, JOURNEYS, 100.0, progress=said.append, warm_up=WARM_UP)
     assert (result["completed"], result["unanswered"]) == (JOURNEYS, 0)
     assert 0 < result["latency_ms_p50"] <= result["latency_ms_p95"] <= result["latency_ms_p99"]
     assert said == [
