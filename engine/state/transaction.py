@@ -139,11 +139,12 @@ class Overlay:
         self._floors: dict[str, dict[bytes, bytes | None]] = {cf: {} for cf in queues}
         """Queue column family -> scanned prefix -> a key no committed live entry of the
         prefix is below (None: the prefix has no committed live entry). Invariant: every
-        write of a live entry lowers it first (a rolled-back write leaves it lower than
-        needed, which is harmless); deletions never raise it; a scan raises it to the first
-        committed entry it meets. Scans seek there, past the deleted front of the queue,
-        which RocksDB would otherwise step over tombstone by tombstone. Not persisted: a
-        reopened store starts without floors."""
+        write of a live entry lowers it first, and so does undoing a delete (a rolled-back
+        write leaves it lower than needed, which is harmless); deletions never raise it; a
+        scan raises it to the first committed entry it meets that this batch does not delete
+        (valid once the batch commits: a discarded batch drops every floor). Scans seek
+        there, past the deleted front of the queue, which RocksDB would otherwise step over
+        tombstone by tombstone. Not persisted: a reopened store starts without floors."""
 
     def __len__(self) -> int:
         return sum(len(w) for w in self.writes.values())
@@ -204,9 +205,7 @@ class Overlay:
         if value is not DELETED:
             floors = self._floors.get(cf)
             if floors:
-                for prefix, floor in floors.items():
-                    if (floor is None or key < floor) and key.startswith(prefix):
-                        floors[prefix] = key
+                _lower_floors(floors, key)
 
     def encoded(self) -> Iterator[tuple[str, bytes, bytes | None]]:
         """(column family, key, encoded value or None for a delete) of every write that must
@@ -266,11 +265,11 @@ class Overlay:
         if floors is None:
             return self._db_scan(cf, prefix, prefix)
         start = floors.get(prefix, prefix)
-        if start is None:
+        if start is None or start > ceiling:  # nothing committed in the prefix from the floor
             floors[prefix] = lowest_pending
             return iter(())
         entries = self._db_scan(cf, prefix, start)
-        return self._raising_floor(floors, prefix, entries, lowest_pending)
+        return self._raising_floor(floors, prefix, entries, lowest_pending, self.writes.get(cf))
 
     @staticmethod
     def _raising_floor(
@@ -278,11 +277,17 @@ class Overlay:
         prefix: bytes,
         entries: Iterator[tuple[bytes, bytes]],
         lowest_pending: bytes | None,
+        writes: dict[bytes, Any] | None,
     ) -> Iterator[tuple[bytes, bytes]]:
+        """Raises the floor to each committed entry met while this batch deletes the ones
+        before it, so the next scan of the prefix in the batch seeks past the front this
+        batch has taken (a job type's queue, emptied by one push per completed job, would
+        otherwise be walked from its old front by every push: quadratic in the batch)."""
         for key, value in entries:
             floors[prefix] = key if lowest_pending is None else min(key, lowest_pending)
             yield key, value
-            break
+            if writes is None or writes.get(key) is not DELETED:
+                break
         else:
             floors[prefix] = lowest_pending  # nothing committed in the prefix from the floor
             return
@@ -301,6 +306,9 @@ class Overlay:
         self.rollbacks += 1
         for cf, key, previous in reversed(self._undo.pop()):
             writes = self.writes[cf]
+            floors = self._floors.get(cf)
+            if floors and previous is not DELETED:  # the entry may be live again
+                _lower_floors(floors, key)
             if previous is _NOT_WRITTEN:
                 writes.pop(key, None)
             else:
@@ -317,8 +325,10 @@ class Overlay:
             self._undo[-1].extend(released)
 
     def discard(self) -> None:
-        """Drop every write of the batch (a rollback)."""
+        """Drop every write of the batch (a rollback); floors raised past its deletes go."""
         self.rollbacks += 1
+        for floors in self._floors.values():
+            floors.clear()
         self.clear()
 
     def clear(self) -> None:
@@ -327,3 +337,10 @@ class Overlay:
         self._fresh.clear()
         self._index.clear()
         self._undo.clear()
+
+
+def _lower_floors(floors: dict[bytes, bytes | None], key: bytes) -> None:
+    """Keep every floor at or below `key`, which may now be a live entry of its prefix."""
+    for prefix, floor in floors.items():
+        if (floor is None or key < floor) and key.startswith(prefix):
+            floors[prefix] = key

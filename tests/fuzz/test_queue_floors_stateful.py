@@ -1,5 +1,5 @@
-"""Queue column families against a model: upserts, deletions, commits, savepoints and
-rollbacks in any order (moved from tests/unit/state/test_queue_floors.py: property tests live
+"""Queue column families against a model: upserts, deletions, commits, savepoints,
+rollbacks and discarded batches in any order (moved from tests/unit/state/test_queue_floors.py: property tests live
 under tests/fuzz)."""
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ _KEYS = st.integers(min_value=0, max_value=40)
 
 
 class QueueMachine(RuleBasedStateMachine):
-    """Upserts, deletions, commits, savepoints and rollbacks in any order: every scan of every
-    prefix sees exactly the model's entries."""
+    """Upserts, deletions, commits, savepoints, rollbacks and discarded batches in any order:
+    every scan of every prefix sees exactly the model's entries."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -29,6 +29,7 @@ class QueueMachine(RuleBasedStateMachine):
         self.db = PartitionDb(Path(self.folder.name) / "db")
         self.jobs = self.db.column(ACTIVATABLE)
         self.model: set[tuple[str, int]] = set()
+        self.committed: set[tuple[str, int]] = set()
         self.saved: list[set[tuple[str, int]]] = []
 
     @rule(job_type=_TYPES, key=_KEYS)
@@ -52,6 +53,13 @@ class QueueMachine(RuleBasedStateMachine):
     @rule()
     def commit(self) -> None:
         self.db.commit()
+        self.committed = set(self.model)
+
+    @rule()
+    def discard_batch(self) -> None:
+        self.db.rollback()  # an aborted batch: its savepoints go with it
+        self.model = set(self.committed)
+        self.saved.clear()
 
     @rule()
     def savepoint(self) -> None:

@@ -5,6 +5,7 @@ scan of RocksDB sees."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 from engine.state import ColumnFamilies, PartitionDb
@@ -72,3 +73,45 @@ def test_an_empty_queue_sees_what_is_written_next_and_prefixes_keep_their_own_fl
         assert [k for k, _ in jobs.items(prefix_a)] == [("a", 2)]
         raw = [k for k, _ in db._db_scan(ACTIVATABLE.name, b"")]
         assert len(raw) == 2  # what RocksDB holds, read without floors
+
+
+def _counting_scans(db: PartitionDb) -> list[int]:
+    """How many entries RocksDB yields to the overlay's scans, counted from now on."""
+    yielded = [0]
+    scan = db.overlay._db_scan
+
+    def counted(cf: str, prefix: bytes, start: bytes) -> Iterator[tuple[bytes, bytes]]:
+        for entry in scan(cf, prefix, start):
+            yielded[0] += 1
+            yield entry
+
+    db.overlay._db_scan = counted
+    return yielded
+
+
+def test_taking_a_queue_front_by_front_in_one_batch_reads_each_entry_about_once(
+    tmp_path: Path,
+) -> None:
+    """A batch that pushes one job per completed job takes the front of the activatable queue
+    again and again: each scan starts past the entries the batch already took, instead of
+    walking them all again (quadratic in the batch)."""
+    with PartitionDb(tmp_path / "db") as db:
+        jobs = db.column(ACTIVATABLE)
+        for key in range(300):
+            jobs.upsert(("t", key), None)
+        db.commit()
+        yielded = _counting_scans(db)
+        prefix = ACTIVATABLE.key.prefix("t")
+        taken = []
+        for _ in range(200):
+            front = next(iter(jobs.items(prefix)))[0]
+            jobs.delete(front)
+            taken.append(front[1])
+        assert taken == list(range(200))
+        assert yielded[0] <= 2 * 200, yielded[0]
+        db.rollback()  # the batch is discarded: every entry is queued again
+        assert [k for k, _ in jobs.items(prefix)] == [("t", key) for key in range(300)]
+        for _ in range(200):
+            jobs.delete(next(iter(jobs.items(prefix)))[0])
+        db.commit()
+        assert [k for k, _ in jobs.items(prefix)] == [("t", key) for key in range(200, 300)]
