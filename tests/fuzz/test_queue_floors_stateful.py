@@ -1,6 +1,6 @@
 """Queue column families against a model: upserts, deletions, commits, savepoints,
-rollbacks and discarded batches in any order (moved from tests/unit/state/test_queue_floors.py: property tests live
-under tests/fuzz)."""
+rollbacks and discarded batches in any order (moved from tests/unit/state/test_queue_floors.py:
+property tests live under tests/fuzz)."""
 
 from __future__ import annotations
 
