@@ -78,10 +78,12 @@ class _KeyIndex:
             if at < len(head) and head[at] == key:
                 del head[at]
 
-    def with_prefix(self, prefix: bytes) -> list[bytes]:
+    def with_prefix(self, prefix: bytes, start: bytes | None = None) -> list[bytes]:
+        """The keys with `prefix`, in order; from `start` on (a key with the prefix) if given."""
+        start = prefix if start is None else start
         if len(prefix) >= _HEAD:
             head = self.heads.get(prefix[:_HEAD], ())
-            at = bisect_left(head, prefix)
+            at = bisect_left(head, start)
             end = at
             while end < len(head) and head[end].startswith(prefix):
                 end += 1
@@ -91,7 +93,7 @@ class _KeyIndex:
             keys.sort()
             self.sorted = True
         found: list[bytes] = []
-        index = bisect_left(keys, prefix)
+        index = bisect_left(keys, start)
         while index < len(keys) and keys[index].startswith(prefix):
             if not found or found[-1] != keys[index]:  # a key written twice is listed once
                 found.append(keys[index])
@@ -232,7 +234,15 @@ class Overlay:
             for key, raw in self._committed(cf, prefix, None):
                 yield key, None if decode is None else decode(raw)
             return
-        pending = [(k, writes[k]) for k in self._index[cf].with_prefix(prefix) if k in writes]
+        floors = self._floors.get(cf)
+        start = prefix if floors is None else floors.get(prefix, prefix)
+        if start is None:  # a queue's prefix with no live entry, committed or written
+            return
+        # a queue's live entries, written or committed, all lie at or above its floor: the
+        # front this batch took (DELETED writes) below it is not walked again
+        pending = [
+            (k, writes[k]) for k in self._index[cf].with_prefix(prefix, start) if k in writes
+        ]
         lowest_pending = next((k for k, v in pending if v is not DELETED), None)
         committed = self._committed(cf, prefix, lowest_pending)
         index = 0
