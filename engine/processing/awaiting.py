@@ -10,7 +10,9 @@ aborted batch did, so a retried batch answers exactly the requests the committed
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from itertools import islice
+
+from msgspec import Struct
 
 from engine.protocol.headers import ReplyTo
 
@@ -22,8 +24,7 @@ DEFAULT_TTL_MS = 600_000
 is 60 s; Zeebe's gateway requestTimeout is typically seconds to minutes)."""
 
 
-@dataclass(frozen=True, slots=True)
-class Awaited:
+class Awaited(Struct, frozen=True, gc=False):
     reply_to: ReplyTo
     fetch_variables: tuple[str, ...]
     since_ms: int
@@ -54,8 +55,10 @@ class AwaitedResults:
         """Await the result of instance `key`; drops expired entries, then the oldest ones
         while the map is full."""
         entries = self._entries
-        for oldest in list(entries)[: max(0, len(entries) - self.limit + 1)]:
-            self._drop(oldest, "the map of awaited results is full")
+        excess = len(entries) - self.limit + 1
+        if excess > 0:  # never a copy of the whole map per request
+            for oldest in list(islice(entries, excess)):
+                self._drop(oldest, "the map of awaited results is full")
         while entries:
             oldest = next(iter(entries))
             if now - entries[oldest].since_ms <= self.ttl_ms:

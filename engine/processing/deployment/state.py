@@ -9,7 +9,8 @@ derived data, never state.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+
+from msgspec import Struct
 
 from engine.bpmn import Process, parse_bpmn
 from engine.state import ColumnFamilies, PartitionDb
@@ -23,8 +24,10 @@ BY_ID_AND_VERSION = ColumnFamilies.PROCESS_BY_ID_AND_VERSION
 LATEST = ColumnFamilies.LATEST_PROCESS_VERSION
 
 
-@dataclass(frozen=True, slots=True)
-class DeployedProcess:
+class DeployedProcess(Struct, frozen=True, gc=False):
+    """A deployed process definition, as processors and appliers see it. A Struct, not a
+    frozen dataclass: one is built for every lookup of a definition, several per instance."""
+
     key: int
     bpmn_process_id: str
     version: int
