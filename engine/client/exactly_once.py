@@ -48,12 +48,12 @@ class ExactlyOnceBatches:
         producer.init_transactions(30)
         return producer
 
-    def transact(self, consumer: Consumer, producer: Producer) -> int:
-        """Work one batch of pushed jobs, then commit its answers and offsets in one
-        transaction. Returns the jobs in the batch."""
+    def transact(self, consumer: Consumer, producer: Producer, wait: float = 0.0) -> int:
+        """Work one batch of pushed jobs (waiting up to `wait` seconds for the first), then
+        commit its answers and offsets in one transaction. Returns the jobs in the batch."""
         hand = self.hand
         messages: list[Any] = [
-            m for m in consume_available(consumer, hand.concurrency, 0) if not m.error()
+            m for m in consume_available(consumer, hand.concurrency, wait) if not m.error()
         ]
         if not messages:
             return 0

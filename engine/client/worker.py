@@ -64,6 +64,9 @@ from engine.log.topics import apply_topics, job_topic_spec
 __all__ = ["ActivatedJob", "BpmnError", "JobWorker", "WorkerStats"]
 
 _LOG = logging.getLogger("partita.jobworker")
+_IDLE_WAIT_S = 0.005
+"""The longest the push loop blocks at once: on its job consumer while no task runs, else on
+the running tasks (a job that arrives meanwhile waits at most this long)."""
 SESSION_TIMEOUT_MS = 10_000
 
 
@@ -195,17 +198,20 @@ class JobWorker:
                     self.ready.set()
                 received = 0
                 for index, consumer in enumerate(consumers):
+                    # idle, the loop waits on its (first) job consumer, which wakes it the
+                    # moment a job arrives; while tasks run, it waits on them (`finish`)
+                    wait = _IDLE_WAIT_S if index == 0 and not self._hand.running else 0.0
                     if self.exactly_once:
-                        received += self._batches.transact(consumer, producers[index])
+                        received += self._batches.transact(consumer, producers[index], wait)
                     else:
                         free = self._hand.free
                         if free > 0:
-                            messages = consume_available(consumer, free, 0)
+                            messages = consume_available(consumer, free, wait)
                             jobs = self._hand.pushed(messages, consumer)
                             received += len(jobs)
                             self._hand.start(jobs)
-                self._hand.finish(0.0 if received or not self._hand.running else 0.005)
-                self._hand.collect(0.0 if received else 0.005)
+                self._hand.finish(0.0 if received or not self._hand.running else _IDLE_WAIT_S)
+                self._hand.collect(0.0)  # the replies only settle offsets: never waited for
             self._hand.finish(None)
             self._hand.drain()
         finally:
