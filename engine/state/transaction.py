@@ -229,14 +229,14 @@ class Overlay:
         not visited.
         """
         decode = self._codecs[cf].decode if values else None
-        writes = self.writes.get(cf)
-        if not writes:
-            for key, raw in self._committed(cf, prefix, None):
-                yield key, None if decode is None else decode(raw)
-            return
         floors = self._floors.get(cf)
         start = prefix if floors is None else floors.get(prefix, prefix)
         if start is None:  # a queue's prefix with no live entry, committed or written
+            return
+        writes = self.writes.get(cf)
+        if not writes:
+            for key, raw in self._committed(cf, prefix, start, floors, None):
+                yield key, None if decode is None else decode(raw)
             return
         # a queue's live entries, written or committed, all lie at or above its floor: the
         # front this batch took (DELETED writes) below it is not walked again
@@ -244,7 +244,7 @@ class Overlay:
             (k, writes[k]) for k in self._index[cf].with_prefix(prefix, start) if k in writes
         ]
         lowest_pending = next((k for k, v in pending if v is not DELETED), None)
-        committed = self._committed(cf, prefix, lowest_pending)
+        committed = self._committed(cf, prefix, start, floors, lowest_pending)
         index = 0
         for key, raw in committed:
             while index < len(pending) and pending[index][0] < key:
@@ -264,21 +264,24 @@ class Overlay:
                 yield own_key, own_value
 
     def _committed(
-        self, cf: str, prefix: bytes, lowest_pending: bytes | None
+        self,
+        cf: str,
+        prefix: bytes,
+        start: bytes,
+        floors: dict[bytes, bytes | None] | None,
+        lowest_pending: bytes | None,
     ) -> Iterator[tuple[bytes, bytes]]:
-        """Committed entries of the prefix; for a queue, from its floor on, raising the floor
-        to the first one met (but not past a live entry this batch is about to commit)."""
+        """Committed entries of the prefix from `start` on (the prefix, or a queue's floor,
+        whose `floors` are raised to the first one met but not past a live entry this batch
+        is about to commit)."""
         ceiling = self.ceilings.get(cf)
-        if ceiling is None or prefix > ceiling:  # every key with the prefix sorts above it
-            return iter(())
-        floors = self._floors.get(cf)
-        if floors is None:
-            return self._db_scan(cf, prefix, prefix)
-        start = floors.get(prefix, prefix)
-        if start is None or start > ceiling:  # nothing committed in the prefix from the floor
-            floors[prefix] = lowest_pending
+        if ceiling is None or start > ceiling:  # every key from `start` on sorts above it
+            if floors is not None and ceiling is not None:
+                floors[prefix] = lowest_pending  # nothing committed in the prefix from here
             return iter(())
         entries = self._db_scan(cf, prefix, start)
+        if floors is None:
+            return entries
         return self._raising_floor(floors, prefix, entries, lowest_pending, self.writes.get(cf))
 
     @staticmethod
