@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import logging
+import re
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -30,6 +31,35 @@ from engine.protocol.codec import PRODUCER_MAX_BYTES
 _LOG = logging.getLogger("partita.kafka")
 _T = TypeVar("_T")
 _REPEAT_AFTER_S = 60.0
+_NUMBERS = re.compile(r"\d+")
+
+
+class RepeatFilter(logging.Filter):
+    """Lets each distinct librdkafka log line through once a minute. librdkafka logs every
+    failed reconnect (some 20 a second against a broker that is down); the error callback
+    already says once what failed and what to check. Lines that differ only in their numbers
+    (client ids, milliseconds) count as the same line."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        super().__init__()
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._last: dict[str, float] = {}
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        key = _NUMBERS.sub("#", record.getMessage())
+        now = self._clock()
+        with self._lock:
+            last = self._last.get(key)
+            if last is not None and now - last < _REPEAT_AFTER_S:
+                return False
+            if len(self._last) > 1000:
+                self._last.clear()
+            self._last[key] = now
+        return True
+
+
+_LOG.addFilter(RepeatFilter())
 
 
 CONSUMER_DEFAULTS: Mapping[str, Any] = {"fetch.queue.backoff.ms": 20}

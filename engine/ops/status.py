@@ -24,8 +24,8 @@ from confluent_kafka.admin import AdminClient
 
 from engine.config import Config, KafkaRole
 from engine.errors import PartitaError
-from engine.log.admin import admin_client
-from engine.log.clients import engine_group, new_consumer
+from engine.log.admin import admin_client, cluster_metadata
+from engine.log.clients import ErrorReporter, engine_group, new_consumer
 from engine.log.security import kafka_access
 from engine.snapshots.store import manifests
 from engine.stream.counters import decode as decode_counters
@@ -90,16 +90,18 @@ class Status:
 def collect(config: Config) -> Status:
     access = kafka_access(config, KafkaRole.OPERATOR)
     admin = admin_client(access)
+    reporter = ErrorReporter(access)
     consumer = new_consumer(
         access,
         {
             "group.id": f"{config.namespace}.status",  # never joins: metadata and offsets only
             "enable.auto.commit": False,
             "isolation.level": "read_committed",
+            "error_cb": reporter,
         },
     )
     try:
-        topics = consumer.list_topics(timeout=_TIMEOUT).topics
+        topics = cluster_metadata(consumer, reporter, access, _TIMEOUT).topics
         log = config.log_topic
         if log not in topics:
             raise_missing(config)
