@@ -36,7 +36,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -48,6 +47,7 @@ from engine.bench import journey, loop
 from engine.bench.parties import Broker, Child, Progress
 from engine.bench.procstats import usage
 from engine.bench.replaying import replay_partition
+from engine.bench.scratch import scratch_namespace
 from engine.client import Client
 from engine.config import Config, KafkaRole
 from engine.errors import PartitaError
@@ -249,10 +249,12 @@ def run(
     progress: Progress = print,
     broker_pid: int | None = None,
     raw_journey: bool = True,
+    keep_topics: bool = False,
 ) -> dict[str, Any]:
     """`broker_pid`: the broker's process, when it runs on this machine (its CPU is sampled).
     `raw_journey`: with the one-task workload, also time its instances' way through Kafka at
-    the same rate with nothing but confluent-kafka (`engine.bench.journey`)."""
+    the same rate with nothing but confluent-kafka (`engine.bench.journey`). Each workload
+    runs in a namespace of its own, deleted afterwards unless `keep_topics`."""
     out: dict[str, Any] = {
         "bench": "e2e",
         "partitions": partitions,
@@ -267,29 +269,29 @@ def run(
                 raise PartitaError(f"unknown workload {name!r}; known: {', '.join(WORKLOADS)}")
             home = Path(scratch) / name
             home.mkdir()
-            bench_config = replace(
-                config, namespace=f"e2e{uuid.uuid4().hex[:8]}", partitions=partitions, home=home
-            )
-            out[name] = run_workload(
-                bench_config,
-                WORKLOADS[name],
-                instances,
-                typical_rate if name == "typical" else rate,
-                latency_instances,
-                in_flight,
-                job_concurrency,
-                progress,
-                workers,
-                broker_pid,
-            )
+            with scratch_namespace(
+                config, "e2e", keep=keep_topics, partitions=partitions, home=home
+            ) as bench_config:
+                out[name] = run_workload(
+                    bench_config,
+                    WORKLOADS[name],
+                    instances,
+                    typical_rate if name == "typical" else rate,
+                    latency_instances,
+                    in_flight,
+                    job_concurrency,
+                    progress,
+                    workers,
+                    broker_pid,
+                )
         progress(f"Raw confluent-kafka transactional loop: {baseline_commands} commands...")
-        raw_config = replace(
-            config, namespace=f"raw{uuid.uuid4().hex[:8]}", partitions=1, home=Path(scratch)
-        )
-        apply_topics(
-            admin_client(kafka_access(raw_config, KafkaRole.OPERATOR)), load_specs(raw_config)
-        )
-        raw = loop.run_raw(raw_config, baseline_commands)
+        with scratch_namespace(
+            config, "raw", keep=keep_topics, partitions=1, home=Path(scratch)
+        ) as raw_config:
+            apply_topics(
+                admin_client(kafka_access(raw_config, KafkaRole.OPERATOR)), load_specs(raw_config)
+            )
+            raw = loop.run_raw(raw_config, baseline_commands)
     out["raw_loop_records_per_s"] = raw["records_per_s"]
     for name in workloads:
         engine_rate = out[name]["saturation"]["log_records_per_s"] / partitions
@@ -302,6 +304,7 @@ def run(
             rate,
             progress=progress,
             broker_pid=broker_pid,
+            keep_topics=keep_topics,
         )
         out["one-task"]["fixed_rate_minus_raw_journey_ms"] = {
             name: round(measured[name] - through_kafka[name], 1)

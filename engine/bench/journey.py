@@ -36,8 +36,7 @@ import sys
 import tempfile
 import threading
 import time
-import uuid
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +45,7 @@ from confluent_kafka.cimpl import NewTopic
 
 from engine.bench.parties import Broker, Child, Progress
 from engine.bench.procstats import usage
+from engine.bench.scratch import scratch_namespace
 from engine.client.connection import producer_config
 from engine.config import Config, KafkaRole
 from engine.demo import percentile
@@ -293,12 +293,16 @@ def run(
     progress: Progress,
     broker_pid: int | None = None,
     warm_up: int = 200,
+    keep_topics: bool = False,
 ) -> dict[str, Any]:
     """`instances` journeys at `rate`, after `warm_up` untimed ones: the relay and the job
     worker in their own processes, the client in this one, on a fresh namespace of the
-    configured cluster. `broker_pid`: the local broker, whose CPU is sampled."""
-    with tempfile.TemporaryDirectory(prefix="partita-bench-journey-") as scratch:
-        raw_config = replace(config, namespace=f"journey{uuid.uuid4().hex[:8]}", home=Path(scratch))
+    configured cluster (deleted afterwards unless `keep_topics`). `broker_pid`: the local
+    broker, whose CPU is sampled."""
+    with (
+        tempfile.TemporaryDirectory(prefix="partita-bench-journey-") as scratch,
+        scratch_namespace(config, "journey", keep=keep_topics, home=Path(scratch)) as raw_config,
+    ):
         create_topics(raw_config)
         cluster = [raw_config.bootstrap, raw_config.namespace]
         relaying, answering = children = [

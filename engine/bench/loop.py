@@ -22,8 +22,6 @@ from __future__ import annotations
 import tempfile
 import threading
 import time
-import uuid
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +29,7 @@ import msgspec
 from confluent_kafka import TopicPartition
 from confluent_kafka.cimpl import NewTopic
 
+from engine.bench.scratch import scratch_namespace
 from engine.config import Config, KafkaRole
 from engine.log.admin import admin_client
 from engine.log.clients import new_consumer, new_producer
@@ -216,12 +215,14 @@ def run_raw(config: Config, commands: int) -> dict[str, float]:
     }
 
 
-def run(config: Config, commands: int = 20_000) -> dict[str, Any]:
-    namespace = f"bench{uuid.uuid4().hex[:8]}"
-    with tempfile.TemporaryDirectory(prefix="partita-bench-loop-") as home:
-        bench_config = replace(  # the commands are all waiting at once: no backpressure
-            config, namespace=namespace, partitions=1, home=Path(home), backpressure_lag=0
-        )
+def run(config: Config, commands: int = 20_000, *, keep_topics: bool = False) -> dict[str, Any]:
+    with (
+        tempfile.TemporaryDirectory(prefix="partita-bench-loop-") as home,
+        scratch_namespace(  # the commands are all waiting at once: no backpressure
+            config, "bench", keep=keep_topics, partitions=1, home=Path(home), backpressure_lag=0
+        ) as bench_config,
+    ):
+        namespace = bench_config.namespace
         apply_topics(
             admin_client(kafka_access(bench_config, KafkaRole.OPERATOR)), load_specs(bench_config)
         )

@@ -23,9 +23,7 @@ import subprocess
 import sys
 import tempfile
 import time
-import uuid
 from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +31,7 @@ from confluent_kafka import TopicPartition
 
 from engine.bench.procstats import rss_mb, sample
 from engine.bench.replaying import replay_partition
+from engine.bench.scratch import scratch_namespace
 from engine.client import Client
 from engine.config import Config, KafkaRole
 from engine.log.admin import admin_client
@@ -143,8 +142,14 @@ def _failover(client: Client, owner: _Worker, start: Callable[[], Any]) -> float
     return round(time.monotonic() - began, 2)
 
 
-def _one_size(base: Config, instances: int, progress: Callable[[str], None]) -> dict[str, Any]:
-    config = replace(base, namespace=f"bench{uuid.uuid4().hex[:6]}", partitions=1)
+def _one_size(
+    base: Config, instances: int, progress: Callable[[str], None], keep_topics: bool
+) -> dict[str, Any]:
+    with scratch_namespace(base, "bench", keep=keep_topics, partitions=1) as config:
+        return _measure(config, instances, progress)
+
+
+def _measure(config: Config, instances: int, progress: Callable[[str], None]) -> dict[str, Any]:
     apply_topics(admin_client(kafka_access(config, KafkaRole.OPERATOR)), load_specs(config))
     work = Path(tempfile.mkdtemp(prefix="partita-bench-recovery-"))
     bpmn = work / "bench.bpmn"
@@ -227,10 +232,14 @@ def _snapshot_and_restore(config: Config, work: Path) -> dict[str, Any]:
 
 
 def run(
-    config: Config, sizes: list[int], progress: Callable[[str], None] = print
+    config: Config,
+    sizes: list[int],
+    progress: Callable[[str], None] = print,
+    *,
+    keep_topics: bool = False,
 ) -> dict[str, Any]:
     results = []
     for size in sizes:
         progress(f"Recovery bench at {size} in-flight instances...")
-        results.append(_one_size(config, size, progress))
+        results.append(_one_size(config, size, progress, keep_topics))
     return {"bench": "recovery", "runs": results}

@@ -94,7 +94,9 @@ def cmd_bench_recovery(args: argparse.Namespace) -> int:
     from engine.bench import recovery
 
     sizes = [int(n) for n in str(args.instances).split(",") if n.strip()]
-    print(json.dumps(recovery.run(build_config(args), sizes, progress)))
+    print(
+        json.dumps(recovery.run(build_config(args), sizes, progress, keep_topics=args.keep_topics))
+    )
     return 0
 
 
@@ -115,7 +117,7 @@ def cmd_bench_loop(args: argparse.Namespace) -> int:
         f"Engine loop vs raw transactional loop, {args.commands} commands x"
         f" {loop.EVENTS_PER_COMMAND} events on one partition at {config.bootstrap}..."
     )
-    print(json.dumps(loop.run(config, commands=args.commands)))
+    print(json.dumps(loop.run(config, commands=args.commands, keep_topics=args.keep_topics)))
     return 0
 
 
@@ -133,6 +135,7 @@ def cmd_bench_journey(args: argparse.Namespace) -> int:
         args.rate,
         progress=progress,
         broker_pid=_local_broker_pid(config),
+        keep_topics=args.keep_topics,
     )
     print(json.dumps({"bench": "journey", **result}))
     return 0 if result["unanswered"] == 0 else 1
@@ -200,6 +203,7 @@ def cmd_bench_e2e(args: argparse.Namespace) -> int:
                     progress=progress,
                     broker_pid=_local_broker_pid(each),
                     raw_journey=not args.no_raw_journey,
+                    keep_topics=args.keep_topics,
                 )
             runs[name].append(result)
     if args.scaling:
@@ -334,6 +338,8 @@ def register(commands: Subcommands) -> None:
     journey_bench.add_argument(
         "--rate", type=float, default=200.0, help="journeys started per second (default: 200)"
     )
+    for bench in (loop_bench, recovery_bench, journey_bench):
+        _add_keep_topics(bench)
     e2e_bench = add_command(
         benches,
         "e2e",
@@ -418,4 +424,14 @@ def register(commands: Subcommands) -> None:
         type=int,
         default=20_000,
         help="commands through the raw transactional loop (default: 20000)",
+    )
+    _add_keep_topics(e2e_bench)
+
+
+def _add_keep_topics(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--keep-topics",
+        action="store_true",
+        help="keep the benchmark's topics and groups (namespace printed in the result) instead"
+        " of deleting them when it ends",
     )

@@ -23,7 +23,9 @@ JOURNEYS, WARM_UP = 60, 5
 
 def test_every_journey_is_answered_after_the_engine_shaped_kafka_work(config: Config) -> None:
     said: list[str] = []
-    result = journey.run(config, JOURNEYS, 100.0, progress=said.append, warm_up=WARM_UP)
+    result = journey.run(
+        config, JOURNEYS, 100.0, progress=said.append, warm_up=WARM_UP, keep_topics=True
+    )
     assert (result["completed"], result["unanswered"]) == (JOURNEYS, 0)
     assert 0 < result["latency_ms_p50"] <= result["latency_ms_p95"] <= result["latency_ms_p99"]
     assert said == [

@@ -9,7 +9,9 @@ from dataclasses import replace
 import pytest
 
 from engine.bench import loop
-from engine.config import Config
+from engine.config import Config, KafkaRole
+from engine.log.admin import admin_client
+from engine.log.security import kafka_access
 from engine.protocol.enums import RecordType
 from tests.integration.workers import committed_messages
 
@@ -21,7 +23,7 @@ COMMANDS = 12_000
 
 def test_bench_loop_processes_every_command_once(config: Config, gc_restored: None) -> None:
     assert config.backpressure_lag < COMMANDS
-    result = loop.run(config, commands=COMMANDS)
+    result = loop.run(config, commands=COMMANDS, keep_topics=True)
     assert result["commands"] == COMMANDS
     assert result["ratio"] == round(result["engine_records_per_s"] / result["raw_records_per_s"], 3)
     bench = replace(config, namespace=result["namespace"], partitions=1)
@@ -32,3 +34,12 @@ def test_bench_loop_processes_every_command_once(config: Config, gc_restored: No
     assert len(events) == COMMANDS * loop.EVENTS_PER_COMMAND
     assert not [r for r in log if r.record_type is RecordType.COMMAND_REJECTION]
     assert {e.source_record_position for e in events} == {c.position for c in copies}
+
+
+def test_a_bench_deletes_its_topics_and_groups_when_it_ends(config: Config) -> None:
+    result = loop.run(config, commands=200)
+    admin = admin_client(kafka_access(config, KafkaRole.OPERATOR))
+    prefix = f"{result['namespace']}."
+    assert not [t for t in admin.list_topics(timeout=30).topics if t.startswith(prefix)]
+    groups = admin.list_consumer_groups(request_timeout=30).result().valid
+    assert not [g.group_id for g in groups if g.group_id.startswith(prefix)]
