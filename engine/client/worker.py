@@ -68,6 +68,11 @@ _IDLE_WAIT_S = 0.005
 """The longest the push loop blocks at once: on its job consumer while no task runs, else on
 the running tasks (a job that arrives meanwhile waits at most this long)."""
 SESSION_TIMEOUT_MS = 10_000
+POLL_INTERVAL_MS = 100
+"""Poll mode: how long a worker whose last round found no job waits before the next (as Zeebe's
+Java client's pollInterval). Each round is one ACTIVATE command per partition on the log."""
+_FULL_WAIT_S = 0.05
+"""Poll mode, every task slot taken: the longest wait at once for one of them to finish."""
 
 
 class JobWorker:
@@ -80,9 +85,12 @@ class JobWorker:
         concurrency: int = 8,
         exactly_once: bool = False,
         client: Client | None = None,
+        poll_interval_ms: int = POLL_INTERVAL_MS,
     ) -> None:
         if concurrency < 1:
             raise PartitaError(f"concurrency must be at least 1, not {concurrency}")
+        if poll_interval_ms < 0:
+            raise PartitaError(f"poll_interval_ms must not be negative, not {poll_interval_ms}")
         if exactly_once and mode != "push":
             raise PartitaError("exactly_once needs mode='push': polled jobs have no offsets")
         self.config = config
@@ -90,6 +98,7 @@ class JobWorker:
         self.mode = mode
         self.concurrency = concurrency
         self.exactly_once = exactly_once
+        self.poll_interval_s = poll_interval_ms / 1000
         self.client = client or Client(config, role=KafkaRole.JOB_WORKER)
         self._owns_client = client is None
         self.tasks: dict[str, Task] = {}
@@ -301,15 +310,33 @@ class JobWorker:
     def _run_poll(self, done: Callable[[], bool]) -> None:
         self.ready.set()
         while not done():
-            found = 0
+            asked = found = 0
             for task in self.tasks.values():
                 free = min(task.max_jobs, self._hand.free)
                 if free <= 0:
                     break
+                asked += 1
                 jobs = self.client.activate_jobs(task.job_type, self.name, free, task.timeout_ms)
                 found += len(jobs)
                 self._hand.start([(key, job, None) for key, job in jobs])
-            self._hand.finish(0.0 if found else 0.05)
-            self._hand.collect(0.0)
+            if found or not asked:  # work, or no free slot: poll again once a task finishes
+                self._hand.finish(0.0 if found else _FULL_WAIT_S)
+                self._hand.collect(0.0)
+            else:
+                self._idle(done)
         self._hand.finish(None)
         self._hand.drain()
+
+    def _idle(self, done: Callable[[], bool]) -> None:
+        """Poll mode after a round that found no job: the poll interval, answering the tasks
+        that finish and taking the replies that arrive meanwhile."""
+        deadline = time.monotonic() + self.poll_interval_s
+        while not done():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return
+            if self._hand.running:
+                self._hand.finish(left)
+                self._hand.collect(0.0)
+            else:
+                self._hand.collect(min(left, _FULL_WAIT_S))

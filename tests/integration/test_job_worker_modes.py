@@ -19,7 +19,7 @@ from confluent_kafka import Consumer, TopicPartition
 from engine.client import Client, JobWorker
 from engine.config import Config
 from engine.protocol.enums import RecordType
-from engine.protocol.intents import JobIntent, ProcessInstanceCreationIntent
+from engine.protocol.intents import JobBatchIntent, JobIntent, ProcessInstanceCreationIntent
 from engine.protocol.records import Record
 from engine.protocol.values import ProcessInstanceCreationValue
 from tests.integration.workers import (
@@ -113,6 +113,55 @@ def test_no_more_than_concurrency_tasks_run_at_once(config: Config) -> None:
     assert all(r.record_type is RecordType.EVENT for r in results)
     assert sorted(json.loads(r.value.variables)["m"] for r in results) == list(range(1, 25))  # type: ignore[union-attr]
     assert peak == 3, f"expected 3 tasks at once at the peak, saw {peak}"
+
+
+def _activations(config: Config, job_type: str) -> int:
+    """ACTIVATE commands for `job_type` on the log, all partitions."""
+    return sum(
+        1
+        for records in read_log(config).partitions.values()
+        for record in records
+        if record.intent is JobBatchIntent.ACTIVATE
+        and record.record_type is RecordType.COMMAND
+        and getattr(record.value, "type", None) == job_type
+    )
+
+
+def test_an_idle_poll_worker_asks_once_per_poll_interval(config: Config) -> None:
+    """With no job to take, a polling worker asks each partition once per poll interval; it
+    used to ask again the moment an empty answer came back (29 rounds in these 2 s)."""
+    worker = JobWorker(
+        config, "idle", mode="poll", poll_interval_ms=200, client=Client(config, timeout=60)
+    )
+    worker.task("nothing-to-do")(lambda: None)
+    thread = threading.Thread(target=worker.run, daemon=True)
+    thread.start()
+    time.sleep(2.0)
+    worker.stop()
+    thread.join(30)
+    assert not thread.is_alive()
+    rounds = _activations(config, "nothing-to-do") / config.partitions
+    assert 2 <= rounds <= 12, f"{rounds} polling rounds in 2 s at one per 200 ms (at most 11)"
+
+
+def test_a_poll_worker_takes_new_jobs_after_an_idle_round(config: Config) -> None:
+    worker = JobWorker(config, "poller", mode="poll", client=Client(config, timeout=60))
+
+    @worker.task("polled")
+    def add(n: int) -> dict[str, object]:
+        return {"m": n + 1}
+
+    thread = threading.Thread(target=worker.run, daemon=True)
+    thread.start()
+    try:
+        time.sleep(0.5)  # a few empty rounds first
+        with Client(config, timeout=60) as client:
+            correlations = _create(client, "polled", 10)
+            results = [client.result(c, 60) for c in correlations]
+    finally:
+        worker.stop()
+        thread.join(30)
+    assert sorted(json.loads(r.value.variables)["m"] for r in results) == list(range(1, 11))  # type: ignore[union-attr]
 
 
 def test_stop_finishes_and_answers_the_jobs_in_hand(config: Config) -> None:
