@@ -230,7 +230,12 @@ def run_workload(  # noqa: PLR0917 - the benchmark's knobs, spelled out
         jobs.stop()
         engine_worker.stop()
     progress(f"[{workload.name}] replaying partition 0 into an empty store...")
-    return {"saturation": saturation, "fixed_rate": latency, "replay": replay_partition(config, 0)}
+    return {
+        "namespace": config.namespace,
+        "saturation": saturation,
+        "fixed_rate": latency,
+        "replay": replay_partition(config, 0),
+    }
 
 
 def run(
