@@ -44,6 +44,7 @@ from typing import Any
 from confluent_kafka import KafkaException, TopicPartition
 
 from engine.bench import journey, loop
+from engine.bench.hops import engine_hops
 from engine.bench.parties import Broker, Child, Progress
 from engine.bench.procstats import usage
 from engine.bench.replaying import replay_partition
@@ -220,6 +221,7 @@ def run_workload(  # noqa: PLR0917 - the benchmark's knobs, spelled out
         }
 
         progress(f"[{workload.name}] latency: {latency_instances} instances at {rate:g}/s...")
+        latency_since_ms = int(time.time() * 1000)
         engine_before, jobs_before = engine_worker.sample(), jobs.sample()
         broker_before = broker.sample()
         latency = _load(config, workload, latency_instances, rate, in_flight)
@@ -229,6 +231,9 @@ def run_workload(  # noqa: PLR0917 - the benchmark's knobs, spelled out
     finally:
         jobs.stop()
         engine_worker.stop()
+    if workload.name == "one-task":
+        progress(f"[{workload.name}] the latency phase's hops, from the records' timestamps...")
+        latency["hops_ms"] = engine_hops(config, latency_since_ms)
     progress(f"[{workload.name}] replaying partition 0 into an empty store...")
     return {
         "namespace": config.namespace,

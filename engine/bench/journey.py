@@ -43,6 +43,7 @@ from typing import Any
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.cimpl import NewTopic
 
+from engine.bench.hops import journey_hops
 from engine.bench.parties import Broker, Child, Progress
 from engine.bench.procstats import usage
 from engine.bench.scratch import scratch_namespace
@@ -324,6 +325,7 @@ def run(
             progress(f"raw journey: {instances} instances at {rate:g}/s through Kafka alone...")
             broker = Broker(broker_pid)
             before = relaying.sample(), answering.sample(), broker.sample()
+            since_ms = int(time.time() * 1000)
             measured = journeys.run(instances, rate)
             seconds = measured["seconds"]
             measured["relay"] = usage(before[0], relaying.sample(), seconds)
@@ -334,6 +336,7 @@ def run(
                 journeys.close()
             for child in children:
                 child.stop()
+        measured["hops_ms"] = journey_hops(raw_config, Topics.of(raw_config.namespace), since_ms)
     return {"rate": rate, "namespace": raw_config.namespace, **measured}
 
 

@@ -28,6 +28,11 @@ def test_every_journey_is_answered_after_the_engine_shaped_kafka_work(config: Co
     )
     assert (result["completed"], result["unanswered"]) == (JOURNEYS, 0)
     assert 0 < result["latency_ms_p50"] <= result["latency_ms_p95"] <= result["latency_ms_p99"]
+    hops = result["hops_ms"]  # the timed journeys only, not the warm-up
+    assert hops["instances"] == JOURNEYS
+    parts = sum(hops[hop]["mean"] for hop in ("create_pickup", "job", "completion_pickup"))
+    assert 0 <= parts <= hops["create_to_completed"]["mean"] + 0.2, hops
+    assert hops["transactions_per_s"] > 0
     assert said == [
         f"raw journey: warming up ({WARM_UP} instances)...",
         f"raw journey: {JOURNEYS} instances at 100/s through Kafka alone...",
