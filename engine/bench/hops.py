@@ -16,9 +16,9 @@ The reply's way back (the last commit and the client's fetch) is the client's la
 `create_to_completed`. `transactions_per_s` and `ms_between_transactions` come from the gaps
 commit markers leave in the log's offsets: how often the engine (or the relay) committed.
 
-The raw journey's relay (`engine.bench.journey`) is measured the same way, so the two can be
-compared hop by hop. Timestamps have millisecond resolution, and every producer must share a
-clock (they run on this machine in the benches).
+The raw journey's relay is measured the same way (`engine.bench.journey.journey_hops`), so
+the two can be compared hop by hop. Timestamps have millisecond resolution, and every producer
+must share a clock (they run on this machine in the benches).
 """
 
 from __future__ import annotations
@@ -72,7 +72,7 @@ def read_partition(config: Config, topic: str, partition: int = 0) -> list[Messa
         consumer.close()
 
 
-def _ms(message: Message) -> int:
+def created_ms(message: Message) -> int:
     return int(message.timestamp()[1])
 
 
@@ -100,7 +100,7 @@ def transactions(log: Sequence[Message], since_ms: int) -> dict[str, Any]:
     for message in log:
         offset = int(message.offset() or 0)
         if previous is None or offset != previous + 1:
-            starts.append(_ms(message))
+            starts.append(created_ms(message))
         previous = offset
     starts = [t for t in starts if t >= since_ms]
     if len(starts) < 2:
@@ -113,7 +113,7 @@ def transactions(log: Sequence[Message], since_ms: int) -> dict[str, Any]:
     }
 
 
-def _summary(rows: list[dict[str, int]], log: Sequence[Message], since_ms: int) -> dict[str, Any]:
+def summary(rows: list[dict[str, int]], log: Sequence[Message], since_ms: int) -> dict[str, Any]:
     hops: dict[str, Callable[[dict[str, int]], int]] = {
         "create_pickup": lambda r: r["copied"] - r["created"],
         "job": lambda r: r["answered"] - r["job"],
@@ -130,7 +130,7 @@ def _summary(rows: list[dict[str, int]], log: Sequence[Message], since_ms: int) 
 def engine_hops(config: Config, since_ms: int, partition: int = 0) -> dict[str, Any]:
     """The hops of the one-task instances created from `since_ms` on, on one partition."""
     ingress = {
-        int(m.offset() or 0): _ms(m)
+        int(m.offset() or 0): created_ms(m)
         for m in read_partition(config, config.commands_topic, partition)
     }
     log = read_partition(config, config.log_topic, partition)
@@ -148,7 +148,7 @@ def engine_hops(config: Config, since_ms: int, partition: int = 0) -> dict[str, 
         if ingress_offset is not None:
             produced = ingress.get(int(ingress_offset))
             if produced is not None:
-                copies[int(message.offset() or 0)] = (_ms(message), produced)
+                copies[int(message.offset() or 0)] = (created_ms(message), produced)
             continue
         if (header(headers, VALUE_TYPE), header(headers, INTENT)) not in wanted:
             continue
@@ -165,43 +165,8 @@ def engine_hops(config: Config, since_ms: int, partition: int = 0) -> dict[str, 
         if row is None:
             continue
         if record.intent is JobIntent.CREATED:
-            row.setdefault("job", _ms(message))
+            row.setdefault("job", created_ms(message))
         elif copy is not None and "answered" not in row:
-            row.update(answer_copied=copy[0], answered=copy[1], completed=_ms(message))
+            row.update(answer_copied=copy[0], answered=copy[1], completed=created_ms(message))
     rows = [r for r in instances.values() if "completed" in r and "job" in r]
-    return _summary(rows, log, since_ms)
-
-
-def journey_hops(config: Config, topics: Any, since_ms: int) -> dict[str, Any]:
-    """The same hops for the raw journey's topics (`engine.bench.journey.Topics`), matched by
-    the correlation header each journey's records carry."""
-    from engine.bench.journey import COMPLETE, CORRELATION, CREATE, KIND
-
-    inbound = {int(m.offset() or 0): m for m in read_partition(config, topics.inbound)}
-    rows: dict[bytes | None, dict[str, int]] = {}
-    for message in inbound.values():
-        kind = header(message.headers(), KIND)
-        row = rows.setdefault(header(message.headers(), CORRELATION), {})
-        row["created" if kind == CREATE else "answered"] = _ms(message)
-    log = read_partition(config, topics.log)
-    for message in log:
-        ingress_offset = header(message.headers(), INGRESS_OFFSET)
-        if ingress_offset is None:
-            continue
-        source = inbound.get(int(ingress_offset))
-        if source is None:
-            continue
-        row = rows.setdefault(header(source.headers(), CORRELATION), {})
-        kind = header(source.headers(), KIND)
-        if kind == CREATE:
-            row["copied"] = _ms(message)
-        elif kind == COMPLETE:
-            row["answer_copied"] = _ms(message)
-            row["completed"] = _ms(message)  # the relay's events follow its copy at once
-    for message in read_partition(config, topics.jobs):
-        rows.setdefault(header(message.headers(), CORRELATION), {})["job"] = _ms(message)
-    needed = ("created", "copied", "job", "answered", "answer_copied", "completed")
-    complete = [
-        r for r in rows.values() if all(k in r for k in needed) and r["created"] >= since_ms
-    ]
-    return _summary(complete, log, since_ms)
+    return summary(rows, log, since_ms)

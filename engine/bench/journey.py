@@ -43,7 +43,7 @@ from typing import Any
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.cimpl import NewTopic
 
-from engine.bench.hops import journey_hops
+from engine.bench.hops import created_ms, read_partition, summary
 from engine.bench.parties import Broker, Child, Progress
 from engine.bench.procstats import usage
 from engine.bench.scratch import scratch_namespace
@@ -338,6 +338,39 @@ def run(
                 child.stop()
         measured["hops_ms"] = journey_hops(raw_config, Topics.of(raw_config.namespace), since_ms)
     return {"rate": rate, "namespace": raw_config.namespace, **measured}
+
+
+def journey_hops(config: Config, topics: Topics, since_ms: int) -> dict[str, Any]:
+    """The same hops for the raw journey's topics , matched by
+    the correlation header each journey's records carry."""
+    inbound = {int(m.offset() or 0): m for m in read_partition(config, topics.inbound)}
+    rows: dict[bytes | None, dict[str, int]] = {}
+    for message in inbound.values():
+        kind = header(message.headers(), KIND)
+        row = rows.setdefault(header(message.headers(), CORRELATION), {})
+        row["created" if kind == CREATE else "answered"] = created_ms(message)
+    log = read_partition(config, topics.log)
+    for message in log:
+        ingress_offset = header(message.headers(), INGRESS_OFFSET)
+        if ingress_offset is None:
+            continue
+        source = inbound.get(int(ingress_offset))
+        if source is None:
+            continue
+        row = rows.setdefault(header(source.headers(), CORRELATION), {})
+        kind = header(source.headers(), KIND)
+        if kind == CREATE:
+            row["copied"] = created_ms(message)
+        elif kind == COMPLETE:
+            row["answer_copied"] = created_ms(message)
+            row["completed"] = created_ms(message)  # the relay's events follow its copy at once
+    for message in read_partition(config, topics.jobs):
+        rows.setdefault(header(message.headers(), CORRELATION), {})["job"] = created_ms(message)
+    needed = ("created", "copied", "job", "answered", "answer_copied", "completed")
+    complete = [
+        r for r in rows.values() if all(k in r for k in needed) and r["created"] >= since_ms
+    ]
+    return summary(complete, log, since_ms)
 
 
 def main(argv: list[str]) -> int:
