@@ -26,6 +26,8 @@ Every setting has a default that works on a laptop; CLI flags override the envir
   taking one over replays only the last few records.
 - `PARTITA_BACKPRESSURE_LAG` (`10000`, 0 disables): client commands waiting on a partition of
   `<ns>.commands` above which new instances and messages are rejected `RESOURCE_EXHAUSTED`.
+- `PARTITA_OFFSETS_COMMIT_MS` (`100`): how often a partition's transactions send the consumed
+  offsets to the engine group; in between, each batch's positions ride on its last record.
 - `PARTITA_REPLY_TOPICS` (`<ns>.replies`): comma-separated topics the engine may answer to
   (`kafka_replyTopic`); a request naming any other topic gets no reply (the drop is counted).
   The log, ingress, snapshot and job topics of any namespace are never allowed.
@@ -126,6 +128,7 @@ class Config:
     truncate: bool = True
     standby: bool = False
     backpressure_lag: int = 10_000
+    offsets_commit_ms: int = 100
     reply_topics: tuple[str, ...] = ()
     """Extra topics replies may go to, besides `<ns>.replies` (see `allowed_reply_topics`)."""
     kafka_config: Path | None = None
@@ -157,6 +160,11 @@ class Config:
         if self.backpressure_lag < 0:
             raise ConfigError(
                 f"PARTITA_BACKPRESSURE_LAG must be 0 (off) or positive, got {self.backpressure_lag}"
+            )
+        if self.offsets_commit_ms < 0:
+            raise ConfigError(
+                f"PARTITA_OFFSETS_COMMIT_MS must be 0 (every transaction) or positive,"
+                f" got {self.offsets_commit_ms}"
             )
         for topic in self.reply_topics:
             if is_engine_topic(topic):
@@ -254,6 +262,7 @@ class Config:
             job_push_limit=_int(env, "PARTITA_JOB_PUSH_LIMIT", 256),
             job_push_timeout_ms=_int(env, "PARTITA_JOB_PUSH_TIMEOUT_MS", 300_000),
             backpressure_lag=_int(env, "PARTITA_BACKPRESSURE_LAG", 10_000),
+            offsets_commit_ms=_int(env, "PARTITA_OFFSETS_COMMIT_MS", 100),
             message_ttl_ms=duration_ms(
                 env.get("PARTITA_MESSAGE_TTL") or "PT5M", "PARTITA_MESSAGE_TTL"
             ),

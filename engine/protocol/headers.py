@@ -21,6 +21,13 @@ INGRESS_OFFSET = "partitaIngressOffset"
 it came from. Such a command was processed in the transaction that wrote it, so the engine's
 log consumer skips it; only the engine writes the log, so the header can be trusted there."""
 
+PROCESSED = "partitaProcessed"
+"""On the last record a batch's transaction writes to its own partition of the log, as its last
+header: `<log offset>,<ingress offset>`, the last offsets of the log and of ingress the partition
+had processed once that transaction commits (-1: none). Committed atomically with the batch's
+events, it tells replay and standbys where processing resumes, also when the engine group's
+offsets trail (the engine sends them at most every 100 ms, `engine.stream.processing`)."""
+
 REPLY_TOPIC = "kafka_replyTopic"
 REPLY_PARTITION = "kafka_replyPartition"
 CORRELATION_ID = "kafka_correlationId"
@@ -132,3 +139,23 @@ def reply_to(headers: Headers | dict[str, str | bytes | None] | None) -> ReplyTo
     except UnicodeDecodeError:
         return None
     return ReplyTo(topic_name, partition, header(headers, CORRELATION_ID) or b"")
+
+
+def processed_header(log_offset: int, ingress_offset: int) -> tuple[str, bytes]:
+    """The PROCESSED header for these positions."""
+    return PROCESSED, f"{log_offset},{ingress_offset}".encode()
+
+
+def processed_positions(headers: Headers | None) -> tuple[int, int] | None:
+    """The positions a PROCESSED header names, when it is the last header (where the engine
+    puts it), else None. A malformed value is None too: only the engine writes the log."""
+    if type(headers) is not list or len(headers) < 4:
+        return None
+    name, value = headers[-1]
+    if name != PROCESSED or not isinstance(value, bytes):
+        return None
+    log, _, ingress = value.partition(b",")
+    try:
+        return int(log), int(ingress)
+    except ValueError:
+        return None

@@ -4,6 +4,8 @@ States: SEEKING (find the start and the end of the log) -> APPLYING (read events
 applied position + 1 to the end, apply them, commit every `chunk` events) -> DONE.
 Commands and rejections are skipped by header; appliers are the only code that runs, so the
 result is independent of the clock and equal byte for byte to the state the processing built.
+The processed positions the batches' last records name (PROCESSED header) are taken along, so
+processing resumes after the last committed batch even when the engine group's offsets trail.
 Called after the producer fenced any previous owner, so no new event can appear meanwhile.
 
 An event that does not decode or whose applier raises stops the replay with
@@ -23,13 +25,41 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from engine.processing import Engine
 from engine.protocol.codec import RecordCodec
-from engine.protocol.headers import INTENT, VALUE_TYPE, is_event
+from engine.protocol.headers import INTENT, VALUE_TYPE, is_event, processed_positions
 from engine.state import KeyGenerator, PartitionDb
-from engine.state.db import LAST_APPLIED_POSITION
+from engine.state.db import LAST_APPLIED_POSITION, LAST_INGRESS_POSITION, LAST_PROCESSED_POSITION
 from engine.stream.errors import LogTruncatedError, UnappliableRecordError, header_text
 from engine.stream.skips import SKIP_RECORDS_ENV, SkipList, from_env
 
 _LOG = logging.getLogger("partita.replay")
+
+
+class ProcessedPositions:
+    """The newest processed positions read from the log's PROCESSED headers, for the store."""
+
+    __slots__ = ("ingress", "log")
+
+    def __init__(self) -> None:
+        self.log = -1
+        self.ingress = -1
+
+    def see(self, headers: Any) -> None:
+        found = processed_positions(headers)
+        if found is not None:
+            self.log = max(self.log, found[0])
+            self.ingress = max(self.ingress, found[1])
+
+    def for_commit(self, db: PartitionDb) -> dict[str, int | None]:
+        """`PartitionDb.commit` arguments that raise the store's positions to these (never
+        lower them)."""
+        return {
+            "last_processed_position": (
+                self.log if self.log > db.position(LAST_PROCESSED_POSITION) else None
+            ),
+            "last_ingress_position": (
+                self.ingress if self.ingress > db.position(LAST_INGRESS_POSITION) else None
+            ),
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +95,7 @@ class ReplayStateMachine:
         self.chunk = chunk
         self.skipped = (from_env() if skips is None else skips).offsets(partition)
         self._last = -1
+        self.positions = ProcessedPositions()
 
     def run(self, until: int | None = None) -> ReplayResult:
         """Apply every event after the store's last applied position up to the end of the
@@ -86,7 +117,7 @@ class ReplayStateMachine:
             self.consumer.assign([TopicPartition(self.topic, self.partition, start)])
             applied = self._apply(end)
             self.consumer.unassign()
-        self.db.commit()
+        self.db.commit(**self.positions.for_commit(self.db))
         result = ReplayResult(start, end, applied, time.monotonic() - started)
         if applied:
             _LOG.info(
@@ -125,7 +156,7 @@ class ReplayStateMachine:
                     return self._finish(applied, pending)
                 outcome = apply_logged(
                     message, offset, self.topic, self.partition, decode, apply, self.db,
-                    self.keys, skipped,
+                    self.keys, skipped, self.positions,
                 )  # fmt: skip
                 if outcome is NOT_AN_EVENT:
                     continue
@@ -133,7 +164,9 @@ class ReplayStateMachine:
                 pending += 1
                 if pending >= self.chunk:
                     self.keys.write_noted()
-                    self.db.commit(last_applied_position=offset)
+                    self.db.commit(
+                        last_applied_position=offset, **self.positions.for_commit(self.db)
+                    )
                     pending = 0
                 self._last = offset
             # the end may be a transaction marker, which is never delivered: ask the position
@@ -144,7 +177,7 @@ class ReplayStateMachine:
     def _finish(self, applied: int, pending: int) -> int:
         if pending:  # every key noted belongs to a pending event
             self.keys.write_noted()
-            self.db.commit(last_applied_position=self._last)
+            self.db.commit(last_applied_position=self._last, **self.positions.for_commit(self.db))
         return applied
 
 
@@ -161,14 +194,18 @@ def apply_logged(  # noqa: PLR0917 - the per-record step of replay and standbys
     db: PartitionDb,
     keys: KeyGenerator,
     skipped: frozenset[int],
+    positions: ProcessedPositions,
 ) -> str:
     """Replay one log record into `db`, the same way for replay and standbys: an EVENT is
     applied (or left out when the skip list names its offset); an engine-written command
     raises the key generator past its key (its Kafka key: a spilled follow-up whose events
     are not on the log yet); anything else is passed over. An event's key is only noted
-    (`KeyGenerator.note_key`): the caller writes the noted keys before it commits.
+    (`KeyGenerator.note_key`): the caller writes the noted keys before it commits. The
+    record's PROCESSED header, if any, goes to `positions`.
     UnappliableRecordError when an event does not decode or its applier fails."""
-    if not is_event(message.headers()):
+    headers = message.headers()
+    positions.see(headers)
+    if not is_event(headers):
         key = message.key()
         if key is not None and len(key) == 8:
             keys.set_key_if_higher(int.from_bytes(key, "big", signed=True))

@@ -31,7 +31,7 @@ from engine.protocol.keys import partition_id_of_kafka
 from engine.state import KeyGenerator
 from engine.state.db import LAST_APPLIED_POSITION
 from engine.stream.errors import UnappliableRecordError
-from engine.stream.replay import APPLIED, SKIPPED, apply_logged
+from engine.stream.replay import APPLIED, SKIPPED, ProcessedPositions, apply_logged
 from engine.stream.restorer import Mode, Restorer
 from engine.stream.skips import SkipList, from_env
 
@@ -60,6 +60,7 @@ class Standby:
         self.applied = 0
         self.skipped = (from_env() if skips is None else skips).offsets(partition)
         self.stopped: UnappliableRecordError | None = None
+        self.positions = ProcessedPositions()
         self.consumer: Consumer = clients.restore_consumer(access, namespace, partition)
         restorer = Restorer(access, namespace, topic, partition, engine, codec, Mode.STANDBY, skips)
         try:
@@ -101,7 +102,7 @@ class Standby:
             last = offset
             outcome = apply_logged(
                 message, offset, self.topic, self.partition, decode, apply, self.db, self.keys,
-                skipped_offsets,
+                skipped_offsets, self.positions,
             )  # fmt: skip
             applied += outcome is APPLIED
             skipped += outcome is SKIPPED
@@ -109,7 +110,7 @@ class Standby:
             self.keys.write_noted()
             self.db.commit(
                 last_applied_position=last if applied or skipped else None,
-                last_processed_position=last,
+                **self.positions.for_commit(self.db),
             )
         self.applied += applied
         return applied

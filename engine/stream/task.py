@@ -37,7 +37,7 @@ from engine.state.migrate import open_current
 from engine.stream import counters
 from engine.stream.backpressure import Backpressure
 from engine.stream.errors import AbortedBatchError, UnappliableRecordError
-from engine.stream.processing import ProcessingStateMachine
+from engine.stream.processing import OFFSETS_COMMIT_S, ProcessingStateMachine
 from engine.stream.replay import ReplayResult
 from engine.stream.replies import ReplyRoutes
 from engine.stream.restorer import Mode, Restorer
@@ -95,6 +95,7 @@ class PartitionTask:
         max_commands_in_batch: int = 100,
         clock: Callable[[], float] = time.time,
         message_ttl_ms: int = DEFAULT_MESSAGE_TTL_MS,
+        offsets_commit_s: float = OFFSETS_COMMIT_S,
         snapshots: SnapshotSettings | None = None,
         ingress_topic: str = "",
         replies: ReplyRoutes | None = None,
@@ -112,6 +113,7 @@ class PartitionTask:
         self.max_commands_in_batch = max_commands_in_batch
         self.clock = clock
         self.message_ttl_ms = message_ttl_ms
+        self.offsets_commit_s = offsets_commit_s
         self.snapshot_settings = snapshots
         self.ingress_topic = ingress_topic or f"{namespace}.commands"
         self.replies = replies
@@ -219,6 +221,7 @@ class PartitionTask:
             max_commands_in_batch=self.max_commands_in_batch,
             clock=self.clock,
             message_ttl_ms=self.message_ttl_ms,
+            offsets_commit_s=self.offsets_commit_s,
             skipped=self.skips.offsets(self.partition),
         )
         for name, value in self._counters.items():  # keep counting where the last owner was

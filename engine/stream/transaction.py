@@ -38,7 +38,7 @@ from confluent_kafka import KafkaError, KafkaException, Message, Producer, Topic
 from engine.processing import ProcessingOutput
 from engine.protocol.codec import RecordCodec
 from engine.protocol.enums import RecordType
-from engine.protocol.headers import CORRELATION_ID, ReplyTo, record_headers
+from engine.protocol.headers import CORRELATION_ID, ReplyTo, processed_header, record_headers
 from engine.protocol.records import Record
 from engine.stream.errors import AbortedBatchError, TaskFencedError
 from engine.stream.ingress import Copy
@@ -192,6 +192,7 @@ class BatchTransaction:
         output: ProcessingOutput,
         offsets: list[TopicPartition] | Callable[[], list[TopicPartition]],
         settle: Callable[[], None] | None = None,
+        positions: tuple[int, int] | None = None,
     ) -> list[int]:
         """Decide which replies may be written, send `offsets` (a function: built once that is
         decided, so their metadata can count the replies dropped), write `output` and commit.
@@ -201,7 +202,8 @@ class BatchTransaction:
         names its copies' real positions in `output`, once they are delivered: the offsets'
         round trip overlapped their journey) and `output` is written after it. Returns the
         log offsets of this partition's events written (the last one is enough: offsets grow
-        in produce order)."""
+        in produce order). `positions` (processed log and ingress offsets) go on the last
+        record of `output` on this partition, as its PROCESSED header."""
         producer = self.producer
         predicted, self._predicted = self._predicted, None
         if predicted is not None:
@@ -217,7 +219,7 @@ class BatchTransaction:
                 self._send_offsets(offsets)
                 if settle is not None:
                     settle()
-            self._produce_output(output, dropped, delivered)
+            self._produce_output(output, dropped, delivered, positions)
             if predicted is not None:
                 self._send_offsets(offsets)
                 producer.flush(TXN_TIMEOUT_S)
@@ -234,10 +236,15 @@ class BatchTransaction:
             self.producer.send_offsets_to_transaction(offsets, self.group_metadata(), TXN_TIMEOUT_S)
 
     def _produce_output(
-        self, output: ProcessingOutput, dropped: set[int], delivered: _Delivered
+        self,
+        output: ProcessingOutput,
+        dropped: set[int],
+        delivered: _Delivered,
+        positions: tuple[int, int] | None = None,
     ) -> None:
         """Everything the batch writes but its copies: the offsets of this partition's last
-        event and last record of any kind are reported to `delivered`."""
+        event and last record of any kind are reported to `delivered`; that last record
+        carries `positions` (PROCESSED)."""
         producer = self.producer
         own = self.partition
         last_event = last_record = -1
@@ -251,12 +258,15 @@ class BatchTransaction:
             callbacks = {last_event: delivered.on_both}
         encode = self.codec.encode
         for index, (partition, record) in enumerate(output.records):
+            headers = record_headers(record)
+            if index == last_record and positions is not None:
+                headers = [*headers, processed_header(*positions)]
             producer.produce(
                 self.topic,
                 encode(record),
                 key=command_key(record) if record.record_type is RecordType.COMMAND else None,
                 partition=partition,
-                headers=record_headers(record),
+                headers=headers,
                 on_delivery=callbacks.get(index),
             )
         for partition, raw, headers in output.forwarded:

@@ -142,6 +142,7 @@ class Worker:
                 consumer=consumer,
                 max_commands_in_batch=self.max_commands_in_batch,
                 message_ttl_ms=self.config.message_ttl_ms,
+                offsets_commit_s=self.config.offsets_commit_ms / 1000,
                 ingress_topic=self.config.commands_topic,
                 replies=self.replies,
                 backpressure=self.backpressure,

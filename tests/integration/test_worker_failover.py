@@ -19,7 +19,7 @@ from engine.log import clients
 from engine.log.admin import admin_client
 from engine.log.security import kafka_access
 from engine.protocol.enums import BpmnElementType, RecordType
-from engine.protocol.headers import record_headers
+from engine.protocol.headers import processed_positions, record_headers
 from engine.protocol.intents import ProcessInstanceCreationIntent as Creation
 from engine.protocol.intents import ProcessInstanceIntent as Instance
 from engine.protocol.intents import TimerIntent
@@ -32,6 +32,7 @@ from tests.integration.workers import (
     Load,
     WorkerProcess,
     assert_exactly_once,
+    committed_messages,
     create_topics,
     creation,
     produce,
@@ -300,3 +301,68 @@ def test_after_replay_keys_stay_above_those_of_spilled_follow_up_commands(
     assert created.key > taken
     assert worker.stop() == 0, worker.tail()
     _verify(worker, 3)
+
+
+def test_a_new_machine_resumes_after_the_last_batch_while_the_group_offsets_trail(
+    kafka_bootstrap: str, tmp_path: Path
+) -> None:
+    """Offsets go to the engine group only every 60 s here (PARTITA_OFFSETS_COMMIT_MS), so
+    they trail the log from each owner's second batch on. Each owner, once it processed for a
+    while, is killed with -9 and replaced by a worker on a new machine (no local state, no
+    snapshot): it must take from the log's PROCESSED headers where processing resumes.
+    Nothing is copied or answered twice, nothing is lost, and replay equals the live state."""
+    config = _config(kafka_bootstrap, tmp_path)
+    env = {"PARTITA_OFFSETS_COMMIT_MS": "60000"}
+    rng = random.Random(20261203)
+    trailing = []
+    worker = WorkerProcess(config, tmp_path / "machine-0", env=env)
+    try:
+        with Load(config) as load:
+            for machine in range(4):
+                worker = WorkerProcess(config, tmp_path / f"machine-{machine}", env=env).start()
+                wait_until(
+                    lambda w=worker: "assigned partitions [0, 1, 2]" in w.log.read_text(),
+                    90,
+                    "the new machine owning every partition",
+                    worker.tail,
+                )
+                time.sleep(rng.uniform(1.0, 2.5))  # batches under load, offsets trailing
+                if machine < 3:
+                    worker.kill()
+                    trailing.append(_trailing_partitions(config))
+            sent = load.stop()
+        log = wait_answered(config, sent, 120, worker)
+        assert assert_exactly_once(log, 3) == sent
+        assert all(trailing), f"the group's offsets did not trail the log at each kill: {trailing}"
+        assert worker.stop() == 0, worker.tail()
+    finally:
+        worker.kill()
+    assert not _trailing_partitions(config), "a graceful stop leaves the group's offsets current"
+    _verify(worker, 3)
+
+
+def _trailing_partitions(config: Config) -> list[int]:
+    """The log partitions whose committed engine-group offset is behind the positions the
+    last PROCESSED header on the log names."""
+    consumer = clients.new_consumer(
+        kafka_access(config, KafkaRole.OPERATOR),
+        {
+            "group.id": clients.engine_group(config.namespace),  # never joins: offsets only
+            "enable.auto.commit": False,
+            "enable.partition.eof": True,
+            "isolation.level": "read_committed",
+        },
+    )
+    trailing = []
+    try:
+        partitions = [TopicPartition(config.log_topic, p) for p in range(config.partitions)]
+        committed = {tp.partition: tp.offset for tp in consumer.committed(partitions, timeout=30)}
+        for partition in range(config.partitions):
+            newest = None
+            for _, message in committed_messages(config, config.log_topic, partition):
+                newest = processed_positions(message.headers()) or newest
+            if newest is not None and committed[partition] < newest[0] + 1:
+                trailing.append(partition)
+    finally:
+        consumer.close()
+    return trailing

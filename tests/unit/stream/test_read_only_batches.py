@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.processing.builtin import build_engine
+from engine.protocol.headers import processed_positions
 from engine.protocol.intents import DeploymentIntent, ProcessInstanceCreationIntent
 from engine.protocol.records import command
 from engine.protocol.values import (
@@ -69,10 +70,47 @@ def test_reading_back_its_own_events_commits_nothing_until_the_next_batch(
     before = harness.dbs[0].digest()
     creation = ProcessInstanceCreationValue(bpmn_process_id="one-task")
     harness.send(0, command(ProcessInstanceCreationIntent.CREATE, creation))
-    _step(harness)  # a command after them: one transaction carries both batches' offsets
-    assert producer.commits[1:] == [end + 1]
+    _step(harness)  # a command after them: one transaction carries both batches' positions
+    assert producer.commits[1:] == [None], "offsets were sent less than 100 ms ago"
+    last = harness.kafka.log(MemoryEngine.TOPIC, 0)[-1]
+    assert processed_positions(last.headers()) == (end, -1)  # the command at `end`, no ingress
     assert harness.dbs[0].digest() != before
     harness.assert_replay_matches(tmp_path)
+
+
+def test_offsets_go_to_the_group_once_the_commit_interval_passed(tmp_path: Path) -> None:
+    harness, producer = _engine(tmp_path)
+    machine = harness.machines[0]
+    creation = ProcessInstanceCreationValue(bpmn_process_id="none-deployed")
+    harness.send(0, command(ProcessInstanceCreationIntent.CREATE, creation))
+    _step(harness)  # the first transaction sends its offsets
+    assert producer.commits == [1]
+    harness.send(0, command(ProcessInstanceCreationIntent.CREATE, creation))
+    _step(harness)  # within OFFSETS_COMMIT_S: the positions ride on the rejection
+    assert producer.commits == [1, None]
+    assert machine._offsets_behind_since is not None
+    machine._offsets_due = 0.0  # OFFSETS_COMMIT_S passed
+    harness.send(0, command(ProcessInstanceCreationIntent.CREATE, creation))
+    _step(harness)
+    log = harness.kafka.log(MemoryEngine.TOPIC, 0)
+    assert producer.commits == [1, None, len(log) - 1]  # up to and with the last command
+    assert machine._offsets_behind_since is None
+
+
+def test_trailing_offsets_are_committed_within_the_commit_interval(tmp_path: Path) -> None:
+    harness, producer = _engine(tmp_path)
+    machine = harness.machines[0]
+    creation = ProcessInstanceCreationValue(bpmn_process_id="none-deployed")
+    for _ in range(2):
+        harness.send(0, command(ProcessInstanceCreationIntent.CREATE, creation))
+        _step(harness)
+    assert producer.commits == [1, None]
+    behind = machine._offsets_behind_since
+    assert behind is not None
+    assert not machine.commit_read_only(now=behind + READ_ONLY_COMMIT_S / 2)
+    assert machine.commit_read_only(now=behind + READ_ONLY_COMMIT_S + 0.001)
+    assert producer.commits[2:] == [machine.next_offset]
+    assert not machine.commit_read_only(wait=False), "nothing left to commit"
 
 
 def test_read_only_offsets_wait_at_most_the_commit_interval(tmp_path: Path) -> None:
