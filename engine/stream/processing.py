@@ -55,6 +55,7 @@ from engine.protocol.codec import RecordCodec
 from engine.protocol.enums import RecordType, RejectionType
 from engine.protocol.errors import DecodeError, ProtocolError, RecordTooLargeError
 from engine.protocol.headers import (
+    PROCESSED,
     Headers,
     ReplyTo,
     is_pending_command,
@@ -251,10 +252,7 @@ class ProcessingStateMachine:
                 continue
             target = self._route(record)
             if target != self.partition:
-                forward_headers: Headers = (
-                    list(headers.items()) if isinstance(headers, dict) else list(headers or [])
-                )
-                output.forwarded.append((target, message.value() or b"", forward_headers))
+                output.forwarded.append((target, message.value() or b"", _forwarded(headers)))
                 self.metrics.forwarded += 1
                 continue
             processed += self.commands.process(context, record, reply_to(headers))
@@ -443,6 +441,13 @@ class ProcessingStateMachine:
 
     def _rewind(self) -> None:
         self.rewind(self.next_offset, self.next_ingress_offset)
+
+
+def _forwarded(headers: Headers | dict[str, Any] | None) -> Headers:
+    """The headers a log command keeps when it is forwarded to another partition: all but
+    PROCESSED, which names this partition's positions (a spilled follow-up may carry it)."""
+    items = headers.items() if isinstance(headers, dict) else headers or []
+    return [(name, value) for name, value in items if name != PROCESSED]
 
 
 def _writes_on(output: ProcessingOutput, partition: int) -> bool:

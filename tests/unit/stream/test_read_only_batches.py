@@ -9,16 +9,22 @@ from pathlib import Path
 from typing import Any
 
 from engine.processing.builtin import build_engine
-from engine.protocol.headers import processed_positions
-from engine.protocol.intents import DeploymentIntent, ProcessInstanceCreationIntent
+from engine.protocol.headers import processed_header, processed_positions, record_headers
+from engine.protocol.intents import (
+    DeploymentIntent,
+    ProcessInstanceCreationIntent,
+    ProcessInstanceIntent,
+)
+from engine.protocol.keys import encode_key
 from engine.protocol.records import command
 from engine.protocol.values import (
     DeploymentResource,
     DeploymentValue,
     ProcessInstanceCreationValue,
+    ProcessInstanceValue,
 )
 from engine.stream.processing import READ_ONLY_COMMIT_S
-from tests.support.memory import MemoryEngine, MemoryKafka, MemoryProducer
+from tests.support.memory import CODEC, MemoryEngine, MemoryKafka, MemoryProducer
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "bpmn"
 
@@ -142,3 +148,18 @@ def test_a_graceful_stop_commits_read_only_offsets_at_once(tmp_path: Path) -> No
     _step(harness)
     assert machine.commit_read_only(wait=False)
     assert producer.commits[1:] == [len(harness.kafka.log(MemoryEngine.TOPIC, 0))]
+
+
+def test_a_forwarded_command_leaves_this_partitions_positions_behind(tmp_path: Path) -> None:
+    """A command on partition 0's log that belongs to partition 1 (a spilled follow-up may be
+    one, and may carry partition 0's PROCESSED header) is forwarded without that header:
+    partition 1 would take partition 0's positions for its own."""
+    harness = MemoryEngine(build_engine(), tmp_path, partitions=2)
+    cancel = command(ProcessInstanceIntent.CANCEL, ProcessInstanceValue(), key=encode_key(2, 7))
+    headers = [*record_headers(cancel), processed_header(41, 17)]
+    harness.kafka.append(MemoryEngine.TOPIC, 0, CODEC.encode(cancel), headers)
+    harness.machines[0].process(harness.kafka.log(MemoryEngine.TOPIC, 0))
+    (forwarded,) = harness.kafka.log(MemoryEngine.TOPIC, 1)
+    assert CODEC.decode(forwarded.value()).intent is ProcessInstanceIntent.CANCEL
+    assert [name for name, _ in forwarded.headers()] == ["recordType", "valueType", "intent"]
+    assert processed_positions(forwarded.headers()) is None
