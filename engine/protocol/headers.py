@@ -146,6 +146,13 @@ def processed_header(log_offset: int, ingress_offset: int) -> tuple[str, bytes]:
     return PROCESSED, f"{log_offset},{ingress_offset}".encode()
 
 
+def without_processed(headers: Headers | dict[str, str | bytes | None] | None) -> Headers:
+    """`headers` but PROCESSED: what a log command keeps when it is forwarded to another
+    partition, whose positions it must not name (a spilled follow-up may carry it)."""
+    items = headers.items() if isinstance(headers, dict) else headers or []
+    return [(name, value) for name, value in items if name != PROCESSED]
+
+
 def processed_positions(headers: Headers | None) -> tuple[int, int] | None:
     """The positions a PROCESSED header names, when it is the last header (where the engine
     puts it), else None. A malformed value is None too: only the engine writes the log."""

@@ -24,8 +24,7 @@ client commands from the ingress topic `<ns>.commands` (each in offset order):
 5. COMMIT one Kafka transaction with every output, then write the state overlay and positions
    to RocksDB in one batch. The batch's processed log and ingress positions ride on its last
    record on this partition (PROCESSED header); the offsets themselves go to the engine group
-   in the transaction at most every `offsets_commit_s` (PARTITA_OFFSETS_COMMIT_MS, 100 ms),
-   when the boundary's counters changed, or when the batch writes nothing here. Replay and
+   in the transaction only now and then (`engine.stream.offset_commits`). Replay and
    standbys take the positions from the headers, so a new owner resumes exactly after the
    last committed batch however far the group's offsets trail. Replies go only to allow-listed
    topics (`engine.stream.replies`); one that cannot be written is dropped and counted.
@@ -55,11 +54,10 @@ from engine.protocol.codec import RecordCodec
 from engine.protocol.enums import RecordType, RejectionType
 from engine.protocol.errors import DecodeError, ProtocolError, RecordTooLargeError
 from engine.protocol.headers import (
-    PROCESSED,
-    Headers,
     ReplyTo,
     is_pending_command,
     reply_to,
+    without_processed,
 )
 from engine.protocol.records import Record
 from engine.protocol.routing import partition_for_command
@@ -70,6 +68,7 @@ from engine.stream.commands import CommandRunner
 from engine.stream.failures import reject_undecodable
 from engine.stream.ingress import Admission, Copy, Forward, Refused
 from engine.stream.metrics import ProcessingMetrics
+from engine.stream.offset_commits import OFFSETS_COMMIT_S, OffsetCommits, writes_on
 from engine.stream.provisional import provisional, settle
 from engine.stream.replies import ReplyRoutes
 from engine.stream.transaction import BatchTransaction, offset_of
@@ -79,13 +78,6 @@ _TXN_TIMEOUT_S = 30.0
 READ_ONLY_COMMIT_S = 0.1
 """The longest the offsets of read-only batches wait for a transaction to ride on, as Kafka
 Streams' `commit.interval.ms` under exactly-once: what `partita status` shows as lag."""
-OFFSETS_COMMIT_S = 0.1
-"""How often a transaction sends the consumed offsets to the engine group. In between, the
-batch's positions ride on its last record on the log (PROCESSED header), committed with its
-events, and replay and standbys take them from there. Sending offsets costs each transaction
-two round trips (AddOffsetsToTxn, which waits until the coordinator finished the previous
-transaction, then TxnOffsetCommit) and an extra partition to mark: under load that was a
-third of the time between transactions."""
 
 
 class ProcessingStateMachine:
@@ -148,14 +140,8 @@ class ProcessingStateMachine:
         """Log offsets an operator listed in PARTITA_SKIP_RECORDS: never processed."""
         self.metrics = ProcessingMetrics()
         self._last_event_offset = -1
-        self.offsets_commit_s = offsets_commit_s
-        """How often transactions send their offsets (PARTITA_OFFSETS_COMMIT_MS)."""
-        self._offsets_due = 0.0
-        """When (monotonic) the next transaction sends its offsets even if its positions ride."""
-        self._offsets_behind_since: float | None = None
-        """Since when the engine group's offsets trail what was committed (monotonic)."""
-        self._sent_counters: dict[str, int] | None = None
-        """The boundary counters last committed in the ingress offset's metadata."""
+        self.offset_commits = OffsetCommits(offsets_commit_s)
+        """When the offsets go to the engine group (`engine.stream.offset_commits`)."""
         self._read_only_since: float | None = None
         """When the first read-only batch since the last commit was read (monotonic)."""
         self.awaiting = AwaitedResults()
@@ -252,7 +238,9 @@ class ProcessingStateMachine:
                 continue
             target = self._route(record)
             if target != self.partition:
-                output.forwarded.append((target, message.value() or b"", _forwarded(headers)))
+                output.forwarded.append(
+                    (target, message.value() or b"", without_processed(headers))
+                )
                 self.metrics.forwarded += 1
                 continue
             processed += self.commands.process(context, record, reply_to(headers))
@@ -280,12 +268,12 @@ class ProcessingStateMachine:
         committed batches (their positions rode on the log) once they trailed
         `offsets_commit_s` (`wait` False: at once, as a graceful stop does). True when it
         committed."""
-        since, behind = self._read_only_since, self._offsets_behind_since
-        if since is None and behind is None:
+        since, trailing = self._read_only_since, self.offset_commits
+        if since is None and trailing.behind_since is None:
             return False
         now = time.monotonic() if now is None else now
         due = (since is not None and now - since >= READ_ONLY_COMMIT_S) or (
-            behind is not None and now - behind >= self.offsets_commit_s
+            trailing.trailed_long_enough(now)
         )
         if wait and not due:
             return False
@@ -380,17 +368,16 @@ class ProcessingStateMachine:
             last_offset = self.next_offset - 1
         processed = max(last_offset, self.next_offset - 1)
         ingested = max(last_ingress, self.next_ingress_offset - 1)
-        rides = _writes_on(output, self.partition)
+        rides = writes_on(output, self.partition)
         now = time.monotonic()
         sent: dict[str, int] | None = None
 
         def offsets() -> list[TopicPartition]:
-            """Both positions, unless they ride on the batch's last record, offsets were sent
-            less than OFFSETS_COMMIT_S ago and the boundary's counters did not change (called
-            once the replies that cannot be written were dropped and counted)."""
+            """Both positions, when `OffsetCommits.needed` says so (called once the replies
+            that cannot be written were dropped and counted)."""
             nonlocal sent
             boundary = self.metrics.boundary_counters()
-            if rides and now < self._offsets_due and boundary == self._sent_counters:
+            if not self.offset_commits.needed(rides, now, boundary):
                 return []
             sent = boundary
             found = []
@@ -411,12 +398,7 @@ class ProcessingStateMachine:
         events = self.transaction.commit(
             output, offsets, settle_copies if copies else None, positions=(processed, ingested)
         )
-        if sent is not None:
-            self._offsets_due = now + self.offsets_commit_s
-            self._sent_counters = sent
-            self._offsets_behind_since = None
-        elif self._offsets_behind_since is None:
-            self._offsets_behind_since = now
+        self.offset_commits.committed(now, sent)
         self.awaiting.commit()
         self.metrics.batches += 1
         self.metrics.last_batch_committed = time.monotonic()
@@ -441,15 +423,3 @@ class ProcessingStateMachine:
 
     def _rewind(self) -> None:
         self.rewind(self.next_offset, self.next_ingress_offset)
-
-
-def _forwarded(headers: Headers | dict[str, Any] | None) -> Headers:
-    """The headers a log command keeps when it is forwarded to another partition: all but
-    PROCESSED, which names this partition's positions (a spilled follow-up may carry it)."""
-    items = headers.items() if isinstance(headers, dict) else headers or []
-    return [(name, value) for name, value in items if name != PROCESSED]
-
-
-def _writes_on(output: ProcessingOutput, partition: int) -> bool:
-    """Whether `output` has a record for `partition` of the log (most often its last one)."""
-    return any(target == partition for target, _ in reversed(output.records))

@@ -37,7 +37,8 @@ from engine.state.migrate import open_current
 from engine.stream import counters
 from engine.stream.backpressure import Backpressure
 from engine.stream.errors import AbortedBatchError, UnappliableRecordError
-from engine.stream.processing import OFFSETS_COMMIT_S, ProcessingStateMachine
+from engine.stream.offset_commits import OFFSETS_COMMIT_S
+from engine.stream.processing import ProcessingStateMachine
 from engine.stream.replay import ReplayResult
 from engine.stream.replies import ReplyRoutes
 from engine.stream.restorer import Mode, Restorer

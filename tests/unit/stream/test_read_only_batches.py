@@ -94,13 +94,13 @@ def test_offsets_go_to_the_group_once_the_commit_interval_passed(tmp_path: Path)
     harness.send(0, command(ProcessInstanceCreationIntent.CREATE, creation))
     _step(harness)  # within OFFSETS_COMMIT_S: the positions ride on the rejection
     assert producer.commits == [1, None]
-    assert machine._offsets_behind_since is not None
-    machine._offsets_due = 0.0  # OFFSETS_COMMIT_S passed
+    assert machine.offset_commits.behind_since is not None
+    machine.offset_commits.expire()  # OFFSETS_COMMIT_S passed
     harness.send(0, command(ProcessInstanceCreationIntent.CREATE, creation))
     _step(harness)
     log = harness.kafka.log(MemoryEngine.TOPIC, 0)
     assert producer.commits == [1, None, len(log) - 1]  # up to and with the last command
-    assert machine._offsets_behind_since is None
+    assert machine.offset_commits.behind_since is None
 
 
 def test_trailing_offsets_are_committed_within_the_commit_interval(tmp_path: Path) -> None:
@@ -111,7 +111,7 @@ def test_trailing_offsets_are_committed_within_the_commit_interval(tmp_path: Pat
         harness.send(0, command(ProcessInstanceCreationIntent.CREATE, creation))
         _step(harness)
     assert producer.commits == [1, None]
-    behind = machine._offsets_behind_since
+    behind = machine.offset_commits.behind_since
     assert behind is not None
     assert not machine.commit_read_only(now=behind + READ_ONLY_COMMIT_S / 2)
     assert machine.commit_read_only(now=behind + READ_ONLY_COMMIT_S + 0.001)
