@@ -19,6 +19,7 @@ BENCH_EXAMPLES = """examples:
   partita bench state                  no broker needed
   partita bench e2e                    the engine end to end, on the local broker
   partita bench recovery --instances 10000
+  partita bench txn                    what each Kafka transaction call costs on this cluster
 
 Each prints one JSON line of measured figures on stdout; progress goes to stderr.
 """
@@ -58,6 +59,15 @@ A relay in the engine's place makes the engine's Kafka calls in its order (copie
 job or reply, offsets, every delivery, commit) with no processing, and a bare job worker
 answers each job: what Kafka's transactions alone cost a one-task instance. `partita bench e2e`
 prints it next to the engine's latency. Exit code 1 unless every journey was answered.
+"""
+
+TXN_EXAMPLES = """examples:
+  partita bench txn                        500 transactions on the local broker
+  partita bench txn --transactions 2000 --records 20 --bootstrap-servers kafka:9092
+
+Times begin, the first write of a transaction (the partition is added to it first), a second
+write, sending offsets and the commit, in ms (p50/p90/p99): the floor every transactional hop
+of an instance pays on this cluster, whatever the engine does.
 """
 
 E2E_EXAMPLES = """examples:
@@ -139,6 +149,22 @@ def cmd_bench_journey(args: argparse.Namespace) -> int:
     )
     print(json.dumps({"bench": "journey", **result}))
     return 0 if result["unanswered"] == 0 else 1
+
+
+def cmd_bench_txn(args: argparse.Namespace) -> int:
+    from engine.bench import transactions
+
+    config = build_config(args)
+    progress(f"The calls of a Kafka transaction at {config.bootstrap}, one partition")
+    result = transactions.run(
+        config,
+        transactions=args.transactions,
+        records=args.records,
+        keep_topics=args.keep_topics,
+        progress=progress,
+    )
+    print(json.dumps(result))
+    return 0
 
 
 def _local_broker_pid(config: Config) -> int | None:
@@ -338,7 +364,21 @@ def register(commands: Subcommands) -> None:
     journey_bench.add_argument(
         "--rate", type=float, default=200.0, help="journeys started per second (default: 200)"
     )
-    for bench in (loop_bench, recovery_bench, journey_bench):
+    txn_bench = add_command(
+        benches,
+        "txn",
+        cmd_bench_txn,
+        "what each call of a Kafka transaction costs: the latency floor (needs Kafka)",
+        examples=TXN_EXAMPLES,
+        local=True,
+    )
+    txn_bench.add_argument(
+        "--transactions", type=int, default=500, help="transactions per series (default: 500)"
+    )
+    txn_bench.add_argument(
+        "--records", type=int, default=5, help="records per write, two writes each (default: 5)"
+    )
+    for bench in (loop_bench, recovery_bench, journey_bench, txn_bench):
         _add_keep_topics(bench)
     e2e_bench = add_command(
         benches,
