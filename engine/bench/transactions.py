@@ -147,13 +147,13 @@ def _non_transactional(access: Any, topic: str, writes: int, records: int) -> di
 
 
 def percentiles_ms(seconds: list[float]) -> dict[str, float]:
-    """p50, p90 and p99 of `seconds`, in ms with two decimals (nearest rank)."""
+    """p50, p90 and p99 of `seconds`, in ms to the µs (nearest rank)."""
     ordered = sorted(seconds)
     if not ordered:
         return {}
 
     def rank(fraction: float) -> float:
         index = min(len(ordered) - 1, max(0, round(fraction * len(ordered)) - 1))
-        return round(ordered[index] * 1000, 2)
+        return round(ordered[index] * 1000, 3)
 
     return {"p50": rank(0.5), "p90": rank(0.9), "p99": rank(0.99)}
