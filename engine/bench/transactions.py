@@ -31,6 +31,7 @@ from confluent_kafka.cimpl import NewTopic
 
 from engine.bench.scratch import scratch_namespace
 from engine.config import Config, KafkaRole
+from engine.demo import percentile
 from engine.log import clients
 from engine.log.admin import admin_client
 from engine.log.security import kafka_access
@@ -147,13 +148,9 @@ def _non_transactional(access: Any, topic: str, writes: int, records: int) -> di
 
 
 def percentiles_ms(seconds: list[float]) -> dict[str, float]:
-    """p50, p90 and p99 of `seconds`, in ms to the µs (nearest rank)."""
+    """p50, p90 and p99 of `seconds`, in ms to the µs."""
     ordered = sorted(seconds)
-    if not ordered:
-        return {}
-
-    def rank(fraction: float) -> float:
-        index = min(len(ordered) - 1, max(0, round(fraction * len(ordered)) - 1))
-        return round(ordered[index] * 1000, 3)
-
-    return {"p50": rank(0.5), "p90": rank(0.9), "p99": rank(0.99)}
+    return {
+        name: round(percentile(ordered, fraction) * 1000, 3)
+        for name, fraction in (("p50", 0.5), ("p90", 0.9), ("p99", 0.99))
+    }
