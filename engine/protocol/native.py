@@ -5,8 +5,10 @@ Its decoder and encoder interpret *programs* compiled here from the schema (see
 `native/src/lib.rs`). The decoder's has one entry per Avro record, `(class or None, ops)`, the
 envelope first, and returns what `engine.protocol.decoder.compile_decoder` returns for the
 same bytes: the envelope's fields as a tuple, its enums as symbols, the value as (Avro name,
-value struct), nested enums as members. The encoder's has `(attribute names, ops)` per record
-and writes what `engine.protocol.encoder.compile_encoder` writes, behind the given prefix.
+value struct), nested enums as members. The encoder's has `(attribute names, ops, class)` per
+record (instances of exactly that class are read from their slots; None: any object, through
+getattr) and writes what `engine.protocol.encoder.compile_encoder` writes, behind the given
+prefix.
 
 `PARTITA_NATIVE` chooses: `auto` (the default) uses it when it is installed; `off` never does
 (the pure-Python codec, which the test suite also runs); `on` requires it, failing at start
@@ -139,9 +141,10 @@ class _Program:
         return self.op(kind, symbols=symbols)
 
 
-def compile_encoder_program(
-    schema: dict[str, Any], record_class: type[Any]
-) -> list[tuple[tuple[str, ...], tuple[Any, ...]]]:
+EncoderEntry = tuple[tuple[str, ...], tuple[Any, ...], type[Any] | None]
+
+
+def compile_encoder_program(schema: dict[str, Any], record_class: type[Any]) -> list[EncoderEntry]:
     """The native encoder's program for `record_class` instances of the envelope `schema`."""
     return _EncoderProgram({**VALUE_CLASSES, short(schema["name"]): record_class}).build(schema)
 
@@ -149,10 +152,10 @@ def compile_encoder_program(
 class _EncoderProgram:
     def __init__(self, classes: dict[str, type[Any]]) -> None:
         self.classes = classes
-        self.entries: list[tuple[tuple[str, ...], tuple[Any, ...]]] = []
+        self.entries: list[EncoderEntry] = []
         self.index: dict[str, int] = {}
 
-    def build(self, schema: dict[str, Any]) -> list[tuple[tuple[str, ...], tuple[Any, ...]]]:
+    def build(self, schema: dict[str, Any]) -> list[EncoderEntry]:
         self.record(schema)
         return self.entries
 
@@ -162,9 +165,10 @@ class _EncoderProgram:
             return self.index[name]
         at = len(self.entries)
         self.index[name] = at
-        self.entries.append(((), ()))  # reserved: fields may refer back to this record
+        self.entries.append(((), (), None))  # reserved: fields may refer back to this record
         attributes = tuple(snake_case(field["name"]) for field in schema["fields"])
-        self.entries[at] = (attributes, tuple(self.op(f["type"]) for f in schema["fields"]))
+        ops = tuple(self.op(f["type"]) for f in schema["fields"])
+        self.entries[at] = (attributes, ops, self.classes.get(name))
         return at
 
     def op(self, avro_type: Any) -> tuple[Any, ...]:

@@ -18,8 +18,9 @@
 use std::collections::HashMap;
 
 use pyo3::exceptions::{PyKeyError, PyOverflowError, PyTypeError, PyValueError};
+use pyo3::ffi;
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyBytes, PyDict, PyString, PyTuple};
+use pyo3::types::{PyBool, PyBytes, PyDict, PyString, PyTuple, PyType};
 
 enum Op {
     Long,
@@ -376,12 +377,58 @@ enum EncodeOp {
 struct EncodeRecord {
     attributes: Vec<Py<PyString>>,
     ops: Vec<EncodeOp>,
+    slots: Option<Slots>,
+}
+
+/// Where an exact class keeps the record's attributes: the offsets of its `__slots__` members
+/// (msgspec structs keep every field in one), read straight from an instance of exactly that
+/// class instead of through `getattr`, which looks each name up in the type first.
+struct Slots {
+    class: Py<PyAny>,
+    offsets: Vec<ffi::Py_ssize_t>,
+}
+
+impl Slots {
+    /// The slot offsets of `attributes` in `class`, or None when one of them is not a plain
+    /// object slot (a property, a method, a class attribute): those are read through `getattr`.
+    fn of(class: &Bound<'_, PyAny>, attributes: &[Py<PyString>]) -> PyResult<Option<Self>> {
+        let py = class.py();
+        if !class.is_instance_of::<PyType>() {
+            return Ok(None);
+        }
+        let mut offsets = Vec::with_capacity(attributes.len());
+        for attribute in attributes {
+            let Ok(descriptor) = class.getattr(attribute.bind(py)) else {
+                return Ok(None);
+            };
+            // SAFETY: the type check makes the cast to a member descriptor valid; a member
+            // descriptor's `d_member` points at its class's static member table.
+            let offset = unsafe {
+                let raw = descriptor.as_ptr();
+                if ffi::Py_TYPE(raw) != std::ptr::addr_of_mut!(ffi::PyMemberDescr_Type) {
+                    return Ok(None);
+                }
+                let member = (*(raw as *mut ffi::PyMemberDescrObject)).d_member;
+                if member.is_null() || (*member).type_code != ffi::Py_T_OBJECT_EX {
+                    return Ok(None);
+                }
+                (*member).offset
+            };
+            offsets.push(offset);
+        }
+        Ok(Some(Slots {
+            class: class.clone().unbind(),
+            offsets,
+        }))
+    }
 }
 
 /// An Avro binary encoder of Python objects, interpreting a program compiled from the schema
-/// (`engine/protocol/native.py`): one entry per record, `(attribute names, ops)`, where the
-/// ops are those of `Decoder` plus `("int",)` (32 bits), with `("enum", {member: index})` and
-/// `("union", {class: (branch, record index)})`. Output equals the pure-Python encoder's.
+/// (`engine/protocol/native.py`): one entry per record, `(attribute names, ops, class or
+/// None)`, where the ops are those of `Decoder` plus `("int",)` (32 bits), with `("enum",
+/// {member: index})` and `("union", {class: (branch, record index)})`. An instance of exactly
+/// the entry's class has its attributes read from their slots (`Slots`), anything else through
+/// `getattr`. Output equals the pure-Python encoder's.
 #[pyclass(frozen)]
 struct Encoder {
     records: Vec<EncodeRecord>,
@@ -564,6 +611,32 @@ impl Encoder {
         }
         let record = &self.records[index];
         let py = value.py();
+        if let Some(slots) = &record.slots {
+            if value.get_type().as_ptr() == slots.class.as_ptr() {
+                for ((offset, attribute), op) in slots
+                    .offsets
+                    .iter()
+                    .zip(&record.attributes)
+                    .zip(&record.ops)
+                {
+                    // SAFETY: `value` is exactly the class whose member table gave `offset`,
+                    // so the slot is an object pointer inside the instance (NULL when unset).
+                    let field = unsafe {
+                        let raw = *((value.as_ptr() as *const u8).offset(*offset)
+                            as *const *mut ffi::PyObject);
+                        Bound::from_borrowed_ptr_or_opt(py, raw)
+                    };
+                    match field {
+                        Some(field) => self.value(out, &field, op, depth + 1)?,
+                        // an unset slot: getattr raises the AttributeError that says which
+                        None => {
+                            self.value(out, &value.getattr(attribute.bind(py))?, op, depth + 1)?
+                        }
+                    }
+                }
+                return Ok(());
+            }
+        }
         for (attribute, op) in record.attributes.iter().zip(&record.ops) {
             self.value(out, &value.getattr(attribute.bind(py))?, op, depth + 1)?;
         }
@@ -610,7 +683,15 @@ impl Encoder {
                     "a record of the program has as many attributes as ops",
                 ));
             }
-            records.push(EncodeRecord { attributes, ops });
+            let slots = match entry.len() {
+                3 if !entry.get_item(2)?.is_none() => Slots::of(&entry.get_item(2)?, &attributes)?,
+                _ => None,
+            };
+            records.push(EncodeRecord {
+                attributes,
+                ops,
+                slots,
+            });
         }
         fn walk(op: &EncodeOp, count: usize) -> bool {
             match op {

@@ -161,3 +161,90 @@ def test_an_int_field_beyond_32_bits_is_refused_by_the_compiled_encoder() -> Non
     too_big = replace(record, value=replace(record.value, retries=2**31))
     with pytest.raises(EncodeError, match=r"does not fit an Avro int \(32-bit\)"):
         _compiled_codec().encode(too_big)
+
+
+# -- the encoder's slots: instances of exactly the program's class are read from their slots --
+
+
+class _Slotted:
+    __slots__ = ("count", "name")
+
+    def __init__(self, count: int | None = None, name: str | None = None) -> None:
+        if count is not None:
+            self.count = count
+        if name is not None:
+            self.name = name
+
+
+class _Derived(_Slotted):
+    __slots__ = ()
+
+
+class _Computed:
+    """`count` is a property, not a slot: the encoder reads it through getattr."""
+
+    name = "fixed"
+
+    @property
+    def count(self) -> int:
+        return 21
+
+
+_PROGRAM_OPS = (("long",), ("string",))
+
+
+class _Watched:
+    """Slots, and a `__getattribute__` that counts the reads that go through it."""
+
+    __slots__ = ("count", "name")
+    reads = 0
+
+    def __init__(self, count: int, name: str) -> None:
+        self.count = count
+        self.name = name
+
+    def __getattribute__(self, attribute: str) -> Any:
+        type(self).reads += 1
+        return object.__getattribute__(self, attribute)
+
+
+def _slot_encoder(cls: type | None) -> Any:
+    import partita_native  # lazy: the compiled module, present when _compiled() did not skip
+
+    _compiled()
+    return partita_native.Encoder([(("count", "name"), _PROGRAM_OPS, cls)], b"P")
+
+
+def test_slots_subclasses_and_computed_attributes_encode_the_same() -> None:
+    expected = b"P" + bytes([42, 10]) + b"fixed"  # zigzag 21, then a string of 5
+    assert _slot_encoder(_Slotted).encode(_Slotted(21, "fixed")) == expected
+    # a subclass shares the slots, yet is read through getattr: the same bytes
+    assert _slot_encoder(_Slotted).encode(_Derived(21, "fixed")) == expected
+    # a class whose attributes are not all slots is read through getattr throughout
+    assert _slot_encoder(_Computed).encode(_Computed()) == expected
+    # any object at all, when the program names no class
+    assert _slot_encoder(None).encode(_Computed()) == expected
+
+
+def test_an_instance_of_exactly_the_class_is_read_from_its_slots_without_getattr() -> None:
+    watched = _Watched(21, "fixed")
+    _Watched.reads = 0
+    assert _slot_encoder(_Watched).encode(watched) == b"P" + bytes([42, 10]) + b"fixed"
+    assert _Watched.reads == 0
+    assert _slot_encoder(None).encode(watched) == b"P" + bytes([42, 10]) + b"fixed"
+    assert _Watched.reads == 2  # without the class: through getattr, one read per field
+
+
+def test_an_unset_slot_is_the_attribute_error_that_names_it() -> None:
+    with pytest.raises(AttributeError, match="name"):
+        _slot_encoder(_Slotted).encode(_Slotted(21))
+
+
+def test_a_record_subclass_encodes_as_the_record_it_extends() -> None:
+    class Subclassed(Record):
+        pass
+
+    record = sample_record(ValueType.JOB)
+    subclassed = Subclassed(**{f.name: getattr(record, f.name) for f in fields(record)})
+    codec = _compiled_codec()
+    assert codec._encode(subclassed) == codec.encode(record) == PURE_CODEC.encode(record)
