@@ -50,6 +50,10 @@ def cmd_bench_e2e(args: argparse.Namespace) -> int:
     environments: dict[str, dict[str, str]] = {"main": {}}
     if sum((args.scaling, args.compare_kafka_config is not None, args.compare_codec)) > 1:
         raise ConfigError("use one of --scaling, --compare-kafka-config and --compare-codec")
+    if args.baseline_commands < 1:  # the engine's log rate is printed as a share of the loop's
+        raise ConfigError(
+            f"--baseline-commands takes a count of at least 1, not {args.baseline_commands}"
+        )
     if args.compare_codec:  # every process of the run (engine, jobs, load, replay) uses it
         environments = {
             "pure-python": {"PARTITA_NATIVE": "off"},

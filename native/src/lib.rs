@@ -16,6 +16,7 @@
 //! Malformed input raises `ValueError` naming what was wrong and at which byte; nothing panics.
 
 use std::collections::HashMap;
+use std::sync::Mutex;
 
 use pyo3::exceptions::{PyKeyError, PyOverflowError, PyTypeError, PyValueError};
 use pyo3::ffi;
@@ -49,12 +50,53 @@ struct Malformed(String);
 
 type Read<T> = Result<T, Malformed>;
 
-struct Reader<'a> {
+struct Reader<'a, 't> {
     buf: &'a [u8],
     pos: usize,
+    texts: &'t mut Texts,
 }
 
-impl<'a> Reader<'a> {
+/// Strings met lately, by their bytes: the same few (process ids, element ids, tenants, job
+/// types) fill most records, and a string shared instead of made again also brings its cached
+/// hash to the dict lookups that follow. Direct-mapped, so its size is fixed whatever it reads.
+struct Texts {
+    slots: Vec<Option<(Box<[u8]>, Py<PyString>)>>,
+}
+
+const TEXT_SLOTS: usize = 1024;
+
+/// Longer strings are made each time (documents, messages: rarely repeated as a whole).
+const TEXT_SHARED_UP_TO: usize = 64;
+
+impl Texts {
+    fn new() -> Self {
+        Texts {
+            slots: (0..TEXT_SLOTS).map(|_| None).collect(),
+        }
+    }
+
+    fn string(&mut self, py: Python<'_>, text: &str) -> Py<PyAny> {
+        let bytes = text.as_bytes();
+        if bytes.len() > TEXT_SHARED_UP_TO {
+            return PyString::new(py, text).into_any().unbind();
+        }
+        let mut hash: u32 = 0x811c_9dc5; // FNV-1a
+        for &b in bytes {
+            hash = (hash ^ u32::from(b)).wrapping_mul(0x0100_0193);
+        }
+        let slot = &mut self.slots[hash as usize % TEXT_SLOTS];
+        if let Some((seen, string)) = slot {
+            if **seen == *bytes {
+                return string.clone_ref(py).into_any();
+            }
+        }
+        let string = PyString::new(py, text).unbind();
+        *slot = Some((bytes.into(), string.clone_ref(py)));
+        string.into_any()
+    }
+}
+
+impl<'a> Reader<'a, '_> {
     #[inline(always)]
     fn byte(&mut self) -> Read<u8> {
         match self.buf.get(self.pos) {
@@ -138,6 +180,7 @@ impl<'a> Reader<'a> {
 #[pyclass(frozen)]
 struct Decoder {
     records: Vec<RecordProgram>,
+    texts: Mutex<Texts>,
 }
 
 fn parse_op(op: &Bound<'_, PyAny>) -> PyResult<Op> {
@@ -180,7 +223,7 @@ impl Decoder {
     fn value(
         &self,
         py: Python<'_>,
-        reader: &mut Reader<'_>,
+        reader: &mut Reader<'_, '_>,
         op: &Op,
         depth: u32,
     ) -> Read<Py<PyAny>> {
@@ -189,7 +232,10 @@ impl Decoder {
                 let Ok(number) = reader.long()?.into_pyobject(py);
                 number.into_any().unbind()
             }
-            Op::Text => PyString::new(py, reader.text()?).into_any().unbind(),
+            Op::Text => {
+                let text = reader.text()?;
+                reader.texts.string(py, text)
+            }
             Op::Bytes => PyBytes::new(py, reader.slice()?).into_any().unbind(),
             Op::Boolean => {
                 let at = reader.pos;
@@ -238,7 +284,8 @@ impl Decoder {
                         break;
                     }
                     for _ in 0..count {
-                        let key = PyString::new(py, reader.text()?);
+                        let text = reader.text()?;
+                        let key = reader.texts.string(py, text);
                         let value = self.value(py, reader, item, depth)?;
                         map.set_item(key, value).map_err(py_failure)?;
                     }
@@ -251,7 +298,7 @@ impl Decoder {
     fn record(
         &self,
         py: Python<'_>,
-        reader: &mut Reader<'_>,
+        reader: &mut Reader<'_, '_>,
         index: usize,
         depth: u32,
     ) -> Read<Py<PyAny>> {
@@ -267,10 +314,28 @@ impl Decoder {
         for op in &program.fields {
             fields.push(self.value(py, reader, op, depth)?);
         }
-        let fields = PyTuple::new(py, fields).map_err(py_failure)?;
         match &program.class {
-            None => Ok(fields.into_any().unbind()),
-            Some(class) => class.call1(py, fields).map_err(py_failure),
+            None => Ok(PyTuple::new(py, fields)
+                .map_err(py_failure)?
+                .into_any()
+                .unbind()),
+            Some(class) => {
+                // the fields as positional arguments, without a tuple to hold them
+                let args: Vec<*mut ffi::PyObject> = fields.iter().map(Py::as_ptr).collect();
+                // SAFETY: `args` holds `fields.len()` live references (kept by `fields` for
+                // the call); the result is a new reference or NULL with an exception set.
+                unsafe {
+                    let made = ffi::PyObject_Vectorcall(
+                        class.as_ptr(),
+                        args.as_ptr(),
+                        args.len(),
+                        std::ptr::null_mut(),
+                    );
+                    Bound::from_owned_ptr_or_err(py, made)
+                }
+                .map(Bound::unbind)
+                .map_err(py_failure)
+            }
         }
     }
 }
@@ -302,7 +367,10 @@ impl Decoder {
                 .collect::<PyResult<_>>()?;
             records.push(RecordProgram { class, fields });
         }
-        let decoder = Decoder { records };
+        let decoder = Decoder {
+            records,
+            texts: Mutex::new(Texts::new()),
+        };
         decoder.check()?;
         Ok(decoder)
     }
@@ -312,7 +380,15 @@ impl Decoder {
         if self.records.is_empty() {
             return Err(PyValueError::new_err("the decoder has no records"));
         }
-        let mut reader = Reader { buf, pos };
+        let mut texts = self
+            .texts
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut reader = Reader {
+            buf,
+            pos,
+            texts: &mut texts,
+        };
         match self.record(py, &mut reader, 0, 0) {
             Ok(value) => Ok((value, reader.pos)),
             Err(Malformed(message)) => Err(PyValueError::new_err(message)),

@@ -144,3 +144,11 @@ def test_compare_codec_goes_with_no_other_comparison(capsys: pytest.CaptureFixtu
     assert "use one of --scaling, --compare-kafka-config and --compare-codec" in (
         capsys.readouterr().err
     )
+
+
+def test_a_raw_loop_of_no_commands_is_refused_before_anything_runs(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The engine's log rate is printed as a share of the raw loop's: it needs one command."""
+    assert main(["bench", "e2e", "--baseline-commands", "0"]) == 1
+    assert "--baseline-commands takes a count of at least 1, not 0" in capsys.readouterr().err
