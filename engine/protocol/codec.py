@@ -11,6 +11,7 @@ Guarantees:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from enum import Enum
 from io import BytesIO
 from typing import Any
@@ -33,7 +34,7 @@ from engine.protocol.errors import (
     location,
 )
 from engine.protocol.intents import INTENTS_BY_VALUE_TYPE, intent_for
-from engine.protocol.native import native_decoder, native_encoder
+from engine.protocol.native import native_decoder, native_encoder, native_record_decoder
 from engine.protocol.records import Record
 from engine.protocol.schemas import WriterSchema, current_schema, known_schemas
 from engine.protocol.values import VALUE_TYPES, RecordValue
@@ -130,6 +131,18 @@ class RecordCodec:
         """Whether records of the current schema are encoded and decoded in compiled code
         (`PARTITA_NATIVE`)."""
         self._decode_body = compiled or compile_decoder(self.current.raw)
+        self._decode_record: Callable[[bytes, int], Record | None] = (
+            native_record_decoder(
+                self.current.raw,
+                Record,
+                _TYPES,
+                {"record_type": _RECORD_TYPES, "rejection_type": _REJECTION_TYPES},
+                self._prefix,
+                max_record_bytes,
+                native,
+            )
+            or self._decode_record_pure
+        )
         self._writers: dict[bytes, WriterSchema] = {s.fingerprint_bytes: s for s in schemas}
         self._values: dict[str, RecordConverter] = {}
         self._by_class: dict[type[Any], RecordConverter] = {}
@@ -200,20 +213,25 @@ class RecordCodec:
         # The path of nearly every record: the current schema, well formed, within the limit.
         # Anything else takes the checked path below, which decodes again and says what is
         # wrong.
-        if (
-            type(data) is bytes
-            and data[:HEADER_SIZE] == self._prefix
-            and len(data) <= self.max_record_bytes
-        ):
+        if type(data) is bytes:
             try:
-                fields, end = self._decode_body(data, HEADER_SIZE)
+                record = self._decode_record(data, -1 if offset is None else offset)
             except Exception:  # the checked path below names the failure
-                fields = None
-            if fields is not None and end == len(data):
-                types = _TYPES.get((fields[4], fields[5], type(fields[11][1])))
-                if types is not None:
-                    return _assemble(fields, types[0], types[1], offset)
+                record = None
+            if record is not None:
+                return record
         return self._decode_checked(data, topic, partition, offset)
+
+    def _decode_record_pure(self, data: bytes, position: int) -> Record | None:
+        """`native_record_decoder`'s decode in Python: the record in `data` if it is one of
+        the current schema, well formed, within the limit, else None."""
+        if data[:HEADER_SIZE] != self._prefix or len(data) > self.max_record_bytes:
+            return None
+        fields, end = self._decode_body(data, HEADER_SIZE)
+        if end != len(data):
+            return None
+        types = _TYPES.get((fields[4], fields[5], type(fields[11][1])))
+        return None if types is None else _assemble(fields, types[0], types[1], position)
 
     def _decode_checked(
         self, data: bytes, topic: str | None, partition: int | None, offset: int | None

@@ -5,7 +5,8 @@ Its decoder and encoder interpret *programs* compiled here from the schema (see
 `native/src/lib.rs`). The decoder's has one entry per Avro record, `(class or None, ops)`, the
 envelope first, and returns what `engine.protocol.decoder.compile_decoder` returns for the
 same bytes: the envelope's fields as a tuple, its enums as symbols, the value as (Avro name,
-value struct), nested enums as members. The encoder's has `(attribute names, ops, class)` per
+value struct), nested enums as members; with an assembly (`native_record_decoder`) it also
+builds the whole record. The encoder's has `(attribute names, ops, class)` per
 record (instances of exactly that class are read from their slots; None: any object, through
 getattr) and writes what `engine.protocol.encoder.compile_encoder` writes, behind the given
 prefix.
@@ -78,6 +79,46 @@ def native_encoder(
         return None
     encode: Encode = module.Encoder(compile_encoder_program(schema, record_class), prefix).encode
     return encode
+
+
+RecordDecode = Callable[[bytes, int], Any]
+"""`(data, position)` -> the record, or None when `data` is not a well-formed record of the
+schema whose value type, intent and value agree (the caller's checked path says why)."""
+
+
+def native_record_decoder(  # noqa: PLR0917 - the assembly's parts, each named at the call
+    schema: dict[str, Any],
+    record_class: type[Any],
+    kinds: dict[tuple[str, str, type[Any]], tuple[Any, Any]],
+    members: dict[str, dict[str, Any]],
+    prefix: bytes,
+    max_bytes: int,
+    want: bool | None = None,
+) -> RecordDecode | None:
+    """The compiled decoder of whole records of the envelope `schema`: `record_class` built
+    with its fields by name from the envelope's, `value_type` and `intent` from `kinds`
+    ((value type symbol, intent symbol, value class) -> the pair), enum fields named in
+    `members` as their objects, `position` as given; only behind `prefix` and up to
+    `max_bytes`. None for the pure-Python one, or when the envelope lacks one of the fields
+    (an older schema)."""
+    module = _module(want)
+    fields = [snake_case(field["name"]) for field in schema["fields"]]
+    if module is None or not {*record_class.__struct_fields__, "value"} - {"position"} <= {*fields}:
+        return None
+    arguments: list[tuple[Any, ...]] = []
+    for name in record_class.__struct_fields__:
+        if name == "position":
+            arguments.append(("position",))
+        elif name in ("value_type", "intent"):
+            arguments.append(("kind", 0 if name == "value_type" else 1))
+        elif name in members:
+            arguments.append(("member", fields.index(name), members[name]))
+        else:
+            arguments.append(("field", fields.index(name)))
+    kind_fields = (fields.index("value_type"), fields.index("intent"), fields.index("value"))
+    assembly = (record_class, arguments, kind_fields, kinds, prefix, max_bytes)
+    decode: RecordDecode = module.Decoder(compile_program(schema), assembly).decode_record
+    return decode
 
 
 def compile_program(schema: dict[str, Any]) -> list[tuple[type[Any] | None, tuple[Any, ...]]]:

@@ -13,6 +13,8 @@
 //! A record with a class is built by calling the class with its fields in schema order; the
 //! first record (the envelope) has none and comes back as a tuple. The result is exactly what
 //! the pure-Python decoder of `engine/protocol/decoder.py` returns, which the parity tests check.
+//! Given an *assembly* too (`Assembly`), `decode_record` builds the whole record object from the
+//! envelope, as `engine.protocol.codec` does from that tuple.
 //! Malformed input raises `ValueError` naming what was wrong and at which byte; nothing panics.
 
 use std::collections::HashMap;
@@ -181,6 +183,33 @@ impl<'a> Reader<'a, '_> {
 struct Decoder {
     records: Vec<RecordProgram>,
     texts: Mutex<Texts>,
+    assembly: Option<Assembly>,
+}
+
+/// How `decode_record` turns record 0 (the envelope) into one object: `class` called with
+/// `arguments`, each made from the envelope's fields (whose union field gives its value
+/// alone). Two of the fields' symbols and the value's class are looked up together in
+/// `kinds` (a record's value type and intent, which only make sense as a pair).
+struct Assembly {
+    class: Py<PyAny>,
+    arguments: Vec<Argument>,
+    kind_fields: (usize, usize, usize),
+    kinds: HashMap<(usize, usize, usize), [Py<PyAny>; 2]>,
+    prefix: Vec<u8>,
+    max_bytes: usize,
+    /// What the tables' addresses belong to, held so that no address is reused.
+    _keep: Vec<Py<PyAny>>,
+}
+
+enum Argument {
+    /// The field as decoded.
+    Field(usize),
+    /// An enum field's symbol, replaced by its object (None stays None).
+    Member(usize, HashMap<usize, Py<PyAny>>),
+    /// The first or second object of the `kinds` lookup.
+    Kind(usize),
+    /// The position `decode_record` is given.
+    Position,
 }
 
 fn parse_op(op: &Bound<'_, PyAny>) -> PyResult<Op> {
@@ -319,23 +348,7 @@ impl Decoder {
                 .map_err(py_failure)?
                 .into_any()
                 .unbind()),
-            Some(class) => {
-                // the fields as positional arguments, without a tuple to hold them
-                let args: Vec<*mut ffi::PyObject> = fields.iter().map(Py::as_ptr).collect();
-                // SAFETY: `args` holds `fields.len()` live references (kept by `fields` for
-                // the call); the result is a new reference or NULL with an exception set.
-                unsafe {
-                    let made = ffi::PyObject_Vectorcall(
-                        class.as_ptr(),
-                        args.as_ptr(),
-                        args.len(),
-                        std::ptr::null_mut(),
-                    );
-                    Bound::from_owned_ptr_or_err(py, made)
-                }
-                .map(Bound::unbind)
-                .map_err(py_failure)
-            }
+            Some(class) => call(py, class, &fields).map_err(py_failure),
         }
     }
 }
@@ -349,7 +362,8 @@ fn py_failure(error: PyErr) -> Malformed {
 #[pymethods]
 impl Decoder {
     #[new]
-    fn new(program: &Bound<'_, PyAny>) -> PyResult<Self> {
+    #[pyo3(signature = (program, assembly=None))]
+    fn new(program: &Bound<'_, PyAny>, assembly: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
         let mut records = Vec::new();
         for entry in program.try_iter()? {
             let entry = entry?;
@@ -367,12 +381,83 @@ impl Decoder {
                 .collect::<PyResult<_>>()?;
             records.push(RecordProgram { class, fields });
         }
-        let decoder = Decoder {
+        let mut decoder = Decoder {
             records,
             texts: Mutex::new(Texts::new()),
+            assembly: None,
         };
         decoder.check()?;
+        if let Some(assembly) = assembly {
+            decoder.assembly = Some(decoder.parse_assembly(assembly)?);
+        }
         Ok(decoder)
+    }
+
+    /// The object `assembly` makes of the record in `data` (the prefix, then record 0 ending
+    /// where `data` ends), with `position`; None when `data` is anything else (no prefix, too
+    /// long, malformed, a pair of symbols and class the lookup lacks): the caller's checked
+    /// path says what is wrong.
+    fn decode_record(
+        &self,
+        py: Python<'_>,
+        data: &[u8],
+        position: i64,
+    ) -> PyResult<Option<Py<PyAny>>> {
+        let Some(assembly) = &self.assembly else {
+            return Err(PyValueError::new_err(
+                "this decoder was built without an assembly",
+            ));
+        };
+        if data.len() > assembly.max_bytes || !data.starts_with(&assembly.prefix) {
+            return Ok(None);
+        }
+        let mut texts = self
+            .texts
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut reader = Reader {
+            buf: data,
+            pos: assembly.prefix.len(),
+            texts: &mut texts,
+        };
+        let Ok(fields) = self.envelope(py, &mut reader) else {
+            return Ok(None);
+        };
+        if reader.pos != data.len() {
+            return Ok(None);
+        }
+        let (value_type, intent, value) = assembly.kind_fields;
+        let key = (
+            fields[value_type].as_ptr() as usize,
+            fields[intent].as_ptr() as usize,
+            fields[value].bind(py).get_type().as_ptr() as usize,
+        );
+        let Some(kinds) = assembly.kinds.get(&key) else {
+            return Ok(None);
+        };
+        let mut arguments: Vec<Py<PyAny>> = Vec::with_capacity(assembly.arguments.len());
+        for argument in &assembly.arguments {
+            arguments.push(match argument {
+                Argument::Field(index) => fields[*index].clone_ref(py),
+                Argument::Member(index, members) => {
+                    let field = &fields[*index];
+                    if field.is_none(py) {
+                        py.None()
+                    } else {
+                        match members.get(&(field.as_ptr() as usize)) {
+                            Some(member) => member.clone_ref(py),
+                            None => return Ok(None),
+                        }
+                    }
+                }
+                Argument::Kind(which) => kinds[*which].clone_ref(py),
+                Argument::Position => {
+                    let Ok(number) = position.into_pyobject(py);
+                    number.into_any().unbind()
+                }
+            });
+        }
+        call(py, &assembly.class, &arguments).map(Some)
     }
 
     /// Decode record 0 of the program from `buf` at `pos`: `(fields, end)`.
@@ -396,7 +481,157 @@ impl Decoder {
     }
 }
 
+/// `class(*arguments)` by vectorcall, without a tuple to hold the arguments.
+fn call(py: Python<'_>, class: &Py<PyAny>, arguments: &[Py<PyAny>]) -> PyResult<Py<PyAny>> {
+    let pointers: Vec<*mut ffi::PyObject> = arguments.iter().map(Py::as_ptr).collect();
+    // SAFETY: `pointers` are live references, kept by `arguments` for the call; the result
+    // is a new reference, or NULL with an exception set.
+    unsafe {
+        let made = ffi::PyObject_Vectorcall(
+            class.as_ptr(),
+            pointers.as_ptr(),
+            pointers.len(),
+            std::ptr::null_mut(),
+        );
+        Bound::from_owned_ptr_or_err(py, made).map(Bound::unbind)
+    }
+}
+
 impl Decoder {
+    /// Record 0's fields, its union fields as their value alone (the branch's class says it).
+    fn envelope(&self, py: Python<'_>, reader: &mut Reader<'_, '_>) -> Read<Vec<Py<PyAny>>> {
+        let program = &self.records[0];
+        let mut fields = Vec::with_capacity(program.fields.len());
+        for op in &program.fields {
+            fields.push(match op {
+                Op::Union(branches) => {
+                    let (_, record) = &branches[reader.index(branches.len(), "union branch")?];
+                    self.record(py, reader, *record, 1)?
+                }
+                _ => self.value(py, reader, op, 1)?,
+            });
+        }
+        Ok(fields)
+    }
+
+    /// The address of `symbol` among the symbols of record 0's enum field `index`; None when
+    /// the field has no such symbol (a member an older schema lacks: it cannot occur).
+    fn symbol(&self, index: usize, symbol: &Bound<'_, PyAny>) -> PyResult<Option<usize>> {
+        let symbols = match self.records[0].fields.get(index) {
+            Some(Op::Enum(symbols)) => symbols,
+            Some(Op::Nullable(inner)) => match inner.as_ref() {
+                Op::Enum(symbols) => symbols,
+                _ => {
+                    return Err(PyValueError::new_err(format!(
+                        "field {index} is not an enum"
+                    )))
+                }
+            },
+            _ => {
+                return Err(PyValueError::new_err(format!(
+                    "field {index} is not an enum"
+                )))
+            }
+        };
+        for known in symbols {
+            if known.bind(symbol.py()).eq(symbol)? {
+                return Ok(Some(known.as_ptr() as usize));
+            }
+        }
+        Ok(None)
+    }
+
+    /// `(class, arguments, (value type field, intent field, value field), kinds, prefix, max
+    /// bytes)`, arguments being `("field", i)`, `("member", i, {symbol: object})`, `("kind",
+    /// 0 or 1)` or `("position",)`, kinds `{(symbol, symbol, class): (object, object)}`.
+    fn parse_assembly(&self, assembly: &Bound<'_, PyAny>) -> PyResult<Assembly> {
+        if self.records.is_empty() {
+            return Err(PyValueError::new_err("the decoder has no records"));
+        }
+        let (class, recipe, kind_fields, table, prefix, max_bytes): (
+            Bound<'_, PyAny>,
+            Bound<'_, PyAny>,
+            (usize, usize, usize),
+            Bound<'_, PyDict>,
+            Vec<u8>,
+            usize,
+        ) = assembly.extract()?;
+        let count = self.records[0].fields.len();
+        let field = |index: usize| {
+            if index < count {
+                Ok(index)
+            } else {
+                Err(PyValueError::new_err(format!(
+                    "record 0 has no field {index}"
+                )))
+            }
+        };
+        field(kind_fields.0)?;
+        field(kind_fields.1)?;
+        field(kind_fields.2)?;
+        let mut keep = Vec::new();
+        let mut arguments = Vec::new();
+        for item in recipe.try_iter()? {
+            let item = item?;
+            let item = item.cast::<PyTuple>()?;
+            let kind: String = item.get_item(0)?.extract()?;
+            arguments.push(match kind.as_str() {
+                "field" => Argument::Field(field(item.get_item(1)?.extract()?)?),
+                "member" => {
+                    let index = field(item.get_item(1)?.extract()?)?;
+                    let mut members = HashMap::new();
+                    for (symbol, member) in item.get_item(2)?.cast::<PyDict>()?.iter() {
+                        if let Some(address) = self.symbol(index, &symbol)? {
+                            members.insert(address, member.unbind());
+                        }
+                    }
+                    Argument::Member(index, members)
+                }
+                "kind" => Argument::Kind(match item.get_item(1)?.extract()? {
+                    which @ (0 | 1) => which,
+                    other => {
+                        return Err(PyValueError::new_err(format!("no kind {other}")));
+                    }
+                }),
+                "position" => Argument::Position,
+                other => {
+                    return Err(PyTypeError::new_err(format!(
+                        "unknown assembly argument {other:?}"
+                    )))
+                }
+            });
+        }
+        let mut kinds = HashMap::new();
+        for (key, pair) in table.iter() {
+            let (value_type, intent, value_class): (
+                Bound<'_, PyAny>,
+                Bound<'_, PyAny>,
+                Bound<'_, PyAny>,
+            ) = key.extract()?;
+            let (first, second): (Bound<'_, PyAny>, Bound<'_, PyAny>) = pair.extract()?;
+            let (Some(value_type), Some(intent)) = (
+                self.symbol(kind_fields.0, &value_type)?,
+                self.symbol(kind_fields.1, &intent)?,
+            ) else {
+                continue; // a pair an older schema cannot write
+            };
+            kinds.insert(
+                (value_type, intent, value_class.as_ptr() as usize),
+                [first.unbind(), second.unbind()],
+            );
+            keep.push(value_class.unbind());
+        }
+        Ok(Assembly {
+            class: class.unbind(),
+            arguments,
+            kind_fields,
+            kinds,
+            prefix,
+            max_bytes,
+            _keep: keep,
+        })
+    }
+
     /// Every record index the program names exists.
     fn check(&self) -> PyResult<()> {
         fn walk(op: &Op, count: usize) -> bool {
