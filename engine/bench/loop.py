@@ -14,14 +14,18 @@ number of commands of the same size, pre-produced to an ingress topic as clients
   nothing (its offsets ride on the next transaction).
 
 records/s counts records consumed from ingress plus records produced (the copy and the
-events), per second of the processing phase.
+events), per second of the processing phase. `rounds` repeats the pair, each in a fresh
+namespace: the raw loop's rate moves by a third from one run to the next on a shared machine,
+so one ratio says little; the median of the rounds' ratios is reported, each round's beside it.
 """
 
 from __future__ import annotations
 
+import statistics
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -239,4 +243,40 @@ def run(config: Config, commands: int = 20_000, *, keep_topics: bool = False) ->
         "engine_batches": engine["batches"],
         "engine_batches_predicted": engine["predicted"],
         "namespace": namespace,
+    }
+
+
+def run_rounds(
+    config: Config,
+    commands: int = 20_000,
+    rounds: int = 1,
+    *,
+    keep_topics: bool = False,
+    progress: Callable[[str], None] = lambda _: None,
+) -> dict[str, Any]:
+    """`run` `rounds` times: the medians, and every round's figures under `rounds_run`."""
+    results = []
+    for number in range(1, rounds + 1):
+        results.append(run(config, commands, keep_topics=keep_topics))
+        progress(
+            f"round {number}/{rounds}: engine {results[-1]['engine_records_per_s']:,} records/s,"
+            f" raw {results[-1]['raw_records_per_s']:,} records/s, ratio {results[-1]['ratio']}"
+        )
+    if rounds == 1:
+        return results[0]
+    median: dict[str, float] = {
+        name: round(statistics.median(r[name] for r in results))
+        for name in ("engine_records_per_s", "raw_records_per_s", "engine_commands_per_s")
+    }
+    median["ratio"] = round(statistics.median(r["ratio"] for r in results), 3)
+    return {
+        **results[-1],
+        **median,
+        "rounds": rounds,
+        "ratios": [r["ratio"] for r in results],
+        "rounds_run": [
+            {name: r[name] for name in ("engine_records_per_s", "raw_records_per_s", "ratio")}
+            for r in results
+        ],
+        "namespaces": [r["namespace"] for r in results],
     }

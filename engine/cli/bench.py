@@ -8,6 +8,7 @@ import json
 from engine.cli import bench_e2e
 from engine.cli.bench_e2e import add_keep_topics, local_broker_pid
 from engine.cli.common import Subcommands, add_command, add_group, build_config, progress
+from engine.errors import ConfigError
 
 BENCH_EXAMPLES = """examples:
   partita bench codec                  no broker needed
@@ -32,6 +33,7 @@ STATE_EXAMPLES = """examples:
 LOOP_EXAMPLES = """examples:
   partita bench loop                       20000 commands on the local broker
   partita bench loop --commands 100000 --bootstrap-servers kafka:9092
+  partita bench loop --rounds 5            five pairs alternated: the median ratio, and each
 """
 
 RECOVERY_EXAMPLES = """examples:
@@ -109,7 +111,12 @@ def cmd_bench_loop(args: argparse.Namespace) -> int:
         f"Engine loop vs raw transactional loop, {args.commands} commands x"
         f" {loop.EVENTS_PER_COMMAND} events on one partition at {config.bootstrap}..."
     )
-    print(json.dumps(loop.run(config, commands=args.commands, keep_topics=args.keep_topics)))
+    if args.rounds < 1:
+        raise ConfigError(f"--rounds takes a count of at least 1, not {args.rounds}")
+    result = loop.run_rounds(
+        config, args.commands, args.rounds, keep_topics=args.keep_topics, progress=progress
+    )
+    print(json.dumps(result))
     return 0
 
 
@@ -195,6 +202,13 @@ def register(commands: Subcommands) -> None:
     )
     loop_bench.add_argument(
         "--commands", type=int, default=20_000, help="commands to process (default: 20000)"
+    )
+    loop_bench.add_argument(
+        "--rounds",
+        type=int,
+        default=1,
+        help="run the engine and the raw loop this many times, alternated, and report the"
+        " medians (default: 1)",
     )
     recovery_bench = add_command(
         benches,

@@ -152,3 +152,43 @@ def test_a_raw_loop_of_no_commands_is_refused_before_anything_runs(
     """The engine's log rate is printed as a share of the raw loop's: it needs one command."""
     assert main(["bench", "e2e", "--baseline-commands", "0"]) == 1
     assert "--baseline-commands takes a count of at least 1, not 0" in capsys.readouterr().err
+
+
+def test_bench_loop_rounds_report_the_median_and_every_round(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Each round runs the engine and the raw loop in a namespace of its own; the printed
+    figures are the rounds' medians, each round's ratio beside them."""
+    from engine.bench import loop  # lazy: the bench module the test replaces a part of
+
+    rates = iter([(100_000, 200_000), (150_000, 250_000), (120_000, 400_000)])
+    namespaces = []
+
+    def fake_run(config: Config, commands: int, *, keep_topics: bool) -> dict[str, object]:
+        engine, raw = next(rates)
+        namespaces.append(f"bench{len(namespaces)}")
+        return {
+            "bench": "loop",
+            "commands": commands,
+            "engine_records_per_s": engine,
+            "raw_records_per_s": raw,
+            "ratio": round(engine / raw, 3),
+            "engine_commands_per_s": engine // 7,
+            "namespace": namespaces[-1],
+        }
+
+    monkeypatch.setattr(loop, "run", fake_run)
+    assert main(["bench", "loop", "--commands", "10", "--rounds", "3"]) == 0
+    out = capsys.readouterr()
+    result = json.loads(out.out)
+    assert result["ratios"] == [0.5, 0.6, 0.3]
+    assert result["ratio"] == 0.5
+    assert result["engine_records_per_s"] == 120_000
+    assert result["raw_records_per_s"] == 250_000
+    assert result["namespaces"] == ["bench0", "bench1", "bench2"]
+    assert "round 3/3: engine 120,000 records/s, raw 400,000 records/s, ratio 0.3" in out.err
+
+
+def test_bench_loop_refuses_no_rounds(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["bench", "loop", "--rounds", "0"]) == 1
+    assert "--rounds takes a count of at least 1, not 0" in capsys.readouterr().err
