@@ -19,7 +19,13 @@ from engine.client.commands import Request
 from engine.config import Config, KafkaRole
 from engine.errors import PartitaError
 from engine.log.admin import cluster_metadata
-from engine.log.clients import ErrorReporter, consume_available, new_consumer, new_producer
+from engine.log.clients import (
+    NOW,
+    ErrorReporter,
+    consume_available,
+    new_consumer,
+    new_producer,
+)
 from engine.log.security import kafka_access
 from engine.protocol.codec import PRODUCER_MAX_BYTES, RecordCodec
 from engine.protocol.headers import CORRELATION_ID, ReplyTo, header, record_headers
@@ -115,8 +121,8 @@ class Connection:
         value = self.codec.encode(record)
         while True:
             try:
-                producer.produce(
-                    self.config.commands_topic, value, partition=partition, headers=headers
+                producer.produce(  # positional: see engine.log.clients
+                    self.config.commands_topic, value, None, partition, None, None, NOW, headers
                 )
                 break
             except BufferError:  # the local queue is full: let it drain

@@ -10,6 +10,12 @@
 - Each partition task has its own transactional producer with `transactional.id =
   <ns>.engine.<partition>`: the id is stable per partition, so whoever owns a partition next
   fences the previous owner in `init_transactions()`.
+- The per-record paths call `Producer.produce` with positional arguments, in its order
+  `(topic, value, key, partition, on_delivery, callback, timestamp, headers)` (`NOW` for the
+  timestamp, `ANY_PARTITION` for the partitioner's choice): with keywords each call costs about
+  a microsecond more, as they go through a dict (1.65 against 0.63 us here), and a one-task
+  instance writes 26 records. `tests/integration/test_produce_order.py` holds the order to a
+  real broker.
 """
 
 from __future__ import annotations
@@ -27,6 +33,11 @@ from confluent_kafka.admin import AdminClient
 from engine.errors import ConfigError
 from engine.log.security import KafkaAccess
 from engine.protocol.codec import PRODUCER_MAX_BYTES
+
+NOW = 0
+"""`Producer.produce`'s timestamp for "when it is produced" (its default)."""
+ANY_PARTITION = -1
+"""`Producer.produce`'s partition for "the partitioner chooses" (its default)."""
 
 _LOG = logging.getLogger("partita.kafka")
 _T = TypeVar("_T")

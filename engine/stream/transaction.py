@@ -35,6 +35,7 @@ from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Message, Producer, TopicPartition
 
+from engine.log.clients import ANY_PARTITION, NOW
 from engine.processing import ProcessingOutput
 from engine.protocol.codec import RecordCodec
 from engine.protocol.enums import RecordType
@@ -157,14 +158,9 @@ class BatchTransaction:
 
         try:
             self._begin()
-            for copy in copies:
-                self.producer.produce(
-                    self.topic,
-                    copy.value,
-                    partition=self.partition,
-                    headers=copy.headers,
-                    on_delivery=on_delivery,
-                )
+            produce, topic, partition = self.producer.produce, self.topic, self.partition
+            for copy in copies:  # positional: see engine.log.clients
+                produce(topic, copy.value, None, partition, on_delivery, None, NOW, copy.headers)
         except KafkaException as exc:
             self._fail(exc)
 
@@ -256,29 +252,20 @@ class BatchTransaction:
         callbacks = {last_event: delivered.on_event, last_record: delivered.on_own}
         if last_event == last_record:
             callbacks = {last_event: delivered.on_both}
-        encode = self.codec.encode
+        encode, produce, log = self.codec.encode, producer.produce, self.topic
+        # positional arguments throughout (see engine.log.clients): (topic, value, key,
+        # partition, on_delivery, callback, timestamp, headers)
         for index, (partition, record) in enumerate(output.records):
             headers = record_headers(record)
             if index == last_record and positions is not None:
                 headers = [*headers, processed_header(*positions)]
-            producer.produce(
-                self.topic,
-                encode(record),
-                key=command_key(record) if record.record_type is RecordType.COMMAND else None,
-                partition=partition,
-                headers=headers,
-                on_delivery=callbacks.get(index),
-            )
+            key = command_key(record) if record.record_type is RecordType.COMMAND else None
+            produce(log, encode(record), key, partition, callbacks.get(index), None, NOW, headers)
         for partition, raw, headers in output.forwarded:
-            producer.produce(self.topic, raw, partition=partition, headers=headers)
+            produce(log, raw, None, partition, None, None, NOW, headers)
         for topic, partition, job_key, record in output.pushed:
-            producer.produce(
-                topic,
-                encode(record),
-                key=str(job_key).encode(),
-                partition=partition,
-                headers=record_headers(record),
-            )
+            key = str(job_key).encode()
+            produce(topic, encode(record), key, partition, None, None, NOW, record_headers(record))
         self._produce_replies(output.replies, dropped)
 
     def _check_predicted(self, predicted: list[int]) -> None:
@@ -326,17 +313,17 @@ class BatchTransaction:
             if index in dropped:
                 continue
             reply_headers = [*record_headers(record), (CORRELATION_ID, address.correlation_id)]
-            if address.partition is None:
-                self.producer.produce(
-                    address.topic, self.codec.encode(record), headers=reply_headers
-                )
-            else:
-                self.producer.produce(
-                    address.topic,
-                    self.codec.encode(record),
-                    partition=address.partition,
-                    headers=reply_headers,
-                )
+            partition = ANY_PARTITION if address.partition is None else address.partition
+            self.producer.produce(  # positional: see engine.log.clients
+                address.topic,
+                self.codec.encode(record),
+                None,
+                partition,
+                None,
+                None,
+                NOW,
+                reply_headers,
+            )
 
     def _commit_transaction(self) -> None:
         """Commit, retrying retriable errors for a while. A commit that stays retriable (the

@@ -89,16 +89,20 @@ class MemoryProducer:
     def begin_transaction(self) -> None:
         self.pending = []
 
-    def produce(
+    def produce(  # noqa: PLR0917 - confluent-kafka's order, which the engine calls positionally
         self,
         topic: str,
         value: bytes,
-        *,
-        partition: int = 0,
-        headers: Any = None,
-        on_delivery: Any = None,
         key: bytes | None = None,
+        partition: int = -1,
+        on_delivery: Any = None,
+        callback: Any = None,
+        timestamp: int = 0,
+        headers: Any = None,
     ) -> None:
+        """confluent-kafka's `Producer.produce`; partition -1 (the partitioner's) is 0 here."""
+        on_delivery = on_delivery or callback
+        partition = max(partition, 0)
         self.pending.append((topic, partition, value, list(headers or []), on_delivery, key))
 
     def send_offsets_to_transaction(self, *_: Any) -> None:

@@ -29,6 +29,9 @@ class _AbortingProducer:
     def begin_transaction(self) -> None:
         pass
 
+    def produce(self, *_: Any) -> None:
+        pass
+
     def send_offsets_to_transaction(self, *_: Any) -> None:
         pass
 

@@ -62,9 +62,19 @@ class _PartitionedProducer:
     def begin_transaction(self) -> None:
         self.calls.append("begin")
 
-    def produce(self, topic: str, value: bytes, **kwargs: Any) -> None:
+    def produce(  # noqa: PLR0917 - confluent-kafka's order, which the engine calls positionally
+        self,
+        topic: str,
+        value: bytes,
+        key: bytes | None = None,
+        partition: int = -1,
+        on_delivery: Any = None,
+        callback: Any = None,
+        timestamp: int = 0,
+        headers: Any = None,
+    ) -> None:
         self.calls.append("produce")
-        self._pending.append((kwargs.get("partition", 0), kwargs.get("on_delivery")))
+        self._pending.append((max(partition, 0), on_delivery or callback))
 
     def send_offsets_to_transaction(self, *_: Any) -> None:
         self.calls.append("offsets")
