@@ -103,7 +103,7 @@ def native_record_decoder(  # noqa: PLR0917 - the assembly's parts, each named a
     (an older schema)."""
     module = _module(want)
     fields = [snake_case(field["name"]) for field in schema["fields"]]
-    if module is None or not {*record_class.__struct_fields__, "value"} - {"position"} <= {*fields}:
+    if module is None or not set(record_class.__struct_fields__) - {"position"} <= set(fields):
         return None
     arguments: list[tuple[Any, ...]] = []
     for name in record_class.__struct_fields__:

@@ -430,7 +430,8 @@ impl Decoder {
         let key = (
             fields[value_type].as_ptr() as usize,
             fields[intent].as_ptr() as usize,
-            fields[value].bind(py).get_type().as_ptr() as usize,
+            // SAFETY: a live object's type, compared by address only
+            unsafe { ffi::Py_TYPE(fields[value].as_ptr()) } as usize,
         );
         let Some(kinds) = assembly.kinds.get(&key) else {
             return Ok(None);
@@ -923,7 +924,8 @@ impl Encoder {
         let record = &self.records[index];
         let py = value.py();
         if let Some(slots) = &record.slots {
-            if value.get_type().as_ptr() == slots.class.as_ptr() {
+            // SAFETY: `value` is a live object; its type is only compared, not used
+            if unsafe { ffi::Py_TYPE(value.as_ptr()) }.cast() == slots.class.as_ptr() {
                 for ((offset, attribute), op) in slots
                     .offsets
                     .iter()

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from engine.processing import Engine
 from engine.processing.job.push import JobPush
@@ -78,16 +78,20 @@ class MemoryKafka:
         return message
 
 
-class MemoryProducer:
-    def __init__(self, kafka: MemoryKafka) -> None:
-        self.kafka = kafka
-        self.pending: list[
-            tuple[str, int, bytes, list[tuple[str, Any]], Callable[..., None] | None, bytes | None]
-        ] = []
-        self.delivered: list[tuple[Callable[..., None], Message]] = []
+class Produced(NamedTuple):
+    """One record a producer double was given, as it keeps it."""
 
-    def begin_transaction(self) -> None:
-        self.pending = []
+    topic: str
+    partition: int
+    value: bytes
+    headers: list[tuple[str, Any]]
+    on_delivery: Callable[..., None] | None
+    key: bytes | None
+
+
+class ProducerDouble:
+    """confluent-kafka's `Producer.produce`, called as the engine calls it (by position, in its
+    order): each call becomes one `queue`. Partition -1 (the partitioner's) is 0 here."""
 
     def produce(  # noqa: PLR0917 - confluent-kafka's order, which the engine calls positionally
         self,
@@ -100,10 +104,25 @@ class MemoryProducer:
         timestamp: int = 0,
         headers: Any = None,
     ) -> None:
-        """confluent-kafka's `Producer.produce`; partition -1 (the partitioner's) is 0 here."""
+        headers = list(headers or [])
         on_delivery = on_delivery or callback
-        partition = max(partition, 0)
-        self.pending.append((topic, partition, value, list(headers or []), on_delivery, key))
+        self.queue(Produced(topic, max(partition, 0), value, headers, on_delivery, key))
+
+    def queue(self, produced: Produced) -> None:
+        raise NotImplementedError
+
+
+class MemoryProducer(ProducerDouble):
+    def __init__(self, kafka: MemoryKafka) -> None:
+        self.kafka = kafka
+        self.pending: list[Produced] = []
+        self.delivered: list[tuple[Callable[..., None], Message]] = []
+
+    def begin_transaction(self) -> None:
+        self.pending = []
+
+    def queue(self, produced: Produced) -> None:
+        self.pending.append(produced)
 
     def send_offsets_to_transaction(self, *_: Any) -> None:
         pass

@@ -29,6 +29,7 @@ from engine.stream.ingress import Copy
 from engine.stream.metrics import ProcessingMetrics
 from engine.stream.replies import ReplyRoutes
 from engine.stream.transaction import BatchTransaction
+from tests.support.memory import Produced, ProducerDouble
 
 TOPIC, PARTITION = "t.log", 0
 CODEC = RecordCodec()
@@ -45,7 +46,7 @@ class _Message:
         return self._offset
 
 
-class _PartitionedProducer:
+class _PartitionedProducer(ProducerDouble):
     """A transactional producer over partitions that number their records as Kafka does."""
 
     def __init__(self) -> None:
@@ -62,19 +63,9 @@ class _PartitionedProducer:
     def begin_transaction(self) -> None:
         self.calls.append("begin")
 
-    def produce(  # noqa: PLR0917 - confluent-kafka's order, which the engine calls positionally
-        self,
-        topic: str,
-        value: bytes,
-        key: bytes | None = None,
-        partition: int = -1,
-        on_delivery: Any = None,
-        callback: Any = None,
-        timestamp: int = 0,
-        headers: Any = None,
-    ) -> None:
+    def queue(self, produced: Produced) -> None:
         self.calls.append("produce")
-        self._pending.append((max(partition, 0), on_delivery or callback))
+        self._pending.append((produced.partition, produced.on_delivery))
 
     def send_offsets_to_transaction(self, *_: Any) -> None:
         self.calls.append("offsets")
