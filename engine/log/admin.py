@@ -22,6 +22,10 @@ from engine.log.security import KafkaAccess
 _QUIET = logging.getLogger("partita.librdkafka.probe")
 _QUIET.addHandler(logging.NullHandler())
 _QUIET.propagate = False
+_LOG = logging.getLogger("partita.kafka.wait")  # not under the librdkafka RepeatFilter
+
+PROGRESS_EVERY_S = 5.0
+"""How often a wait for the cluster says it is still waiting."""
 
 
 class KafkaUnavailableError(PartitaError):
@@ -82,8 +86,11 @@ def cluster_metadata(
 ) -> ClusterMetadata:
     """`handle.list_topics()` within `timeout`, failing fast like `wait_for_metadata` (the
     handle must have been built with `reporter` as its `error_cb`, and must not be assigned
-    partitions yet: its `poll` is called to deliver errors)."""
-    deadline = time.monotonic() + timeout
+    partitions yet: its `poll` is called to deliver errors). Every `PROGRESS_EVERY_S` of the
+    wait, a line says it goes on."""
+    started = time.monotonic()
+    deadline = started + timeout
+    next_progress = started + PROGRESS_EVERY_S
     while True:
         try:
             metadata = handle.list_topics(timeout=min(0.5, max(0.05, timeout)))
@@ -96,7 +103,16 @@ def cluster_metadata(
         handle.poll(0)  # librdkafka calls error_cb only from poll()
         if reporter.fatal and reporter.problem is not None:
             raise KafkaAccessError(reporter.problem)
-        if time.monotonic() >= deadline:
+        now = time.monotonic()
+        if next_progress <= now < deadline:
+            next_progress = now + PROGRESS_EVERY_S
+            _LOG.warning(
+                "no answer from Kafka at %s yet (%.0f s of %.0f s); still trying, Ctrl-C to stop",
+                access.bootstrap,
+                now - started,
+                timeout,
+            )
+        if now >= deadline:
             seen = f" Last error: {reporter.problem}" if reporter.problem else ""
             if _all_ports_open(access.bootstrap):
                 seen += (

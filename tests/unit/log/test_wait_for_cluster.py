@@ -1,0 +1,88 @@
+"""A wait for a cluster that does not answer says so while it waits, then fails naming the
+address; a refused login fails at once."""
+
+from __future__ import annotations
+
+import logging
+import time
+
+import pytest
+from confluent_kafka import KafkaError, KafkaException
+
+from engine.config import KafkaRole
+from engine.log import admin
+from engine.log.admin import KafkaAccessError, KafkaUnavailableError, cluster_metadata
+from engine.log.clients import ErrorReporter
+from engine.log.security import KafkaAccess
+
+# a port nothing listens on: the probe of open ports at the deadline finds it closed
+_ACCESS = KafkaAccess("127.0.0.1:1", KafkaRole.OPERATOR)
+
+
+class _Unanswered:
+    """A client handle whose metadata requests fail as librdkafka's do with no broker."""
+
+    def __init__(self, error: KafkaError) -> None:
+        self.error = error
+        self.requests = 0
+
+    def list_topics(self, timeout: float) -> object:
+        self.requests += 1
+        time.sleep(min(timeout, 0.02))  # librdkafka waits up to `timeout` for an answer
+        raise KafkaException(self.error)
+
+    def poll(self, timeout: float) -> None:
+        return None
+
+
+def _progress_lines(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [
+        r.getMessage()
+        for r in caplog.records
+        if r.name == "partita.kafka.wait" and "no answer from Kafka" in r.getMessage()
+    ]
+
+
+def test_a_long_wait_says_it_goes_on_then_names_the_address(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(admin, "PROGRESS_EVERY_S", 0.5)
+    handle = _Unanswered(KafkaError(KafkaError._TRANSPORT))
+    with (
+        caplog.at_level(logging.WARNING, logger="partita.kafka.wait"),
+        pytest.raises(KafkaUnavailableError) as raised,
+    ):
+        cluster_metadata(handle, ErrorReporter(_ACCESS), _ACCESS, timeout=2.0)  # type: ignore[arg-type]
+    lines = _progress_lines(caplog)
+    assert 2 <= len(lines) <= 3, lines
+    assert lines[0].startswith("no answer from Kafka at 127.0.0.1:1 yet (")
+    assert "of 2 s); still trying, Ctrl-C to stop" in lines[0]
+    assert "did not answer metadata requests within 2 s" in str(raised.value)
+    assert "`partita kafka up`" in str(raised.value)
+
+
+def test_a_short_wait_prints_no_progress(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(admin, "PROGRESS_EVERY_S", 5.0)
+    handle = _Unanswered(KafkaError(KafkaError._TRANSPORT))
+    with (
+        caplog.at_level(logging.WARNING, logger="partita.kafka.wait"),
+        pytest.raises(KafkaUnavailableError),
+    ):
+        cluster_metadata(handle, ErrorReporter(_ACCESS), _ACCESS, timeout=0.4)  # type: ignore[arg-type]
+    assert _progress_lines(caplog) == []
+
+
+def test_a_refused_login_fails_at_once_without_progress(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(admin, "PROGRESS_EVERY_S", 0.01)
+    handle = _Unanswered(KafkaError(KafkaError.SASL_AUTHENTICATION_FAILED))
+    with (
+        caplog.at_level(logging.WARNING, logger="partita.kafka.wait"),
+        pytest.raises(KafkaAccessError),
+    ):
+        cluster_metadata(handle, ErrorReporter(_ACCESS), _ACCESS, timeout=30.0)  # type: ignore[arg-type]
+    assert handle.requests == 1
+    assert _progress_lines(caplog) == []
