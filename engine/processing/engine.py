@@ -135,6 +135,9 @@ class Engine:
     def __init__(self) -> None:
         self.processors: dict[tuple[RecordType, ValueType, Intent], Processor] = {}
         self.appliers: dict[tuple[ValueType, Intent, int], Applier] = {}
+        self._current_appliers: dict[Intent, Applier] = {}
+        """The version 1 appliers by intent alone (an intent names its value type): the
+        lookup of every event written and replayed."""
         self.due_date_checkers: list[DueDateChecker] = []
         self.after_command_hooks: list[AfterCommand] = []
         self.topic_hooks: list[TopicHook] = []
@@ -169,6 +172,8 @@ class Engine:
         if key in self.appliers:
             raise ValueError(f"an applier for {intent!r} v{version} is already registered")
         self.appliers[key] = applier
+        if version == 1:
+            self._current_appliers[intent] = applier
 
     def due_date_checker(self, checker: DueDateChecker) -> None:
         self.due_date_checkers.append(checker)
@@ -191,6 +196,9 @@ class Engine:
 
     def apply(self, record: Record, db: PartitionDb) -> None:
         """Apply an event (events without an applier change no state)."""
-        applier = self.appliers.get((record.value_type, record.intent, record.record_version))
+        if record.record_version == 1:
+            applier = self._current_appliers.get(record.intent)
+        else:
+            applier = self.appliers.get((record.value_type, record.intent, record.record_version))
         if applier is not None:
             applier(record, db)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Generic, TypeVar
 
 from engine.state.errors import KeyExistsError, KeyNotFoundError
@@ -76,3 +76,23 @@ class ColumnFamily(Generic[K, V]):
 
     def count(self) -> int:
         return sum(1 for _ in self._overlay.scan(self.name, b"", values=False))
+
+    def entry(self, key: K) -> Entry[V]:
+        """One key of this column family, encoded once (for a key touched by every command)."""
+        return Entry(self.name, self._key(key), self._check, self._overlay)
+
+
+class Entry(Generic[V]):
+    """A single key of a column family: `get` and `upsert` without encoding the key again."""
+
+    __slots__ = ("_check", "_cf", "_key", "_overlay")
+
+    def __init__(self, cf: str, key: bytes, check: Callable[[V], V], overlay: Overlay) -> None:
+        self._cf, self._key, self._check, self._overlay = cf, key, check, overlay
+
+    def get(self) -> V | None:
+        value = self._overlay.get(self._cf, self._key)
+        return None if value is ABSENT else value
+
+    def upsert(self, value: V) -> None:
+        self._overlay.put(self._cf, self._key, self._check(value))

@@ -18,6 +18,7 @@ _NEXT = "next_key_counter"
 class KeyGenerator:
     def __init__(self, db: PartitionDb, partition_id: int) -> None:
         self._meta = db.meta
+        self._counter = db.meta.entry(_NEXT)
         self._overlay = db.overlay
         self.partition_id = partition_id
         self._lowest = encode_key(partition_id, 0)
@@ -30,9 +31,11 @@ class KeyGenerator:
         self._noted = 0
 
     def next_key(self) -> int:
-        counter = self._meta.get(_NEXT) or 1
-        self._meta.upsert(_NEXT, counter + 1)
-        return encode_key(self.partition_id, int(counter))
+        counter = self._counter.get() or 1
+        if counter > MAX_COUNTER:  # encode_key's check, without its call on every key
+            encode_key(self.partition_id, counter)
+        self._counter.upsert(counter + 1)
+        return self._lowest | counter
 
     def set_key_if_higher(self, key: int) -> None:
         """After replaying a record with `key` of this partition, never hand it out again."""

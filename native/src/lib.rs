@@ -17,13 +17,42 @@
 //! envelope, as `engine.protocol.codec` does from that tuple.
 //! Malformed input raises `ValueError` naming what was wrong and at which byte; nothing panics.
 
-use std::collections::HashMap;
+use std::collections::HashMap as StdHashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Mutex;
 
 use pyo3::exceptions::{PyKeyError, PyOverflowError, PyTypeError, PyValueError};
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyString, PyTuple, PyType};
+
+/// Every table here is keyed by object addresses (and pairs of symbols), looked up for each
+/// field of each record: a multiply-rotate hash instead of the default SipHash, which is built
+/// to resist chosen keys (these come from the interpreter, not from the input).
+#[derive(Default)]
+struct AddressHasher(u64);
+
+impl Hasher for AddressHasher {
+    fn finish(&self) -> u64 {
+        self.0.rotate_left(26) // the multiply leaves an aligned address's low bits at zero
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for byte in bytes {
+            self.write_u64(u64::from(*byte));
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+
+    fn write_usize(&mut self, n: usize) {
+        self.write_u64(n as u64);
+    }
+}
+
+type HashMap<K, V> = StdHashMap<K, V, BuildHasherDefault<AddressHasher>>;
 
 enum Op {
     Long,
@@ -580,7 +609,7 @@ impl Decoder {
                 "field" => Argument::Field(field(item.get_item(1)?.extract()?)?),
                 "member" => {
                     let index = field(item.get_item(1)?.extract()?)?;
-                    let mut members = HashMap::new();
+                    let mut members = HashMap::default();
                     for (symbol, member) in item.get_item(2)?.cast::<PyDict>()?.iter() {
                         if let Some(address) = self.symbol(index, &symbol)? {
                             members.insert(address, member.unbind());
@@ -602,7 +631,7 @@ impl Decoder {
                 }
             });
         }
-        let mut kinds = HashMap::new();
+        let mut kinds = HashMap::default();
         for (key, pair) in table.iter() {
             let (value_type, intent, value_class): (
                 Bound<'_, PyAny>,
@@ -761,7 +790,7 @@ fn parse_encode_op(op: &Bound<'_, PyAny>) -> PyResult<EncodeOp> {
         "enum" => {
             let table = arg()?;
             let table = table.cast::<PyDict>()?;
-            let mut index = HashMap::new();
+            let mut index = HashMap::default();
             let mut keep = Vec::new();
             for (member, symbol) in table.iter() {
                 index.insert(member.as_ptr() as usize, symbol.extract::<i64>()?);
@@ -773,7 +802,7 @@ fn parse_encode_op(op: &Bound<'_, PyAny>) -> PyResult<EncodeOp> {
         "union" => {
             let table = arg()?;
             let table = table.cast::<PyDict>()?;
-            let mut index = HashMap::new();
+            let mut index = HashMap::default();
             let mut keep = Vec::new();
             for (class, branch) in table.iter() {
                 index.insert(class.as_ptr() as usize, branch.extract::<(i64, usize)>()?);
