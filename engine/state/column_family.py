@@ -85,7 +85,7 @@ class ColumnFamily(Generic[K, V]):
 class Entry(Generic[V]):
     """A single key of a column family: `get` and `upsert` without encoding the key again."""
 
-    __slots__ = ("_check", "_cf", "_key", "_overlay")
+    __slots__ = ("_cf", "_check", "_key", "_overlay")
 
     def __init__(self, cf: str, key: bytes, check: Callable[[V], V], overlay: Overlay) -> None:
         self._cf, self._key, self._check, self._overlay = cf, key, check, overlay

@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -75,6 +76,9 @@ from engine.stream.transaction import BatchTransaction, offset_of
 
 _LOG = logging.getLogger("partita.processing")
 _TXN_TIMEOUT_S = 30.0
+_WRITTEN_RANGES = 64
+"""Own-record ranges kept until read back (`_written`); older ones are dropped, and their
+records are then told apart by their headers, as any record is."""
 READ_ONLY_COMMIT_S = 0.1
 """The longest the offsets of read-only batches wait for a transaction to ride on, as Kafka
 Streams' `commit.interval.ms` under exactly-once: what `partita status` shows as lag."""
@@ -142,6 +146,10 @@ class ProcessingStateMachine:
         self._last_event_offset = -1
         self.offset_commits = OffsetCommits(offsets_commit_s)
         """When the offsets go to the engine group (`engine.stream.offset_commits`)."""
+        self._written: deque[tuple[int, int]] = deque(maxlen=_WRITTEN_RANGES)
+        """Log offset ranges only this partition's own committed records hold, none of them a
+        command to process (`BatchTransaction.written`), until read back: those records are
+        passed over without building their headers (a busy log is mostly such records)."""
         self._read_only_since: float | None = None
         """When the first read-only batch since the last commit was read (monotonic)."""
         self.awaiting = AwaitedResults()
@@ -205,18 +213,11 @@ class ProcessingStateMachine:
             hook.bind(context)
         context.message_ttl_ms = self.message_ttl_ms
         self._batch_awaiting = self.awaiting.mark()
-        last_offset = -1
         processed = 0
         admitted, last_ingress = self._admit(context, ingress)
         copies = self._send_copies(admitted) if admitted else []
-        for message in messages:
-            offset = offset_of(message)
-            if offset < self.next_offset:
-                continue
-            last_offset = offset
-            headers = message.headers()
-            if not is_pending_command(headers):
-                continue
+        pending, last_offset = self._pending(messages)
+        for offset, message, headers in pending:
             if self.skipped and offset in self.skipped:
                 _LOG.warning(
                     "partition %d: skipping the command at offset %d (PARTITA_SKIP_RECORDS)",
@@ -261,6 +262,27 @@ class ProcessingStateMachine:
             return processed
         self._commit(output, last_offset, last_ingress, copies=bool(copies))
         return processed
+
+    def _pending(self, messages: Sequence[Message]) -> tuple[list[tuple[int, Message, Any]], int]:
+        """The log records of a batch still to process (offset, message, headers), and the
+        last log offset read (-1: none new)."""
+        pending = []
+        last_offset = -1
+        written = self._written
+        for message in messages:
+            offset = offset_of(message)
+            if offset < self.next_offset:
+                continue
+            last_offset = offset
+            if written:
+                while written and written[0][1] < offset:
+                    written.popleft()
+                if written and written[0][0] <= offset:
+                    continue  # read back from a range of its own records: nothing to process
+            headers = message.headers()
+            if is_pending_command(headers):
+                pending.append((offset, message, headers))
+        return pending, last_offset
 
     def commit_read_only(self, *, now: float | None = None, wait: bool = True) -> bool:
         """Commit the offsets of the read-only batches since the last commit in a transaction
@@ -398,6 +420,8 @@ class ProcessingStateMachine:
         events = self.transaction.commit(
             output, offsets, settle_copies if copies else None, positions=(processed, ingested)
         )
+        if self.transaction.written is not None:
+            self._written.append(self.transaction.written)
         self.offset_commits.committed(now, sent)
         self.awaiting.commit()
         self.metrics.batches += 1

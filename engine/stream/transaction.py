@@ -120,6 +120,12 @@ class BatchTransaction:
         self._trusted_after = 1
         """`_landed` needed before a batch's copies get predicted positions; each miss
         doubles it (a partition other producers write to soon stops predicting)."""
+        self.written: tuple[int, int] | None = None
+        """The first and last log offset of the last committed transaction when every record
+        between them is one it wrote and none of them is a command left to process (its
+        copies came first, and nothing else landed among its records): read back, they need
+        no look at their headers. None when not known."""
+        self._written_count = -1
         self._predicted: list[int] | None = None
         self._held: Sequence[Copy] = ()
         """Copies at predicted positions, produced by `commit` ahead of the batch's records:
@@ -202,6 +208,7 @@ class BatchTransaction:
         record of `output` on this partition, as its PROCESSED header."""
         producer = self.producer
         predicted, self._predicted = self._predicted, None
+        self.written, self._written_count = None, -1
         if predicted is not None:
             held, self._held = self._held, ()
             self._produce_copies(held)
@@ -244,11 +251,18 @@ class BatchTransaction:
         producer = self.producer
         own = self.partition
         last_event = last_record = -1
+        written = 0
         for index, (partition, record) in enumerate(output.records):
             if partition == own:
                 last_record = index
+                written += 1
                 if record.record_type is RecordType.EVENT:
                     last_event = index
+                elif record.record_type is RecordType.COMMAND:
+                    written = -len(output.records)  # one to process when read back
+        if any(partition == own for partition, _, _ in output.forwarded):
+            written = -len(output.records)
+        self._written_count = written
         callbacks = {last_event: delivered.on_event, last_record: delivered.on_own}
         if last_event == last_record:
             callbacks = {last_event: delivered.on_both}
@@ -290,10 +304,15 @@ class BatchTransaction:
         """Where the next record lands, from the last one this transaction put on the
         partition (past it: the commit marker). Unchanged by a transaction that wrote nothing
         there (it has no marker there)."""
+        copies = self._copy_positions
         if last_own:
             self.next_position = last_own[-1] + 2
-        elif self._copy_positions:
-            self.next_position = max(self._copy_positions) + 2
+        elif copies:
+            self.next_position = max(copies) + 2
+        if copies and self._written_count >= 0:
+            first, last = min(copies), (last_own[-1] if last_own else max(copies))
+            if last - first + 1 == len(copies) + self._written_count:
+                self.written = (first, last)
         self._copy_positions = []
 
     def _drop_refused_replies(self, replies: list[tuple[ReplyTo, Record]]) -> set[int]:

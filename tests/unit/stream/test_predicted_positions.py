@@ -13,23 +13,26 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
+from pathlib import Path
 from typing import Any
 
 import pytest
 from confluent_kafka import TopicPartition
 
-from engine.processing import ProcessingOutput
+from engine.processing import Engine, ProcessingContext, ProcessingOutput
 from engine.protocol.codec import RecordCodec
 from engine.protocol.headers import record_headers
 from engine.protocol.intents import ProcessInstanceCreationIntent as Creation
 from engine.protocol.records import Record, command, event
 from engine.protocol.values import ProcessInstanceCreationValue
+from engine.state import KeyGenerator, PartitionDb
 from engine.stream.errors import AbortedBatchError
 from engine.stream.ingress import Copy
 from engine.stream.metrics import ProcessingMetrics
+from engine.stream.processing import ProcessingStateMachine
 from engine.stream.replies import ReplyRoutes
 from engine.stream.transaction import BatchTransaction
-from tests.support.memory import Produced, ProducerDouble
+from tests.support.memory import Message, Produced, ProducerDouble
 
 TOPIC, PARTITION = "t.log", 0
 CODEC = RecordCodec()
@@ -214,3 +217,92 @@ def _creation() -> Record:
 
 def _created() -> Record:
     return event(Creation.CREATED, ProcessInstanceCreationValue(bpmn_process_id="p"), 1)
+
+
+# -- the ranges only a batch's own records hold (`BatchTransaction.written`) ------------------
+
+
+def test_a_committed_batch_names_the_offsets_only_its_own_records_hold() -> None:
+    batches = _Batches()
+    batches.run(copies=2, events=2)  # copies 0-1, events 2-5, marker 6
+    assert batches.transaction.written == (0, 5)
+    batches.run(copies=1, events=3)  # settled again: copy 7, events 8-10
+    assert batches.transaction.written == (7, 10)
+    batches.run()  # predicted now: copy 12, events 13-14
+    assert batches.transaction.written == (12, 14)
+
+
+def test_no_range_when_another_producer_wrote_among_the_batch_or_it_left_a_command() -> None:
+    batches = _Batches()
+    copy = Copy(_creation(), CODEC.encode(_creation()), [], None)
+    assert batches.transaction.send_copies([copy]) is None
+    assert batches.transaction.copy_positions() == [0]
+    batches.producer.write_elsewhere(PARTITION)  # 1 and its marker 2, before the events
+    output = ProcessingOutput(records=[(PARTITION, _created().with_position(0))])
+    batches.transaction.commit(output, [TopicPartition(TOPIC, PARTITION, 1)])
+    assert batches.transaction.written is None  # event at 3: offsets 1-2 are not its own
+
+    batches.transaction.send_copies([copy])
+    batches.transaction.copy_positions()
+    spilled = command(Creation.CREATE, ProcessInstanceCreationValue(bpmn_process_id="q"))
+    output = ProcessingOutput(records=[(PARTITION, _created()), (PARTITION, spilled)])
+    batches.transaction.commit(output, [TopicPartition(TOPIC, PARTITION, 1)])
+    assert batches.transaction.written is None  # the command must be processed when read
+
+    batches.run()
+    assert batches.transaction.written is not None
+    batches.transaction.commit(ProcessingOutput(), [TopicPartition(TOPIC, PARTITION, 1)])
+    assert batches.transaction.written is None  # offsets only: nothing written to name
+
+
+class _ReadBack:
+    """One of the batch's own records read back from the log: its headers must not be needed."""
+
+    def __init__(self, offset: int) -> None:
+        self._offset = offset
+
+    def offset(self) -> int:
+        return self._offset
+
+    def headers(self) -> Any:
+        raise AssertionError(f"the headers of own record {self._offset} were read")
+
+
+def test_own_records_read_back_are_passed_over_and_a_foreign_command_among_them_is_not(
+    tmp_path: Path,
+) -> None:
+    engine = Engine()
+
+    def create(record: Record, ctx: ProcessingContext) -> None:
+        ctx.append_event(Creation.CREATED, record.value, ctx.keys.next_key())
+
+    engine.processor(Creation.CREATE, create)
+    db = PartitionDb(tmp_path / "state")
+    producer = _PartitionedProducer()
+    machine = ProcessingStateMachine(
+        topic=TOPIC,
+        partition=PARTITION,
+        partition_count=1,
+        engine=engine,
+        codec=CODEC,
+        db=db,
+        keys=KeyGenerator(db, PARTITION + 1),
+        producer=producer,  # type: ignore[arg-type]
+        group_metadata=lambda: None,
+        rewind=lambda *_: None,
+        next_offset=0,
+        ingress_topic="t.commands",
+        next_ingress_offset=0,
+    )
+    ingress = [
+        Message("t.commands", PARTITION, n, CODEC.encode(_creation()), record_headers(_creation()))
+        for n in range(2)
+    ]
+    assert machine.process((), ingress=ingress) == 2  # copies 0-1, events 2-3, marker 4
+    producer.write_elsewhere(PARTITION)  # another partition's command at 5, marker 6
+    foreign = Message(TOPIC, PARTITION, 5, CODEC.encode(_creation()), record_headers(_creation()))
+
+    assert machine.process([*(_ReadBack(offset) for offset in range(4)), foreign]) == 1
+    assert machine.next_offset == 6
+    assert machine.transaction.written is None  # no copies led the batch: its start unknown
+    db.close()
