@@ -92,6 +92,7 @@ class ProcessingContext:
         self.state: StateView = db
         """Read only: a processor writes events (`append_event`), whose appliers change state."""
         self._db = db
+        self._appliers = engine.appliers_by_intent
         self.keys = keys
         self.partition = partition
         self.partition_id = partition + 1
@@ -125,9 +126,12 @@ class ProcessingContext:
         self.responded = False
         self.touched_job_types.clear()
 
-    def _event(self, intent: Intent, value: RecordValue, key: int) -> Record:
+    def append_event(
+        self, intent: Intent, value: RecordValue, key: int, *, respond: bool = False
+    ) -> Record:
+        """Write an event and apply it to state. `respond` makes it the command's reply."""
         assert self.command is not None
-        return Record(  # by position: the cheapest way to build one, on every event written
+        event = Record(  # by position: the cheapest way to build one, on every event written
             RecordType.EVENT,
             VALUE_TYPES[type(value)],
             intent,
@@ -140,13 +144,9 @@ class ProcessingContext:
             "",
             __version__,
         )
-
-    def append_event(
-        self, intent: Intent, value: RecordValue, key: int, *, respond: bool = False
-    ) -> Record:
-        """Write an event and apply it to state. `respond` makes it the command's reply."""
-        event = self._event(intent, value, key)
-        self.engine.apply(event, self._db)
+        applier = self._appliers.get(intent)  # an event written now is of version 1
+        if applier is not None:
+            applier(event, self._db)
         if type(value) is JobValue:
             self.touched_job_types.add(value.type)
         self.output.records.append((self.partition, event))

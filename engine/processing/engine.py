@@ -135,7 +135,7 @@ class Engine:
     def __init__(self) -> None:
         self.processors: dict[tuple[RecordType, ValueType, Intent], Processor] = {}
         self.appliers: dict[tuple[ValueType, Intent, int], Applier] = {}
-        self._current_appliers: dict[Intent, Applier] = {}
+        self.appliers_by_intent: dict[Intent, Applier] = {}
         """The version 1 appliers by intent alone (an intent names its value type): the
         lookup of every event written and replayed."""
         self.due_date_checkers: list[DueDateChecker] = []
@@ -173,7 +173,7 @@ class Engine:
             raise ValueError(f"an applier for {intent!r} v{version} is already registered")
         self.appliers[key] = applier
         if version == 1:
-            self._current_appliers[intent] = applier
+            self.appliers_by_intent[intent] = applier
 
     def due_date_checker(self, checker: DueDateChecker) -> None:
         self.due_date_checkers.append(checker)
@@ -197,7 +197,7 @@ class Engine:
     def apply(self, record: Record, db: PartitionDb) -> None:
         """Apply an event (events without an applier change no state)."""
         if record.record_version == 1:
-            applier = self._current_appliers.get(record.intent)
+            applier = self.appliers_by_intent.get(record.intent)
         else:
             applier = self.appliers.get((record.value_type, record.intent, record.record_version))
         if applier is not None:

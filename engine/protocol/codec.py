@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from enum import Enum
 from io import BytesIO
-from typing import Any
+from typing import Any, NoReturn
 
 from fastavro import schemaless_reader
 
@@ -57,6 +57,10 @@ _TYPES: dict[tuple[str, str, type[Any]], tuple[ValueType, Any]] = {
 }
 """(value type symbol, intent symbol, value class) -> (value type, intent), for every
 combination a record may have: one lookup checks both and finds both."""
+_ENCODABLE: frozenset[tuple[ValueType, Any, type[Any]]] = frozenset(
+    (value_type, intent, cls) for (_, _, cls), (value_type, intent) in _TYPES.items()
+)
+"""(value type, intent, value class) of every record `encode` takes: one lookup checks all."""
 
 MAGIC = b"\xc3\x01"
 HEADER_SIZE = 10
@@ -162,18 +166,8 @@ class RecordCodec:
 
     def encode(self, record: Record) -> bytes:
         """The single-object encoding of `record`; EncodeError / RecordTooLargeError if invalid."""
-        converter = self._by_class.get(type(record.value))
-        if converter is None:
-            raise EncodeError(f"{type(record.value).__name__} is not a record value class")
-        if converter.value_type is not record.value_type:
-            raise EncodeError(
-                f"value type {record.value_type.name} does not match the value"
-                f" {converter.cls.__name__}"
-            )
-        if type(record.intent) is not INTENTS_BY_VALUE_TYPE[record.value_type]:
-            raise EncodeError(
-                f"intent {record.intent!r} is not an intent of {record.value_type.name}"
-            )
+        if (record.value_type, record.intent, type(record.value)) not in _ENCODABLE:
+            self._refuse(record)
         try:
             data = self._encode(record)
         except (TypeError, ValueError, OverflowError, AttributeError, KeyError) as exc:
@@ -187,6 +181,23 @@ class RecordCodec:
                 f" over the limit of {self.max_record_bytes}"
             )
         return data
+
+    def _refuse(self, record: Record) -> NoReturn:
+        """Why `encode` cannot take `record` (its value, value type and intent do not go
+        together)."""
+        converter = self._by_class.get(type(record.value))
+        if converter is None:
+            raise EncodeError(f"{type(record.value).__name__} is not a record value class")
+        if converter.value_type is not record.value_type:
+            raise EncodeError(
+                f"value type {record.value_type.name} does not match the value"
+                f" {converter.cls.__name__}"
+            )
+        if type(record.intent) is not INTENTS_BY_VALUE_TYPE[record.value_type]:
+            raise EncodeError(
+                f"intent {record.intent!r} is not an intent of {record.value_type.name}"
+            )
+        raise EncodeError(f"cannot encode {record.value_type.name} {record.intent!r}")
 
     def value_fields(self, value: RecordValue) -> dict[str, Any]:
         """The value as the Avro schema names it: camelCase fields, enum names, nested
