@@ -75,8 +75,9 @@ class CommandRunner:
             processed += 1
             context.follow_ups = []
             self._run_processor(context, command, address)
-            self.metrics.follow_ups += len(context.follow_ups)
-            queue.extend((follow_up, None) for follow_up in reversed(context.follow_ups))
+            if context.follow_ups:
+                self.metrics.follow_ups += len(context.follow_ups)
+                queue.extend((follow_up, None) for follow_up in reversed(context.follow_ups))
         return processed
 
     def _run_processor(
