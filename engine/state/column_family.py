@@ -60,10 +60,7 @@ class ColumnFamily(Generic[K, V]):
 
     def delete_prefix(self, prefix: bytes) -> int:
         """Delete every entry whose encoded key starts with `prefix` (values not decoded)."""
-        doomed = [raw_key for raw_key, _ in self._overlay.scan(self.name, prefix, values=False)]
-        for raw_key in doomed:
-            self._overlay.put(self.name, raw_key, DELETED)
-        return len(doomed)
+        return self._overlay.delete_prefix(self.name, prefix)
 
     def items(self, prefix: bytes = b"") -> Iterator[tuple[K, V]]:
         """Entries in key order, optionally only those whose encoded key starts with `prefix`."""

@@ -263,6 +263,21 @@ class Overlay:
             if own_value is not DELETED:
                 yield own_key, own_value
 
+    def delete_prefix(self, cf: str, prefix: bytes) -> int:
+        """Delete every live entry whose key starts with `prefix`; how many there were. Most
+        calls find nothing (an ended element's variables, joins and triggers): with nothing
+        written under the prefix and nothing committed from it on (the ceiling), no scan."""
+        if cf not in self._floors:  # a queue's scan also moves its floor: the scan does that
+            ceiling = self.ceilings.get(cf)
+            if ceiling is None or prefix > ceiling:
+                writes = self.writes.get(cf)
+                if not writes or not self._index[cf].with_prefix(prefix):
+                    return 0
+        doomed = [key for key, _ in self.scan(cf, prefix, values=False)]
+        for key in doomed:
+            self.put(cf, key, DELETED)
+        return len(doomed)
+
     def _committed(
         self,
         cf: str,

@@ -4,6 +4,7 @@ checkpoints, digest and the key generator."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -261,3 +262,39 @@ def test_rocksdb_is_not_asked_for_keys_above_everything_committed(tmp_path: Path
         assert CF.TIMER.name not in reopened.overlay.ceilings  # never written: never asked
     finally:
         reopened.close()
+
+
+def test_delete_prefix_removes_written_and_committed_entries_and_skips_empty_ones(
+    tmp_path: Path,
+) -> None:
+    """`delete_prefix` deletes every live entry under the prefix, written in the batch or
+    committed, and says how many; a prefix with nothing written under it and above every
+    committed key (an element that ends without variables) is answered without a scan."""
+    store = PartitionDb(tmp_path / "p")
+    children = store.column(CF.ELEMENT_INSTANCE_CHILDREN)
+    prefix = CF.ELEMENT_INSTANCE_CHILDREN.key.prefix
+    scans: list[bytes] = []
+    real_scan = store.overlay.scan
+
+    def counting_scan(cf: str, start: bytes, **kwargs: bool) -> Any:
+        scans.append(start)
+        return real_scan(cf, start, **kwargs)
+
+    try:
+        children.upsert((10, 1), None)
+        children.upsert((10, 2), None)
+        children.upsert((11, 3), None)
+        store.commit()
+        store.overlay.scan = counting_scan  # type: ignore[method-assign]
+        children.upsert((10, 4), None)  # written in this batch, beside committed ones
+        assert children.delete_prefix(prefix(10)) == 3
+        assert children.delete_prefix(prefix(12)) == 0  # above the ceiling, nothing written
+        assert scans == [prefix(10)]
+        children.upsert((12, 5), None)
+        assert children.delete_prefix(prefix(12)) == 1  # written: found without RocksDB
+        assert children.delete_prefix(prefix(9)) == 0  # below the ceiling: RocksDB says
+        assert scans == [prefix(10), prefix(12), prefix(9)]
+        store.commit()
+        assert list(children.items()) == [((11, 3), None)]
+    finally:
+        store.close()
