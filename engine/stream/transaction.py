@@ -252,6 +252,7 @@ class BatchTransaction:
         own = self.partition
         last_event = last_record = -1
         written = 0
+        command_left = any(partition == own for partition, _, _ in output.forwarded)
         for index, (partition, record) in enumerate(output.records):
             if partition == own:
                 last_record = index
@@ -259,10 +260,8 @@ class BatchTransaction:
                 if record.record_type is RecordType.EVENT:
                     last_event = index
                 elif record.record_type is RecordType.COMMAND:
-                    written = -len(output.records)  # one to process when read back
-        if any(partition == own for partition, _, _ in output.forwarded):
-            written = -len(output.records)
-        self._written_count = written
+                    command_left = True  # to process when read back
+        self._written_count = -1 if command_left else written
         callbacks = {last_event: delivered.on_event, last_record: delivered.on_own}
         if last_event == last_record:
             callbacks = {last_event: delivered.on_both}
