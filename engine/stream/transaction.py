@@ -45,6 +45,7 @@ from engine.stream.errors import AbortedBatchError, TaskFencedError
 from engine.stream.ingress import Copy
 from engine.stream.metrics import ProcessingMetrics
 from engine.stream.replies import ReplyRoutes
+from engine.stream.wedged import WATCH
 
 _LOG = logging.getLogger("partita.processing")
 TXN_TIMEOUT_S = 30.0
@@ -236,7 +237,12 @@ class BatchTransaction:
 
     def _send_offsets(self, offsets: list[TopicPartition]) -> None:
         if offsets:
-            self.producer.send_offsets_to_transaction(offsets, self.group_metadata(), TXN_TIMEOUT_S)
+            with WATCH.guard(
+                f"partition {self.partition}: send_offsets_to_transaction", TXN_TIMEOUT_S
+            ):
+                self.producer.send_offsets_to_transaction(
+                    offsets, self.group_metadata(), TXN_TIMEOUT_S
+                )
 
     def _produce_output(
         self,
@@ -350,7 +356,8 @@ class BatchTransaction:
         deadline = time.monotonic() + 2 * TXN_TIMEOUT_S
         while True:
             try:
-                self.producer.commit_transaction(TXN_TIMEOUT_S)
+                with WATCH.guard(f"partition {self.partition}: commit_transaction", TXN_TIMEOUT_S):
+                    self.producer.commit_transaction(TXN_TIMEOUT_S)
                 self._open = False
                 return
             except KafkaException as exc:
@@ -377,7 +384,8 @@ class BatchTransaction:
         self._unknown_position()  # the abort's marker, and whatever else landed meanwhile
         _LOG.log(level, "partition %d: aborting batch: %s", self.partition, reason)
         try:
-            self.producer.abort_transaction(TXN_TIMEOUT_S)
+            with WATCH.guard(f"partition {self.partition}: abort_transaction", TXN_TIMEOUT_S):
+                self.producer.abort_transaction(TXN_TIMEOUT_S)
         except KafkaException as abort_error:
             raise TaskFencedError(
                 f"partition {self.partition}: abort failed: {abort_error.args[0].str()}"
