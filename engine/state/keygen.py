@@ -17,7 +17,6 @@ _NEXT = "next_key_counter"
 
 class KeyGenerator:
     def __init__(self, db: PartitionDb, partition_id: int) -> None:
-        self._meta = db.meta
         self._counter = db.meta.entry(_NEXT)
         self._overlay = db.overlay
         self.partition_id = partition_id
@@ -44,8 +43,8 @@ class KeyGenerator:
         if not self._lowest < key <= self._highest:
             return  # not a key, or another partition's
         counter = key & MAX_COUNTER
-        if counter + 1 > (self._meta.get(_NEXT) or 1):
-            self._meta.upsert(_NEXT, counter + 1)
+        if counter + 1 > (self._counter.get() or 1):
+            self._counter.upsert(counter + 1)
         self._below = key
         self._rollbacks = self._overlay.rollbacks
 

@@ -126,7 +126,6 @@ class BatchTransaction:
         between them is one it wrote and none of them is a command left to process (its
         copies came first, and nothing else landed among its records): read back, they need
         no look at their headers. None when not known."""
-        self._written_count = -1
         self._predicted: list[int] | None = None
         self._held: Sequence[Copy] = ()
         """Copies at predicted positions, produced by `commit` ahead of the batch's records:
@@ -209,7 +208,8 @@ class BatchTransaction:
         record of `output` on this partition, as its PROCESSED header."""
         producer = self.producer
         predicted, self._predicted = self._predicted, None
-        self.written, self._written_count = None, -1
+        self.written = None
+        written = -1
         if predicted is not None:
             held, self._held = self._held, ()
             self._produce_copies(held)
@@ -223,7 +223,7 @@ class BatchTransaction:
                 self._send_offsets(offsets)
                 if settle is not None:
                     settle()
-            self._produce_output(output, dropped, delivered, positions)
+            written = self._produce_output(output, dropped, delivered, positions)
             if predicted is not None:
                 self._send_offsets(offsets)
                 producer.flush(TXN_TIMEOUT_S)
@@ -232,7 +232,7 @@ class BatchTransaction:
             producer.poll(0)  # serve delivery reports: our events' offsets
         except KafkaException as exc:
             self._fail(exc)
-        self._committed_on_partition(delivered.last_own)
+        self._committed_on_partition(delivered.last_own, written)
         return delivered.events
 
     def _send_offsets(self, offsets: list[TopicPartition]) -> None:
@@ -250,10 +250,11 @@ class BatchTransaction:
         dropped: set[int],
         delivered: _Delivered,
         positions: tuple[int, int] | None = None,
-    ) -> None:
+    ) -> int:
         """Everything the batch writes but its copies: the offsets of this partition's last
         event and last record of any kind are reported to `delivered`; that last record
-        carries `positions` (PROCESSED)."""
+        carries `positions` (PROCESSED). Returns how many records it wrote to this partition,
+        -1 when one of them is a command to process when read back."""
         producer = self.producer
         own = self.partition
         last_event = last_record = -1
@@ -267,7 +268,6 @@ class BatchTransaction:
                     last_event = index
                 elif record.record_type is RecordType.COMMAND:
                     command_left = True  # to process when read back
-        self._written_count = -1 if command_left else written
         callbacks = {last_event: delivered.on_event, last_record: delivered.on_own}
         if last_event == last_record:
             callbacks = {last_event: delivered.on_both}
@@ -286,6 +286,7 @@ class BatchTransaction:
             key = str(job_key).encode()
             produce(topic, encode(record), key, partition, None, None, NOW, record_headers(record))
         self._produce_replies(output.replies, dropped)
+        return -1 if command_left else written
 
     def _check_predicted(self, predicted: list[int]) -> None:
         """Abort the batch unless its copies landed at their predicted positions, which its
@@ -305,18 +306,19 @@ class BatchTransaction:
             level=logging.INFO,
         )
 
-    def _committed_on_partition(self, last_own: list[int]) -> None:
+    def _committed_on_partition(self, last_own: list[int], written: int) -> None:
         """Where the next record lands, from the last one this transaction put on the
         partition (past it: the commit marker). Unchanged by a transaction that wrote nothing
-        there (it has no marker there)."""
+        there (it has no marker there). Names `written` when the copies and the `written`
+        records that followed fill the offsets from the first to the last."""
         copies = self._copy_positions
         if last_own:
             self.next_position = last_own[-1] + 2
         elif copies:
             self.next_position = max(copies) + 2
-        if copies and self._written_count >= 0:
+        if copies and written >= 0:
             first, last = min(copies), (last_own[-1] if last_own else max(copies))
-            if last - first + 1 == len(copies) + self._written_count:
+            if last - first + 1 == len(copies) + written:
                 self.written = (first, last)
         self._copy_positions = []
 
