@@ -20,11 +20,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import re
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, TypeVar
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer
@@ -279,6 +280,22 @@ def transactional_producer(access: KafkaAccess, namespace: str, partition: int) 
             "message.max.bytes": PRODUCER_MAX_BYTES,
         },
     )
+
+
+@contextlib.contextmanager
+def fatal_errors() -> Iterator[None]:
+    """Around producer calls that serve callbacks (flush, poll and the transactional calls):
+    a fatal error (e.g. the producer was fenced) comes out as the KafkaException it is.
+    confluent-kafka (2.16) raises one by leaving the exception pending, and may then call a
+    delivery callback in the same serve; Python reports that call as a SystemError caused by
+    the KafkaException, which no `except KafkaException` catches."""
+    try:
+        yield
+    except SystemError as exc:
+        cause = exc.__cause__ or exc.__context__
+        if isinstance(cause, KafkaException):
+            raise cause from None
+        raise
 
 
 def close_consumer(consumer: Consumer) -> None:

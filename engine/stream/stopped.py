@@ -22,7 +22,9 @@ from typing import Any
 
 from confluent_kafka import TopicPartition
 
+from engine.log.clients import fatal_errors
 from engine.stream.errors import UnappliableRecordError
+from engine.stream.wedged import WATCH
 
 PREFIX = "partita-stopped:"
 MAX_REASON_CHARS = 1000
@@ -72,13 +74,16 @@ def commit_stopped(
     same offset changes nothing else) with the marker as its metadata. Raises what
     confluent-kafka raises; the marker becomes visible once the transaction's markers are
     written (usually milliseconds)."""
-    producer.begin_transaction()
-    producer.send_offsets_to_transaction(
-        [TopicPartition(topic, partition, offset, metadata=encode(error))],
-        group_metadata,
-        timeout,
-    )
-    producer.commit_transaction(timeout)
+    with fatal_errors():
+        producer.begin_transaction()
+        with WATCH.guard(f"partition {partition}: send_offsets_to_transaction", timeout):
+            producer.send_offsets_to_transaction(
+                [TopicPartition(topic, partition, offset, metadata=encode(error))],
+                group_metadata,
+                timeout,
+            )
+        with WATCH.guard(f"partition {partition}: commit_transaction", timeout):
+            producer.commit_transaction(timeout)
 
 
 def decode(metadata: str | None) -> StoppedMarker | None:

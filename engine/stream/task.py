@@ -45,6 +45,7 @@ from engine.stream.restorer import Mode, Restorer
 from engine.stream.skips import from_env as skips_from_env
 from engine.stream.stopped import commit_stopped
 from engine.stream.stopped import decode as decode_stopped
+from engine.stream.wedged import WATCH
 
 _LOG = logging.getLogger("partita.task")
 _LOCK_WAIT_S = 120.0
@@ -277,13 +278,16 @@ class PartitionTask:
     def _clear_stopped_marker(self) -> None:
         """A partition that processes again is no longer STOPPED: commit its offset without
         the marker (processing's own commits would, but only once a record arrives)."""
-        self.producer.begin_transaction()
-        self.producer.send_offsets_to_transaction(
-            [TopicPartition(self.topic, self.partition, self._resume[0])],
-            self.consumer.consumer_group_metadata(),
-            30,
-        )
-        self.producer.commit_transaction(30)
+        with clients.fatal_errors():
+            self.producer.begin_transaction()
+            with WATCH.guard(f"partition {self.partition}: send_offsets_to_transaction", 30):
+                self.producer.send_offsets_to_transaction(
+                    [TopicPartition(self.topic, self.partition, self._resume[0])],
+                    self.consumer.consumer_group_metadata(),
+                    30,
+                )
+            with WATCH.guard(f"partition {self.partition}: commit_transaction", 30):
+                self.producer.commit_transaction(30)
         _LOG.info("partition %d: processing again; the STOPPED mark is cleared", self.partition)
 
     def _resume_offsets(self) -> tuple[int, int]:
@@ -422,6 +426,6 @@ class PartitionTask:
             self.db.rollback()
             self.db.close()
         if self.producer is not None:
-            with contextlib.suppress(KafkaException):
+            with contextlib.suppress(KafkaException), clients.fatal_errors():
                 self.producer.flush(5)
         _LOG.info("partition %d: closed", self.partition)

@@ -35,7 +35,7 @@ from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Message, Producer, TopicPartition
 
-from engine.log.clients import ANY_PARTITION, NOW
+from engine.log.clients import ANY_PARTITION, NOW, fatal_errors
 from engine.processing import ProcessingOutput
 from engine.protocol.codec import RecordCodec
 from engine.protocol.enums import RecordType
@@ -174,7 +174,8 @@ class BatchTransaction:
         """The log offsets of the copies `send_copies` produced, in order, once Kafka assigned
         them (nothing else of the batch is produced before this returns)."""
         try:
-            self.producer.flush(TXN_TIMEOUT_S)
+            with fatal_errors():
+                self.producer.flush(TXN_TIMEOUT_S)
         except KafkaException as exc:
             self._fail(exc)
         positions = self._copy_positions
@@ -215,21 +216,22 @@ class BatchTransaction:
             self._produce_copies(held)
         delivered = _Delivered()
         try:
-            self._begin()
-            dropped = self._drop_refused_replies(output.replies)
-            if callable(offsets):
-                offsets = offsets()
-            if predicted is None:
-                self._send_offsets(offsets)
-                if settle is not None:
-                    settle()
-            written = self._produce_output(output, dropped, delivered, positions)
-            if predicted is not None:
-                self._send_offsets(offsets)
-                producer.flush(TXN_TIMEOUT_S)
-                self._check_predicted(predicted)
-            self._commit_transaction()
-            producer.poll(0)  # serve delivery reports: our events' offsets
+            with fatal_errors():
+                self._begin()
+                dropped = self._drop_refused_replies(output.replies)
+                if callable(offsets):
+                    offsets = offsets()
+                if predicted is None:
+                    self._send_offsets(offsets)
+                    if settle is not None:
+                        settle()
+                written = self._produce_output(output, dropped, delivered, positions)
+                if predicted is not None:
+                    self._send_offsets(offsets)
+                    producer.flush(TXN_TIMEOUT_S)
+                    self._check_predicted(predicted)
+                self._commit_transaction()
+                producer.poll(0)  # serve delivery reports: our events' offsets
         except KafkaException as exc:
             self._fail(exc)
         self._committed_on_partition(delivered.last_own, written)
@@ -386,7 +388,10 @@ class BatchTransaction:
         self._unknown_position()  # the abort's marker, and whatever else landed meanwhile
         _LOG.log(level, "partition %d: aborting batch: %s", self.partition, reason)
         try:
-            with WATCH.guard(f"partition {self.partition}: abort_transaction", TXN_TIMEOUT_S):
+            with (
+                fatal_errors(),
+                WATCH.guard(f"partition {self.partition}: abort_transaction", TXN_TIMEOUT_S),
+            ):
                 self.producer.abort_transaction(TXN_TIMEOUT_S)
         except KafkaException as abort_error:
             raise TaskFencedError(

@@ -1,0 +1,102 @@
+"""confluent-kafka (2.16) raises a fatal producer error (this producer was fenced) from inside
+a serve of callbacks by leaving the KafkaException pending; when the same serve then calls one
+of our delivery callbacks, Python reports that call as a SystemError caused by the pending
+KafkaException. A CI run saw it end a worker whose partitions had moved while it was frozen
+(`test_worker_failover`), instead of the worker treating its task as fenced and joining again.
+The transaction must see the fatal error as what it is."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from confluent_kafka import KafkaError, KafkaException, TopicPartition
+
+from engine.log.clients import fatal_errors
+from engine.processing import ProcessingOutput
+from engine.protocol.codec import RecordCodec
+from engine.stream.errors import TaskFencedError
+from engine.stream.metrics import ProcessingMetrics
+from engine.stream.replies import ReplyRoutes
+from engine.stream.transaction import BatchTransaction
+
+_FENCED = "Failed to add partitions to transaction: Local: This instance has been fenced"
+
+
+def _masked_fatal_error() -> SystemError:
+    """What the delivery callback's call raises, built the way CPython builds it."""
+    fatal = KafkaException(KafkaError(KafkaError._FENCED, _FENCED, fatal=True))
+    try:
+        try:
+            raise fatal
+        except KafkaException as pending:
+            raise SystemError("<function on_both> returned a result with an exception set") from (
+                pending
+            )
+    except SystemError as masked:
+        return masked
+
+
+class _FencedWhileServing:
+    """A transactional producer that commits, then meets the fatal error when it serves the
+    batch's delivery reports."""
+
+    def __init__(self, raised: BaseException) -> None:
+        self.raised = raised
+        self.aborted = 0
+
+    def begin_transaction(self) -> None:
+        pass
+
+    def produce(self, *_: Any) -> None:
+        pass
+
+    def send_offsets_to_transaction(self, *_: Any) -> None:
+        pass
+
+    def commit_transaction(self, _timeout: float) -> None:
+        pass
+
+    def abort_transaction(self, _timeout: float) -> None:
+        self.aborted += 1
+
+    def poll(self, _timeout: float) -> int:
+        raise self.raised
+
+
+def _commit(producer: _FencedWhileServing) -> list[str]:
+    forgotten: list[str] = []
+    transaction = BatchTransaction(
+        producer,  # type: ignore[arg-type]
+        "t.log",
+        3,
+        RecordCodec(),
+        ReplyRoutes(frozenset()),
+        lambda: None,
+        lambda: forgotten.append("state"),
+        lambda: None,
+        ProcessingMetrics(),
+    )
+    transaction.commit(ProcessingOutput(), [TopicPartition("t.log", 3, 42)])
+    return forgotten
+
+
+def test_a_fatal_error_masked_as_system_error_fences_the_task() -> None:
+    producer = _FencedWhileServing(_masked_fatal_error())
+    with pytest.raises(TaskFencedError) as raised:
+        _commit(producer)
+    assert str(raised.value) == f"partition 3: {_FENCED}"
+    assert producer.aborted == 0, "a fenced producer cannot abort; the next owner does"
+
+
+def test_a_system_error_of_another_cause_is_not_hidden() -> None:
+    producer = _FencedWhileServing(SystemError("a bug of ours"))
+    with pytest.raises(SystemError, match="a bug of ours"):
+        _commit(producer)
+
+
+def test_fatal_errors_passes_everything_else_through() -> None:
+    with pytest.raises(KeyError), fatal_errors():
+        raise KeyError("x")
+    with fatal_errors():
+        pass
