@@ -21,9 +21,7 @@ client commands from the ingress topic `<ns>.commands` (each in offset order):
    depth-first, up to `max_commands_in_batch` of them; follow-ups beyond it are written to
    the log as commands. A rejection or an exception rolls back only that command
    (`engine.stream.commands`).
-5. COMMIT one Kafka transaction with every output (a large batch has written most of them
-   while it was processed, every `STREAM_EVERY` commands, once its copies' positions are
-   known: `BatchTransaction.stream`), then write the state overlay and positions
+5. COMMIT one Kafka transaction with every output, then write the state overlay and positions
    to RocksDB in one batch. The batch's processed log and ingress positions ride on its last
    record on this partition (PROCESSED header); the offsets themselves go to the engine group
    in the transaction only now and then (`engine.stream.offset_commits`). Replay and
@@ -81,11 +79,6 @@ _TXN_TIMEOUT_S = 30.0
 _WRITTEN_RANGES = 64
 """Own-record ranges kept until read back (`_written`); older ones are dropped, and their
 records are then told apart by their headers, as any record is."""
-STREAM_EVERY = 32
-"""Commands processed between two `BatchTransaction.stream` calls: a large batch's records
-go to Kafka while the rest of it is processed. A batch smaller than this (light load) writes
-everything at its commit, as its first write then comes late enough for the coordinator to
-have finished the last transaction's markers."""
 READ_ONLY_COMMIT_S = 0.1
 """The longest the offsets of read-only batches wait for a transaction to ride on, as Kafka
 Streams' `commit.interval.ms` under exactly-once: what `partita status` shows as lag."""
@@ -223,8 +216,6 @@ class ProcessingStateMachine:
         processed = 0
         admitted, last_ingress = self._admit(context, ingress)
         copies = self._send_copies(admitted) if admitted else []
-        stream = self.transaction.stream if self.transaction.streams else None
-        streamed_at = STREAM_EVERY
         pending, last_offset = self._pending(messages)
         for offset, message, headers in pending:
             if self.skipped and offset in self.skipped:
@@ -254,14 +245,8 @@ class ProcessingStateMachine:
                 self.metrics.forwarded += 1
                 continue
             processed += self.commands.process(context, record, reply_to(headers))
-            if stream is not None and processed >= streamed_at:
-                stream(output.records)
-                streamed_at = processed + STREAM_EVERY
         for record, reply in copies:
             processed += self.commands.process(context, record, reply)
-            if stream is not None and processed >= streamed_at:
-                stream(output.records)
-                streamed_at = processed + STREAM_EVERY
         if due_check is not None and (last_offset >= 0 or copies):
             due = [*due, *due_check()]
         for record in due:

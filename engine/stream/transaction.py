@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Message, Producer, TopicPartition
@@ -127,12 +127,6 @@ class BatchTransaction:
         copies came first, and nothing else landed among its records): read back, they need
         no look at their headers. None when not known."""
         self._predicted: list[int] | None = None
-        self._provisional = False
-        """The batch's copies travel at provisional positions (SETTLED): nothing streams."""
-        self._streamed = 0
-        """How many of the batch's records `stream` produced already."""
-        self._streamed_own = 0
-        """How many of those went to this partition; -1: one of them is a command left there."""
         self._held: Sequence[Copy] = ()
         """Copies at predicted positions, produced by `commit` ahead of the batch's records:
         meanwhile the coordinator finishes the last transaction, which a new transaction's
@@ -152,54 +146,14 @@ class BatchTransaction:
         for their offsets."""
         self._copies = len(copies)
         self._copy_positions = []
-        self._provisional = False
         start = self.next_position
         if start is not None and self._landed >= self._trusted_after:
             self._predicted = list(range(start, start + len(copies)))
             self._held = copies
             return self._predicted
         self._predicted = None
-        self._provisional = True
         self._produce_copies(copies)
         return None
-
-    @property
-    def streams(self) -> bool:
-        """Whether `stream` may write the batch's records while it goes on: its copies'
-        positions are known (predicted, or it has none)."""
-        return not self._provisional
-
-    def stream(self, records: list[tuple[int, Record]]) -> None:
-        """Write the batch's records so far while it goes on, so Kafka takes them in while the
-        rest is processed instead of all at the commit: the held copies first (their
-        predicted positions need them ahead of every event), then `records` past those
-        already written, but for the last event on this partition and what follows it, which
-        `commit` writes with the delivery reports and the PROCESSED header. Only when
-        `streams`; a record that is written cannot be taken back but by an abort (records
-        are appended between commands, never inside one, whose rejection may truncate)."""
-        start, own = self._streamed, self.partition
-        end = hold = len(records)
-        for index in range(end - 1, start - 1, -1):
-            partition, record = records[index]
-            if partition == own:
-                if hold == end:
-                    hold = index  # the last record on this partition
-                if record.record_type is RecordType.EVENT:
-                    hold = index  # the last event: it and what follows wait for the commit
-                    break
-        if hold == start:
-            return
-        try:
-            if self._predicted is not None and self._held:
-                held, self._held = self._held, ()
-                self._produce_copies(held)
-            self._begin()
-            written = self._produce_records(records, start, hold, {}, -1, None)
-        except KafkaException as exc:
-            self._fail(exc)
-        streamed_own = self._streamed_own
-        self._streamed_own = -1 if written < 0 or streamed_own < 0 else streamed_own + written
-        self._streamed = hold
 
     def _produce_copies(self, copies: Sequence[Copy]) -> None:
         positions = self._copy_positions
@@ -255,7 +209,6 @@ class BatchTransaction:
         record of `output` on this partition, as its PROCESSED header."""
         producer = self.producer
         predicted, self._predicted = self._predicted, None
-        self._provisional = False
         self.written = None
         written = -1
         if predicted is not None:
@@ -304,76 +257,37 @@ class BatchTransaction:
         event and last record of any kind are reported to `delivered`; that last record
         carries `positions` (PROCESSED). Returns how many records it wrote to this partition,
         -1 when one of them is a command to process when read back."""
+        producer = self.producer
         own = self.partition
-        records = output.records
-        start, streamed_own = self._streamed, self._streamed_own
-        self._streamed = self._streamed_own = 0
         last_event = last_record = -1
-        for index in range(len(records) - 1, start - 1, -1):
-            partition, record = records[index]
+        written = 0
+        command_left = any(partition == own for partition, _, _ in output.forwarded)
+        for index, (partition, record) in enumerate(output.records):
             if partition == own:
-                if last_record < 0:
-                    last_record = index
+                last_record = index
+                written += 1
                 if record.record_type is RecordType.EVENT:
                     last_event = index
-                    break
+                elif record.record_type is RecordType.COMMAND:
+                    command_left = True  # to process when read back
         callbacks = {last_event: delivered.on_event, last_record: delivered.on_own}
         if last_event == last_record:
             callbacks = {last_event: delivered.on_both}
-        written = self._produce_records(
-            records, start, len(records), callbacks, last_record, positions
-        )
-        produce, log = self.producer.produce, self.topic
-        for partition, raw, headers in output.forwarded:
-            produce(log, raw, None, partition, None, None, NOW, headers)
-            if partition == own:
-                written = -1
-        for topic, partition, job_key, record in output.pushed:
-            key = str(job_key).encode()
-            produce(
-                topic,
-                self.codec.encode(record),
-                key,
-                partition,
-                None,
-                None,
-                NOW,
-                record_headers(record),
-            )
-        self._produce_replies(output.replies, dropped)
-        return -1 if written < 0 or streamed_own < 0 else written + streamed_own
-
-    def _produce_records(  # noqa: PLR0917 - one loop for `stream` and `_produce_output`
-        self,
-        records: list[tuple[int, Record]],
-        start: int,
-        stop: int,
-        callbacks: Mapping[int, Callable[[KafkaError | None, Message], None]],
-        last_record: int,
-        positions: tuple[int, int] | None,
-    ) -> int:
-        """Produce `records[start:stop]`, the one at index `last_record` with the PROCESSED
-        header of `positions`, each with its delivery report in `callbacks` (by index).
-        Returns how many went to this partition, -1 when one of them is a command (to
-        process when read back)."""
-        own = self.partition
-        written = 0
-        command_left = False
-        encode, produce, log = self.codec.encode, self.producer.produce, self.topic
+        encode, produce, log = self.codec.encode, producer.produce, self.topic
         # positional arguments throughout (see engine.log.clients): (topic, value, key,
         # partition, on_delivery, callback, timestamp, headers)
-        for index in range(start, stop):
-            partition, record = records[index]
+        for index, (partition, record) in enumerate(output.records):
             headers = record_headers(record)
-            key = None
-            if record.record_type is RecordType.COMMAND:
-                key = command_key(record)
-                command_left = command_left or partition == own
-            if partition == own:
-                written += 1
-                if index == last_record and positions is not None:
-                    headers = [*headers, processed_header(*positions)]
+            if index == last_record and positions is not None:
+                headers = [*headers, processed_header(*positions)]
+            key = command_key(record) if record.record_type is RecordType.COMMAND else None
             produce(log, encode(record), key, partition, callbacks.get(index), None, NOW, headers)
+        for partition, raw, headers in output.forwarded:
+            produce(log, raw, None, partition, None, None, NOW, headers)
+        for topic, partition, job_key, record in output.pushed:
+            key = str(job_key).encode()
+            produce(topic, encode(record), key, partition, None, None, NOW, record_headers(record))
+        self._produce_replies(output.replies, dropped)
         return -1 if command_left else written
 
     def _check_predicted(self, predicted: list[int]) -> None:
@@ -458,7 +372,6 @@ class BatchTransaction:
     def _fail(self, exc: KafkaException) -> None:
         """Never returns: AbortedBatchError after an abort, TaskFencedError otherwise."""
         error: KafkaError = exc.args[0]
-        self._streamed = self._streamed_own = 0
         self.forget()
         if error.txn_requires_abort() and not error.fatal() and error.code() not in _FENCED:
             self._abort(error.str())
@@ -472,7 +385,6 @@ class BatchTransaction:
     def _abort(self, reason: str, level: int = logging.WARNING) -> None:
         """Abort the open transaction and rewind; raises AbortedBatchError."""
         self.metrics.aborted += 1
-        self._streamed = self._streamed_own = 0
         self._unknown_position()  # the abort's marker, and whatever else landed meanwhile
         _LOG.log(level, "partition %d: aborting batch: %s", self.partition, reason)
         try:

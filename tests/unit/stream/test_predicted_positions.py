@@ -16,14 +16,12 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-import msgspec
 import pytest
 from confluent_kafka import TopicPartition
 
 from engine.processing import Engine, ProcessingContext, ProcessingOutput
 from engine.protocol.codec import RecordCodec
-from engine.protocol.enums import RecordType, RejectionType
-from engine.protocol.headers import PROCESSED, record_headers
+from engine.protocol.headers import record_headers
 from engine.protocol.intents import ProcessInstanceCreationIntent as Creation
 from engine.protocol.records import Record, command, event
 from engine.protocol.values import ProcessInstanceCreationValue
@@ -57,7 +55,6 @@ class _PartitionedProducer(ProducerDouble):
     def __init__(self) -> None:
         self.ends: defaultdict[int, int] = defaultdict(int)
         self.calls: list[str] = []
-        self.produced: list[Produced] = []
         self._pending: list[tuple[int, Any]] = []
         self._delivered: list[tuple[Any, _Message]] = []
         self._touched: set[int] = set()
@@ -71,7 +68,6 @@ class _PartitionedProducer(ProducerDouble):
 
     def queue(self, produced: Produced) -> None:
         self.calls.append("produce")
-        self.produced.append(produced)
         self._pending.append((produced.partition, produced.on_delivery))
 
     def send_offsets_to_transaction(self, *_: Any) -> None:
@@ -309,131 +305,4 @@ def test_own_records_read_back_are_passed_over_and_a_foreign_command_among_them_
     assert machine.process([*(_ReadBack(offset) for offset in range(4)), foreign]) == 1
     assert machine.next_offset == 6
     assert machine.transaction.written is None  # no copies led the batch: its start unknown
-    db.close()
-
-
-# -- a large batch writes its records while it goes on (`BatchTransaction.stream`) ----------
-
-
-def _rejection() -> Record:
-    return msgspec.structs.replace(
-        _creation(),
-        record_type=RecordType.COMMAND_REJECTION,
-        rejection_type=RejectionType.INVALID_ARGUMENT,
-        rejection_reason="no",
-    )
-
-
-def test_a_predicted_batch_streams_all_but_its_last_event_and_what_follows() -> None:
-    batches = _Batches()
-    batches.run()
-    batches.run()  # copies landed where expected: the next batch is predicted
-    transaction, producer = batches.transaction, batches.producer
-    copy = Copy(_creation(), CODEC.encode(_creation()), [], None)
-    assert transaction.send_copies([copy, copy]) == [8, 9]
-    assert transaction.streams
-    producer.calls.clear()
-    producer.produced.clear()
-    created = _created().with_position(8)
-    elsewhere = command(Creation.CREATE, ProcessInstanceCreationValue(bpmn_process_id="q"))
-    records = [(PARTITION, created), (PARTITION, created), (1, elsewhere)]
-    transaction.stream(records)
-    assert producer.calls == ["begin", *["produce"] * 3]  # the copies and the first event
-    records += [(PARTITION, created), (PARTITION, _rejection())]
-    transaction.stream(records)
-    assert producer.calls == ["begin", *["produce"] * 5]  # then the second and the command
-
-    output = ProcessingOutput(records=records)
-    transaction.commit(output, [TopicPartition(TOPIC, PARTITION, 1)], positions=(41, 7))
-    assert producer.calls == ["begin", *["produce"] * 7, "offsets", "commit"]
-    on_partition = [p for p in producer.produced if p.partition == PARTITION]
-    assert [p.value for p in on_partition[2:]] == [
-        CODEC.encode(r) for p, r in records if p == PARTITION
-    ]
-    processed = [p for p in on_partition if any(k == PROCESSED for k, _ in p.headers)]
-    assert processed == [on_partition[-1]]  # on the batch's last record there, as ever
-    assert transaction.written == (8, 13)  # copies 8-9 and its 4 records here, marker 14
-    assert transaction.next_position == 15
-    assert batches.run() == ([15], [15])  # and still predicted
-
-
-def test_a_settled_batch_does_not_stream() -> None:
-    batches = _Batches()
-    transaction = batches.transaction
-    copy = Copy(_creation(), CODEC.encode(_creation()), [], None)
-    assert transaction.send_copies([copy]) is None
-    assert not transaction.streams  # its events name provisional positions until settled
-    transaction.copy_positions()
-    transaction.commit(ProcessingOutput(), [TopicPartition(TOPIC, PARTITION, 1)])
-    assert transaction.streams  # a batch without copies may
-
-
-def test_an_aborted_streamed_batch_leaves_nothing_and_is_processed_again_whole() -> None:
-    batches = _Batches()
-    batches.run()
-    batches.run()
-    transaction, producer = batches.transaction, batches.producer
-    copy = Copy(_creation(), CODEC.encode(_creation()), [], None)
-    assert transaction.send_copies([copy]) == [8]
-    records = [(PARTITION, _created().with_position(8))] * 3
-    transaction.stream(records)
-    producer.write_elsewhere(PARTITION)  # 8 and its marker 9 first: the batch's copy at 10
-    with pytest.raises(AbortedBatchError):
-        transaction.commit(ProcessingOutput(records=records), [TopicPartition(TOPIC, PARTITION, 1)])
-    assert "abort" in producer.calls
-    assert (batches.forgotten, batches.rewound) == (1, 1)
-    # aborted: 10-13 and a marker; settled and whole again, nothing of it kept
-    assert batches.run(events=3) == (None, [15])
-    assert transaction.written == (15, 18)
-
-
-def test_a_large_batch_is_written_while_it_is_processed_in_the_same_order(
-    tmp_path: Path,
-) -> None:
-    engine = Engine()
-    produced_before: list[int] = []
-    producer = _PartitionedProducer()
-
-    def create(record: Record, ctx: ProcessingContext) -> None:
-        produced_before.append(len(producer.produced))
-        ctx.append_event(Creation.CREATED, record.value, ctx.keys.next_key())
-
-    engine.processor(Creation.CREATE, create)
-    db = PartitionDb(tmp_path / "state")
-    machine = ProcessingStateMachine(
-        topic=TOPIC,
-        partition=PARTITION,
-        partition_count=1,
-        engine=engine,
-        codec=CODEC,
-        db=db,
-        keys=KeyGenerator(db, PARTITION + 1),
-        producer=producer,  # type: ignore[arg-type]
-        group_metadata=lambda: None,
-        rewind=lambda *_: None,
-        next_offset=0,
-        ingress_topic="t.commands",
-        next_ingress_offset=0,
-    )
-    value = CODEC.encode(_creation())
-    offset = 0
-    for size in (1, 1, 100):  # the third batch is predicted
-        ingress = [
-            Message("t.commands", PARTITION, n, value, record_headers(_creation()))
-            for n in range(offset, offset + size)
-        ]
-        offset += size
-        producer.produced.clear()
-        produced_before.clear()
-        machine.process((), ingress=ingress)
-    assert machine.metrics.predicted == 1
-    assert produced_before[0] == 0
-    assert produced_before[-1] >= 100 + 64  # its copies and most of its events already sent
-    log = [CODEC.decode(p.value) for p in producer.produced]
-    assert [r.record_type for r in log] == [RecordType.COMMAND] * 100 + [RecordType.EVENT] * 100
-    # copy 0, event 1, marker 2; copy 3, event 4, marker 5; then copies 6-105
-    assert [r.source_record_position for r in log[100:]] == list(range(6, 106))
-    processed = [p for p in producer.produced if any(k == PROCESSED for k, _ in p.headers)]
-    assert processed == [producer.produced[-1]]
-    assert machine.transaction.written == (6, 205)
     db.close()
