@@ -129,6 +129,7 @@ def run_engine(config: Config, commands: int) -> dict[str, float]:
         "commands_per_s": round(commands / seconds),
         "batches": metrics.batches,
         "predicted": metrics.predicted,
+        "not_read_back": metrics.not_read_back,
     }
 
 
@@ -243,6 +244,7 @@ def run(config: Config, commands: int = 20_000, *, keep_topics: bool = False) ->
         "engine_commands_per_s": engine["commands_per_s"],
         "engine_batches": engine["batches"],
         "engine_batches_predicted": engine["predicted"],
+        "engine_batches_not_read_back": engine["not_read_back"],
         "namespace": namespace,
     }
 

@@ -29,6 +29,9 @@ class ProcessingMetrics:
     predicted to land at (checked before the commit), instead of settled once delivered."""
     mispredicted: int = 0
     """Of those, batches aborted and processed again: another producer wrote first."""
+    not_read_back: int = 0
+    """Batches whose own records the log consumer was moved past instead of reading them back
+    (`ProcessingStateMachine` step 5)."""
     first_batch_started: float = 0.0
     """time.monotonic() when the first batch began (0 before), for throughput figures."""
     last_batch_committed: float = 0.0

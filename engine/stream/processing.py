@@ -31,7 +31,9 @@ client commands from the ingress topic `<ns>.commands` (each in offset order):
    A READ-ONLY batch (log records only, all skipped: mostly the engine reading back its own
    events) writes nothing and changes no state, so it commits nothing either: its offsets ride
    on the next batch's transaction, or on one of their own once `READ_ONLY_COMMIT_S` passed
-   without one (`commit_read_only`). Reading them again after a crash changes nothing.
+   without one (`commit_read_only`). Reading them again after a crash changes nothing. Once
+   every offset from where the log consumer stands to the batch's last record is known to be
+   its own (`_skip_own`), the consumer is moved past them instead: nothing to read back.
 
 Kafka errors: retriable -> retry; abortable -> abort, drop the overlay, rewind to the committed
 offset; fatal or fenced -> TaskFencedError, the task is dropped.
@@ -45,7 +47,7 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from confluent_kafka import Message, Producer, TopicPartition
+from confluent_kafka import KafkaException, Message, Producer, TopicPartition
 
 from engine.processing import Engine, ProcessingContext, ProcessingOutput
 from engine.processing.awaiting import AwaitedResults
@@ -109,6 +111,7 @@ class ProcessingStateMachine:
         message_ttl_ms: int = DEFAULT_MESSAGE_TTL_MS,
         skipped: frozenset[int] = frozenset(),
         offsets_commit_s: float = OFFSETS_COMMIT_S,
+        skip_log: Callable[[int], None] | None = None,
     ) -> None:
         self.topic = topic
         self.partition = partition
@@ -120,6 +123,9 @@ class ProcessingStateMachine:
         self.producer = producer
         self.group_metadata = group_metadata
         self.rewind = rewind
+        self.skip_log = skip_log
+        """Moves the log consumer of this partition to an offset (Kafka errors raised): past
+        the batch's own records, which then are never read back."""
         self.next_offset = next_offset
         """The first log offset not yet processed: the group's committed offset."""
         self.ingress_topic = ingress_topic
@@ -146,7 +152,7 @@ class ProcessingStateMachine:
         self._last_event_offset = -1
         self.offset_commits = OffsetCommits(offsets_commit_s)
         """When the offsets go to the engine group (`engine.stream.offset_commits`)."""
-        self._written: deque[tuple[int, int]] = deque(maxlen=_WRITTEN_RANGES)
+        self._written: deque[tuple[int, int, int]] = deque(maxlen=_WRITTEN_RANGES)
         """Log offset ranges only this partition's own committed records hold, none of them a
         command to process (`BatchTransaction.written`), until read back: those records are
         passed over without building their headers (a busy log is mostly such records)."""
@@ -421,7 +427,9 @@ class ProcessingStateMachine:
             output, offsets, settle_copies if copies else None, positions=(processed, ingested)
         )
         if self.transaction.written is not None:
-            self._written.append(self.transaction.written)
+            first, last = self.transaction.written
+            own_from = self.transaction.own_from
+            self._written.append((first, last, first if own_from is None else own_from))
         self.offset_commits.committed(now, sent)
         self.awaiting.commit()
         self.metrics.batches += 1
@@ -439,6 +447,32 @@ class ProcessingStateMachine:
             self.next_offset = last_offset + 1
         if last_ingress >= 0:
             self.next_ingress_offset = last_ingress + 1
+        if self.skip_log is not None and self.transaction.own_from is not None:
+            self._skip_own(self.skip_log)
+
+    def _skip_own(self, skip_log: Callable[[int], None]) -> None:
+        """Move the log consumer past the records the batch just committed when every offset
+        from where it stands to their end is this partition's own: a chain of committed
+        ranges (`_written`), each either entered from where the consumer stands or starting
+        right after the commit marker of the one before (its copies landed where predicted:
+        nothing else fits there). Reading them back would only pass them over. A move Kafka
+        refuses (e.g. the partition is being revoked) changes nothing: they are read back and
+        passed over by offset."""
+        position = self.next_offset
+        for first, last, own_from in self._written:
+            if last < position:
+                continue
+            if min(first, own_from) > position:
+                return  # an offset not known to be its own: read the log from here
+            position = last + 1
+        if position <= self.next_offset:
+            return
+        self.next_offset = position
+        try:
+            skip_log(position)
+        except KafkaException:
+            return
+        self.metrics.not_read_back += 1
 
     def _forget(self) -> None:
         """Forget the batch's changes to state and to the map of awaited results."""

@@ -225,6 +225,7 @@ class PartitionTask:
             message_ttl_ms=self.message_ttl_ms,
             offsets_commit_s=self.offsets_commit_s,
             skipped=self.skips.offsets(self.partition),
+            skip_log=self._skip_log,
         )
         for name, value in self._counters.items():  # keep counting where the last owner was
             setattr(self.processing.metrics, name, value)
@@ -358,6 +359,9 @@ class PartitionTask:
         tp = TopicPartition(self.ingress_topic, self.partition)
         _, high = self.consumer.get_watermark_offsets(tp, cached=True)
         return int(high)
+
+    def _skip_log(self, offset: int) -> None:
+        self.consumer.seek(TopicPartition(self.topic, self.partition, offset))
 
     def _rewind(self, offset: int, ingress_offset: int) -> None:
         self.consumer.seek(TopicPartition(self.topic, self.partition, offset))

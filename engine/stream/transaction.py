@@ -121,6 +121,12 @@ class BatchTransaction:
         self._trusted_after = 1
         """`_landed` needed before a batch's copies get predicted positions; each miss
         doubles it (a partition other producers write to soon stops predicting)."""
+        self.own_from: int | None = None
+        """When the last committed transaction's copies landed where expected (predicted or
+        not), right past this producer's last record before them: the offset between, that
+        transaction's commit marker (nothing else fits there), so every offset from it to the
+        end of `written` is this producer's own. None otherwise."""
+        self._as_expected = False
         self.written: tuple[int, int] | None = None
         """The first and last log offset of the last committed transaction when every record
         between them is one it wrote and none of them is a command left to process (its
@@ -186,6 +192,7 @@ class BatchTransaction:
         start = self.next_position
         if start is not None and positions == list(range(start, start + len(positions))):
             self._landed += 1
+            self._as_expected = True
         else:
             self._landed = 0
         return positions
@@ -209,7 +216,7 @@ class BatchTransaction:
         record of `output` on this partition, as its PROCESSED header."""
         producer = self.producer
         predicted, self._predicted = self._predicted, None
-        self.written = None
+        self.written = self.own_from = None
         written = -1
         if predicted is not None:
             held, self._held = self._held, ()
@@ -235,6 +242,9 @@ class BatchTransaction:
         except KafkaException as exc:
             self._fail(exc)
         self._committed_on_partition(delivered.last_own, written)
+        as_expected, self._as_expected = self._as_expected, False
+        if as_expected and self.written is not None:
+            self.own_from = self.written[0] - 1
         return delivered.events
 
     def _send_offsets(self, offsets: list[TopicPartition]) -> None:
@@ -296,6 +306,7 @@ class BatchTransaction:
         landed = sorted(self._copy_positions)
         if landed == predicted:
             self.metrics.predicted += 1
+            self._as_expected = True
             return
         self.forget()
         if len(landed) != len(predicted):
@@ -379,6 +390,7 @@ class BatchTransaction:
 
     def _unknown_position(self) -> None:
         self.next_position = None
+        self._as_expected = False
         self._landed = 0
         self._copy_positions = []
 

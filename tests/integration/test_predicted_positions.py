@@ -9,6 +9,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import replace
+from typing import Any
 
 import pytest
 
@@ -108,3 +109,68 @@ def test_a_record_written_between_batches_aborts_the_predicted_batch_and_it_runs
     by_source.pop(-1, None)  # the foreign record names no command
     assert set(by_source) == set(copies)  # every event names a copy's real position
     assert {len(each) for each in by_source.values()} == {loop.EVENTS_PER_COMMAND}
+
+
+def test_the_log_consumer_moves_past_own_records_and_never_past_another_producers_command(
+    config: Config, gc_restored: None
+) -> None:
+    """Once its copies land where predicted, the engine moves its log consumer past what it
+    just committed instead of reading it back; a command another partition's engine writes
+    in between is still read and processed, its events naming its own position."""
+    config = replace(config, partitions=1)
+    apply_topics(admin_client(kafka_access(config, KafkaRole.OPERATOR)), load_specs(config))
+    worker = Worker(config, loop.bench_engine())
+    thread = threading.Thread(target=worker.run, daemon=True)
+    thread.start()
+    client = new_producer(kafka_access(config, KafkaRole.CLIENT), {"enable.idempotence": True})
+    sent = 0
+
+    def task_processing() -> Any:
+        task = worker.tasks.get(0)
+        return None if task is None else task.processing
+
+    def send_one() -> ProcessingMetrics:
+        nonlocal sent
+        record = loop._command(sent)
+        client.produce(
+            config.commands_topic, CODEC.encode(record), partition=0, headers=record_headers(record)
+        )
+        client.flush(30)
+        sent += 1
+        _until(
+            lambda: task_processing().next_ingress_offset == sent, f"command {sent - 1} committed"
+        )
+        return task_processing().metrics  # type: ignore[no-any-return]
+
+    try:
+        _until(lambda: task_processing() is not None, "partition 0 open")
+        for _ in range(5):
+            counted = send_one()
+        assert counted.predicted >= 2
+        _until(lambda: task_processing().metrics.not_read_back >= 1, "own records not read back")
+
+        other = new_producer(kafka_access(config, KafkaRole.ENGINE), {"enable.idempotence": True})
+        forwarded = loop._command(1000)  # as another partition's engine forwards a command
+        other.produce(
+            config.log_topic,
+            CODEC.encode(forwarded),
+            partition=0,
+            headers=record_headers(forwarded),
+        )
+        assert other.flush(30) == 0
+        _until(lambda: task_processing().metrics.commands == sent + 1, "the forwarded command")
+        for _ in range(4):
+            send_one()
+    finally:
+        worker.stopping.set()
+        thread.join(60)
+
+    log = committed_messages(config, config.log_topic, 0)
+    (forwarded_at,) = [
+        message.offset()
+        for record, message in log
+        if record.record_type is RecordType.COMMAND
+        and header(message.headers(), INGRESS_OFFSET) is None
+    ]
+    answered = [r for r, _ in log if r.source_record_position == forwarded_at]
+    assert [r.record_type for r in answered] == [RecordType.EVENT] * loop.EVENTS_PER_COMMAND

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import TopicPartition
+from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
 from engine.processing import Engine, ProcessingContext, ProcessingOutput
 from engine.protocol.codec import RecordCodec
@@ -306,3 +306,103 @@ def test_own_records_read_back_are_passed_over_and_a_foreign_command_among_them_
     assert machine.next_offset == 6
     assert machine.transaction.written is None  # no copies led the batch: its start unknown
     db.close()
+
+
+# -- own records the log consumer is moved past (`ProcessingStateMachine._skip_own`) ----------
+
+
+def _machine(
+    tmp_path: Path, producer: _PartitionedProducer, moves: list[int]
+) -> ProcessingStateMachine:
+    engine = Engine()
+
+    def create(record: Record, ctx: ProcessingContext) -> None:
+        ctx.append_event(Creation.CREATED, record.value, ctx.keys.next_key())
+
+    engine.processor(Creation.CREATE, create)
+    db = PartitionDb(tmp_path / "state")
+    return ProcessingStateMachine(
+        topic=TOPIC,
+        partition=PARTITION,
+        partition_count=1,
+        engine=engine,
+        codec=CODEC,
+        db=db,
+        keys=KeyGenerator(db, PARTITION + 1),
+        producer=producer,  # type: ignore[arg-type]
+        group_metadata=lambda: None,
+        rewind=lambda *_: None,
+        next_offset=0,
+        ingress_topic="t.commands",
+        next_ingress_offset=0,
+        skip_log=moves.append,
+    )
+
+
+def _ingress(offset: int) -> list[Message]:
+    value, headers = CODEC.encode(_creation()), record_headers(_creation())
+    return [Message("t.commands", PARTITION, offset, value, headers)]
+
+
+def test_the_log_consumer_is_moved_past_own_records_once_all_before_them_is_processed(
+    tmp_path: Path,
+) -> None:
+    producer, moves = _PartitionedProducer(), []
+    machine = _machine(tmp_path, producer, moves)
+    machine.process((), ingress=_ingress(0))  # copy 0, event 1, marker 2: where it ends is new
+    assert moves == []
+    machine.process((), ingress=_ingress(1))  # copy 3 where expected (settled), event 4
+    assert moves == [5]  # 0-4 are its own records and its marker: none of it to read back
+    machine.process((), ingress=_ingress(2))  # predicted: copy 6, event 7
+    machine.process((), ingress=_ingress(3))  # copy 9, event 10
+    assert moves == [5, 8, 11]
+    assert (machine.next_offset, machine.metrics.not_read_back) == (11, 3)
+
+    producer.write_elsewhere(PARTITION)  # another partition's command at 12, its marker 13
+    with pytest.raises(AbortedBatchError):
+        machine.process((), ingress=_ingress(4))  # predicted at 12, landed at 14: aborted
+    machine.process((), ingress=_ingress(4))  # aborted 14-15 and marker 16; settled now
+    assert machine.transaction.written == (17, 18)
+    assert moves == [5, 8, 11]  # 12 is not its own: it must be read and processed
+    assert machine.next_offset == 11
+    machine.db.close()
+
+
+def test_own_records_are_read_back_until_what_came_before_them_is_processed(
+    tmp_path: Path,
+) -> None:
+    producer, moves = _PartitionedProducer(), []
+    producer.write_elsewhere(PARTITION)  # a command at 0 (and a marker at 1) to process first
+    machine = _machine(tmp_path, producer, moves)
+    for offset in range(3):  # copies 2, 5 and 8, each followed by its event and a marker
+        machine.process((), ingress=_ingress(offset))
+    assert moves == []
+    foreign = Message(TOPIC, PARTITION, 0, CODEC.encode(_creation()), record_headers(_creation()))
+    assert machine.process([foreign]) == 1  # its event at 11, marker 12: no copy names them
+    machine.process([_ReadBack(offset) for offset in (2, 3, 5, 6, 8, 9)])
+    machine.process((), ingress=_ingress(3))  # copy 13, event 14
+    assert moves == []  # 11 is not known to be its own until read back
+    created = _created()
+    readback = Message(TOPIC, PARTITION, 11, CODEC.encode(created), record_headers(created))
+    machine.process([readback])
+    machine.process((), ingress=_ingress(4))  # copy 16, event 17
+    assert moves == [18]  # 12 a marker, 13-17 its own records and a marker
+    machine.db.close()
+
+
+def test_a_move_kafka_refuses_leaves_the_records_to_be_read_back_and_passed_over(
+    tmp_path: Path,
+) -> None:
+    producer, moves = _PartitionedProducer(), []
+    machine = _machine(tmp_path, producer, moves)
+
+    def refused(_offset: int) -> None:
+        raise KafkaException(KafkaError(KafkaError._STATE, "Local: Erroneous state"))
+
+    machine.skip_log = refused
+    for offset in range(3):  # copies 0, 3 and 6, each followed by its event and a marker
+        machine.process((), ingress=_ingress(offset))
+    assert machine.metrics.not_read_back == 0
+    assert machine.next_offset == 8  # passed over by offset when read back
+    assert machine.process([_ReadBack(offset) for offset in (0, 1, 3, 4, 6, 7)]) == 0
+    machine.db.close()
