@@ -437,36 +437,42 @@ class ProcessingStateMachine:
         if events:
             self._last_event_offset = max(self._last_event_offset, *events)
         applied = self._last_event_offset if self._last_event_offset >= 0 else None
+        if last_offset >= 0:
+            self.next_offset = last_offset + 1
+        own_end = self._own_end() if self.skip_log is not None else -1
+        processed_now = max(last_offset, own_end - 1)  # the records passed over are processed
         self.db.commit(
-            last_processed_position=last_offset if last_offset >= 0 else None,
+            last_processed_position=processed_now if processed_now >= 0 else None,
             last_applied_position=applied,
             last_ingress_position=last_ingress if last_ingress >= 0 else None,
         )
         self._read_only_since = None
-        if last_offset >= 0:
-            self.next_offset = last_offset + 1
         if last_ingress >= 0:
             self.next_ingress_offset = last_ingress + 1
-        if self.skip_log is not None and self.transaction.own_from is not None:
-            self._skip_own(self.skip_log)
+        if own_end > self.next_offset and self.skip_log is not None:
+            self._skip_own(self.skip_log, own_end)
 
-    def _skip_own(self, skip_log: Callable[[int], None]) -> None:
-        """Move the log consumer past the records the batch just committed when every offset
-        from where it stands to their end is this partition's own: a chain of committed
-        ranges (`_written`), each either entered from where the consumer stands or starting
-        right after the commit marker of the one before (its copies landed where predicted:
-        nothing else fits there). Reading them back would only pass them over. A move Kafka
-        refuses (e.g. the partition is being revoked) changes nothing: they are read back and
-        passed over by offset."""
+    def _own_end(self) -> int:
+        """Where the log consumer can be moved to past the records the batch just committed
+        (-1: it cannot): every offset from where it stands to their end must be this
+        partition's own, a chain of committed ranges (`_written`), each either entered from
+        where the consumer stands or starting right after the commit marker of the one before
+        (its copies landed where expected: nothing else fits there)."""
+        if self.transaction.own_from is None:
+            return -1
         position = self.next_offset
         for first, last, own_from in self._written:
             if last < position:
                 continue
             if min(first, own_from) > position:
-                return  # an offset not known to be its own: read the log from here
+                return -1  # an offset not known to be its own: read the log from here
             position = last + 1
-        if position <= self.next_offset:
-            return
+        return position
+
+    def _skip_own(self, skip_log: Callable[[int], None], position: int) -> None:
+        """Move the log consumer to `position`: reading back the records before it would only
+        pass them over. A move Kafka refuses (e.g. the partition is being revoked) changes
+        nothing: they are read back and passed over by offset."""
         self.next_offset = position
         try:
             skip_log(position)

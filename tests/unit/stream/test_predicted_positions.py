@@ -26,6 +26,7 @@ from engine.protocol.intents import ProcessInstanceCreationIntent as Creation
 from engine.protocol.records import Record, command, event
 from engine.protocol.values import ProcessInstanceCreationValue
 from engine.state import KeyGenerator, PartitionDb
+from engine.state.db import LAST_PROCESSED_POSITION
 from engine.stream.errors import AbortedBatchError
 from engine.stream.ingress import Copy
 from engine.stream.metrics import ProcessingMetrics
@@ -357,6 +358,8 @@ def test_the_log_consumer_is_moved_past_own_records_once_all_before_them_is_proc
     machine.process((), ingress=_ingress(3))  # copy 9, event 10
     assert moves == [5, 8, 11]
     assert (machine.next_offset, machine.metrics.not_read_back) == (11, 3)
+    # processed as far as the store knows too (snapshots are due by it; a restart resumes there)
+    assert machine.db.position(LAST_PROCESSED_POSITION) == 10
 
     producer.write_elsewhere(PARTITION)  # another partition's command at 12, its marker 13
     with pytest.raises(AbortedBatchError):
