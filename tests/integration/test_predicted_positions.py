@@ -9,7 +9,6 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Any
 
 import pytest
 
@@ -23,7 +22,7 @@ from engine.protocol.codec import RecordCodec
 from engine.protocol.enums import RecordType
 from engine.protocol.headers import INGRESS_OFFSET, header, record_headers
 from engine.protocol.intents import ProcessInstanceIntent
-from engine.protocol.records import event
+from engine.protocol.records import Record, event
 from engine.protocol.values import ProcessInstanceValue
 from engine.stream.metrics import ProcessingMetrics
 from engine.stream.worker import Worker
@@ -40,60 +39,89 @@ def _until(condition: Callable[[], bool], what: str, timeout: float = 60) -> Non
         time.sleep(0.01)
 
 
-def test_a_record_written_between_batches_aborts_the_predicted_batch_and_it_runs_again(
-    config: Config, gc_restored: None
-) -> None:
-    config = replace(config, partitions=1)
-    apply_topics(admin_client(kafka_access(config, KafkaRole.OPERATOR)), load_specs(config))
-    worker = Worker(config, loop.bench_engine())
-    thread = threading.Thread(target=worker.run, daemon=True)
-    thread.start()
-    client = new_producer(kafka_access(config, KafkaRole.CLIENT), {"enable.idempotence": True})
-    sent = 0
+class _Engine:
+    """A worker of the bench engine on one partition, fed one client command at a time."""
 
-    def metrics() -> ProcessingMetrics | None:
-        task = worker.tasks.get(0)
+    def __init__(self, config: Config) -> None:
+        self.config = replace(config, partitions=1)
+        apply_topics(
+            admin_client(kafka_access(self.config, KafkaRole.OPERATOR)), load_specs(self.config)
+        )
+        self.worker = Worker(self.config, loop.bench_engine())
+        self.thread = threading.Thread(target=self.worker.run, daemon=True)
+        self.thread.start()
+        self.client = new_producer(
+            kafka_access(self.config, KafkaRole.CLIENT), {"enable.idempotence": True}
+        )
+        self.sent = 0
+        _until(lambda: self.metrics() is not None, "partition 0 open")
+
+    def metrics(self) -> ProcessingMetrics | None:
+        task = self.worker.tasks.get(0)
         return None if task is None or task.processing is None else task.processing.metrics
 
-    def processed() -> int:
-        task = worker.tasks.get(0)
+    def processed(self) -> int:
+        task = self.worker.tasks.get(0)
         return 0 if task is None or task.processing is None else task.processing.next_ingress_offset
 
-    def send_one() -> ProcessingMetrics:
-        nonlocal sent
-        record = loop._command(sent)
-        client.produce(
-            config.commands_topic, CODEC.encode(record), partition=0, headers=record_headers(record)
+    def send_one(self) -> ProcessingMetrics:
+        """Send the next command and wait until its batch committed; the task's counters."""
+        record = loop._command(self.sent)
+        self.client.produce(
+            self.config.commands_topic,
+            CODEC.encode(record),
+            partition=0,
+            headers=record_headers(record),
         )
-        client.flush(30)
-        sent += 1
-        _until(lambda: processed() == sent, f"command {sent - 1} committed")
-        found = metrics()
+        self.client.flush(30)
+        self.sent += 1
+        _until(lambda: self.processed() == self.sent, f"command {self.sent - 1} committed")
+        return self.counted()
+
+    def counted(self) -> ProcessingMetrics:
+        found = self.metrics()
         assert found is not None
         return found
 
-    try:
-        _until(lambda: metrics() is not None, "partition 0 open")
-        for _ in range(3):  # the first one learns where the log ends, the second lands there
-            counted = send_one()
-        assert (counted.predicted, counted.mispredicted) == (1, 0)
-
-        other = new_producer(kafka_access(config, KafkaRole.ENGINE), {"enable.idempotence": True})
-        foreign = event(
-            ProcessInstanceIntent.ELEMENT_ACTIVATED, ProcessInstanceValue(bpmn_process_id="x"), 9
+    def write_to_log(self, record: Record) -> None:
+        """Write `record` to the log partition as another producer (another engine) would."""
+        other = new_producer(
+            kafka_access(self.config, KafkaRole.ENGINE), {"enable.idempotence": True}
         )
         other.produce(
-            config.log_topic, CODEC.encode(foreign), partition=0, headers=record_headers(foreign)
+            self.config.log_topic, CODEC.encode(record), partition=0, headers=record_headers(record)
         )
         assert other.flush(30) == 0
-        counted = send_one()
+
+    def stop(self) -> None:
+        self.worker.stopping.set()
+        self.thread.join(60)
+
+
+def test_a_record_written_between_batches_aborts_the_predicted_batch_and_it_runs_again(
+    config: Config, gc_restored: None
+) -> None:
+    engine = _Engine(config)
+    config = engine.config
+    try:
+        for _ in range(3):  # the first one learns where the log ends, the second lands there
+            counted = engine.send_one()
+        assert (counted.predicted, counted.mispredicted) == (1, 0)
+
+        engine.write_to_log(
+            event(
+                ProcessInstanceIntent.ELEMENT_ACTIVATED,
+                ProcessInstanceValue(bpmn_process_id="x"),
+                9,
+            )
+        )
+        counted = engine.send_one()
         assert (counted.predicted, counted.mispredicted, counted.aborted) == (1, 1, 1)
         for _ in range(3):  # twice as many batches must land as expected before predicting
-            counted = send_one()
+            counted = engine.send_one()
         assert (counted.predicted, counted.mispredicted) == (2, 1)
     finally:
-        worker.stopping.set()
-        thread.join(60)
+        engine.stop()
 
     log = [(record, message) for record, message in committed_messages(config, config.log_topic, 0)]
     copies = {
@@ -101,7 +129,7 @@ def test_a_record_written_between_batches_aborts_the_predicted_batch_and_it_runs
         for record, message in log
         if record.record_type is RecordType.COMMAND
     }
-    assert sorted(copies.values()) == list(range(sent))  # each command once, none lost
+    assert sorted(copies.values()) == list(range(engine.sent))  # each command once, none lost
     events = [record for record, _ in log if record.record_type is RecordType.EVENT]
     by_source = {}
     for record in events:
@@ -117,53 +145,19 @@ def test_the_log_consumer_moves_past_own_records_and_never_past_another_producer
     """Once its copies land where predicted, the engine moves its log consumer past what it
     just committed instead of reading it back; a command another partition's engine writes
     in between is still read and processed, its events naming its own position."""
-    config = replace(config, partitions=1)
-    apply_topics(admin_client(kafka_access(config, KafkaRole.OPERATOR)), load_specs(config))
-    worker = Worker(config, loop.bench_engine())
-    thread = threading.Thread(target=worker.run, daemon=True)
-    thread.start()
-    client = new_producer(kafka_access(config, KafkaRole.CLIENT), {"enable.idempotence": True})
-    sent = 0
-
-    def task_processing() -> Any:
-        task = worker.tasks.get(0)
-        return None if task is None else task.processing
-
-    def send_one() -> ProcessingMetrics:
-        nonlocal sent
-        record = loop._command(sent)
-        client.produce(
-            config.commands_topic, CODEC.encode(record), partition=0, headers=record_headers(record)
-        )
-        client.flush(30)
-        sent += 1
-        _until(
-            lambda: task_processing().next_ingress_offset == sent, f"command {sent - 1} committed"
-        )
-        return task_processing().metrics  # type: ignore[no-any-return]
-
+    engine = _Engine(config)
+    config = engine.config
     try:
-        _until(lambda: task_processing() is not None, "partition 0 open")
         for _ in range(5):
-            counted = send_one()
+            counted = engine.send_one()
         assert counted.predicted >= 2
-        _until(lambda: task_processing().metrics.not_read_back >= 1, "own records not read back")
-
-        other = new_producer(kafka_access(config, KafkaRole.ENGINE), {"enable.idempotence": True})
-        forwarded = loop._command(1000)  # as another partition's engine forwards a command
-        other.produce(
-            config.log_topic,
-            CODEC.encode(forwarded),
-            partition=0,
-            headers=record_headers(forwarded),
-        )
-        assert other.flush(30) == 0
-        _until(lambda: task_processing().metrics.commands == sent + 1, "the forwarded command")
+        _until(lambda: engine.counted().not_read_back >= 1, "own records not read back")
+        engine.write_to_log(loop._command(1000))  # as another partition's engine forwards one
+        _until(lambda: engine.counted().commands == engine.sent + 1, "the forwarded command")
         for _ in range(4):
-            send_one()
+            engine.send_one()
     finally:
-        worker.stopping.set()
-        thread.join(60)
+        engine.stop()
 
     log = committed_messages(config, config.log_topic, 0)
     (forwarded_at,) = [

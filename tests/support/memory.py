@@ -16,8 +16,10 @@ from engine.protocol.enums import RecordType
 from engine.protocol.headers import ReplyTo, record_headers
 from engine.protocol.records import Record
 from engine.state import KeyGenerator, PartitionDb
+from engine.stream.metrics import ProcessingMetrics
 from engine.stream.processing import ProcessingStateMachine
 from engine.stream.replies import ReplyRoutes
+from engine.stream.transaction import BatchTransaction
 
 CODEC = RecordCodec()
 
@@ -141,6 +143,49 @@ class MemoryProducer(ProducerDouble):
         for callback, message in self.delivered:
             callback(None, message)
         self.delivered = []
+
+
+class QuietProducer:
+    """A transactional producer whose calls all succeed and write nothing (it counts aborts):
+    unit tests of `BatchTransaction` override the one call that fails."""
+
+    def __init__(self) -> None:
+        self.aborted = 0
+
+    def begin_transaction(self) -> None:
+        pass
+
+    def produce(self, *_: Any) -> None:
+        pass
+
+    def send_offsets_to_transaction(self, *_: Any) -> None:
+        pass
+
+    def commit_transaction(self, _timeout: float) -> None:
+        pass
+
+    def abort_transaction(self, _timeout: float) -> None:
+        self.aborted += 1
+
+    def poll(self, _timeout: float) -> int:
+        return 0
+
+
+def batch_transaction(
+    producer: Any, forget: Callable[[], None], rewind: Callable[[], None]
+) -> BatchTransaction:
+    """The transaction of partition 3 of log `t.log` over `producer` (see QuietProducer)."""
+    return BatchTransaction(
+        producer,
+        "t.log",
+        3,
+        CODEC,
+        ReplyRoutes(frozenset()),
+        lambda: None,
+        forget,
+        rewind,
+        ProcessingMetrics(),
+    )
 
 
 def reply_routes(topic: str) -> ReplyRoutes:

@@ -13,54 +13,24 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
 from engine.processing import ProcessingOutput
-from engine.protocol.codec import RecordCodec
 from engine.stream.errors import AbortedBatchError, TaskFencedError
-from engine.stream.metrics import ProcessingMetrics
-from engine.stream.replies import ReplyRoutes
 from engine.stream.transaction import BatchTransaction
+from tests.support.memory import QuietProducer, batch_transaction
 
 
-class _AbortingProducer:
+class _AbortingProducer(QuietProducer):
     """A transactional producer whose commit fails with an abortable error."""
-
-    def __init__(self) -> None:
-        self.aborted = 0
-
-    def begin_transaction(self) -> None:
-        pass
-
-    def produce(self, *_: Any) -> None:
-        pass
-
-    def send_offsets_to_transaction(self, *_: Any) -> None:
-        pass
 
     def commit_transaction(self, _timeout: float) -> None:
         raise KafkaException(
             KafkaError(KafkaError._STATE, "the coordinator aborted it", txn_requires_abort=True)
         )
 
-    def abort_transaction(self, _timeout: float) -> None:
-        self.aborted += 1
-
-    def poll(self, _timeout: float) -> int:
-        return 0
-
 
 def _transaction(rewind: Any) -> tuple[BatchTransaction, _AbortingProducer, list[str]]:
     producer = _AbortingProducer()
     forgotten: list[str] = []
-    transaction = BatchTransaction(
-        producer,  # type: ignore[arg-type]
-        "t.log",
-        3,
-        RecordCodec(),
-        ReplyRoutes(frozenset()),
-        lambda: None,
-        lambda: forgotten.append("state"),
-        rewind,
-        ProcessingMetrics(),
-    )
+    transaction = batch_transaction(producer, lambda: forgotten.append("state"), rewind)
     return transaction, producer, forgotten
 
 

@@ -7,18 +7,13 @@ The transaction must see the fatal error as what it is."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
 from engine.log.clients import fatal_errors
 from engine.processing import ProcessingOutput
-from engine.protocol.codec import RecordCodec
 from engine.stream.errors import TaskFencedError
-from engine.stream.metrics import ProcessingMetrics
-from engine.stream.replies import ReplyRoutes
-from engine.stream.transaction import BatchTransaction
+from tests.support.memory import QuietProducer, batch_transaction
 
 _FENCED = "Failed to add partitions to transaction: Local: This instance has been fenced"
 
@@ -37,28 +32,13 @@ def _masked_fatal_error() -> SystemError:
         return masked
 
 
-class _FencedWhileServing:
+class _FencedWhileServing(QuietProducer):
     """A transactional producer that commits, then meets the fatal error when it serves the
     batch's delivery reports."""
 
     def __init__(self, raised: BaseException) -> None:
+        super().__init__()
         self.raised = raised
-        self.aborted = 0
-
-    def begin_transaction(self) -> None:
-        pass
-
-    def produce(self, *_: Any) -> None:
-        pass
-
-    def send_offsets_to_transaction(self, *_: Any) -> None:
-        pass
-
-    def commit_transaction(self, _timeout: float) -> None:
-        pass
-
-    def abort_transaction(self, _timeout: float) -> None:
-        self.aborted += 1
 
     def poll(self, _timeout: float) -> int:
         raise self.raised
@@ -66,17 +46,7 @@ class _FencedWhileServing:
 
 def _commit(producer: _FencedWhileServing) -> list[str]:
     forgotten: list[str] = []
-    transaction = BatchTransaction(
-        producer,  # type: ignore[arg-type]
-        "t.log",
-        3,
-        RecordCodec(),
-        ReplyRoutes(frozenset()),
-        lambda: None,
-        lambda: forgotten.append("state"),
-        lambda: None,
-        ProcessingMetrics(),
-    )
+    transaction = batch_transaction(producer, lambda: forgotten.append("state"), lambda: None)
     transaction.commit(ProcessingOutput(), [TopicPartition("t.log", 3, 42)])
     return forgotten
 

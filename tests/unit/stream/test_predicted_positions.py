@@ -272,29 +272,8 @@ class _ReadBack:
 def test_own_records_read_back_are_passed_over_and_a_foreign_command_among_them_is_not(
     tmp_path: Path,
 ) -> None:
-    engine = Engine()
-
-    def create(record: Record, ctx: ProcessingContext) -> None:
-        ctx.append_event(Creation.CREATED, record.value, ctx.keys.next_key())
-
-    engine.processor(Creation.CREATE, create)
-    db = PartitionDb(tmp_path / "state")
     producer = _PartitionedProducer()
-    machine = ProcessingStateMachine(
-        topic=TOPIC,
-        partition=PARTITION,
-        partition_count=1,
-        engine=engine,
-        codec=CODEC,
-        db=db,
-        keys=KeyGenerator(db, PARTITION + 1),
-        producer=producer,  # type: ignore[arg-type]
-        group_metadata=lambda: None,
-        rewind=lambda *_: None,
-        next_offset=0,
-        ingress_topic="t.commands",
-        next_ingress_offset=0,
-    )
+    machine = _machine(tmp_path, producer, moves=None)  # the consumer is never moved here
     ingress = [
         Message("t.commands", PARTITION, n, CODEC.encode(_creation()), record_headers(_creation()))
         for n in range(2)
@@ -306,15 +285,17 @@ def test_own_records_read_back_are_passed_over_and_a_foreign_command_among_them_
     assert machine.process([*(_ReadBack(offset) for offset in range(4)), foreign]) == 1
     assert machine.next_offset == 6
     assert machine.transaction.written is None  # no copies led the batch: its start unknown
-    db.close()
+    machine.db.close()
 
 
 # -- own records the log consumer is moved past (`ProcessingStateMachine._skip_own`) ----------
 
 
 def _machine(
-    tmp_path: Path, producer: _PartitionedProducer, moves: list[int]
+    tmp_path: Path, producer: _PartitionedProducer, moves: list[int] | None
 ) -> ProcessingStateMachine:
+    """A one-partition machine whose processor answers a creation with one event, over
+    `producer`; the offsets it moves the log consumer to go to `moves` (None: not moved)."""
     engine = Engine()
 
     def create(record: Record, ctx: ProcessingContext) -> None:
@@ -336,7 +317,7 @@ def _machine(
         next_offset=0,
         ingress_topic="t.commands",
         next_ingress_offset=0,
-        skip_log=moves.append,
+        skip_log=None if moves is None else moves.append,
     )
 
 
