@@ -33,7 +33,8 @@ client commands from the ingress topic `<ns>.commands` (each in offset order):
    on the next batch's transaction, or on one of their own once `READ_ONLY_COMMIT_S` passed
    without one (`commit_read_only`). Reading them again after a crash changes nothing. Once
    every offset from where the log consumer stands to the batch's last record is known to be
-   its own (`_skip_own`), the consumer is moved past them instead: nothing to read back.
+   its own (`engine.stream.own_records`), the consumer is moved past them instead: nothing to
+   read back.
 
 Kafka errors: retriable -> retry; abortable -> abort, drop the overlay, rewind to the committed
 offset; fatal or fenced -> TaskFencedError, the task is dropped.
@@ -43,7 +44,6 @@ from __future__ import annotations
 
 import logging
 import time
-from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -72,15 +72,13 @@ from engine.stream.failures import reject_undecodable
 from engine.stream.ingress import Admission, Copy, Forward, Refused
 from engine.stream.metrics import ProcessingMetrics
 from engine.stream.offset_commits import OFFSETS_COMMIT_S, OffsetCommits, writes_on
+from engine.stream.own_records import OwnRanges
 from engine.stream.provisional import provisional, settle
 from engine.stream.replies import ReplyRoutes
 from engine.stream.transaction import BatchTransaction, offset_of
 
 _LOG = logging.getLogger("partita.processing")
 _TXN_TIMEOUT_S = 30.0
-_WRITTEN_RANGES = 64
-"""Own-record ranges kept until read back (`_written`); older ones are dropped, and their
-records are then told apart by their headers, as any record is."""
 READ_ONLY_COMMIT_S = 0.1
 """The longest the offsets of read-only batches wait for a transaction to ride on, as Kafka
 Streams' `commit.interval.ms` under exactly-once: what `partita status` shows as lag."""
@@ -152,10 +150,9 @@ class ProcessingStateMachine:
         self._last_event_offset = -1
         self.offset_commits = OffsetCommits(offsets_commit_s)
         """When the offsets go to the engine group (`engine.stream.offset_commits`)."""
-        self._written: deque[tuple[int, int, int]] = deque(maxlen=_WRITTEN_RANGES)
-        """Log offset ranges only this partition's own committed records hold, none of them a
-        command to process (`BatchTransaction.written`), until read back: those records are
-        passed over without building their headers (a busy log is mostly such records)."""
+        self._own = OwnRanges()
+        """Log offsets only this partition's own committed records hold (`own_records`): read
+        back, passed over without their headers (a busy log is mostly such records)."""
         self._read_only_since: float | None = None
         """When the first read-only batch since the last commit was read (monotonic)."""
         self.awaiting = AwaitedResults()
@@ -274,7 +271,7 @@ class ProcessingStateMachine:
         last log offset read (-1: none new)."""
         pending = []
         last_offset = -1
-        written = self._written
+        written = self._own.ranges
         for message in messages:
             offset = offset_of(message)
             if offset < self.next_offset:
@@ -427,9 +424,7 @@ class ProcessingStateMachine:
             output, offsets, settle_copies if copies else None, positions=(processed, ingested)
         )
         if self.transaction.written is not None:
-            first, last = self.transaction.written
-            own_from = self.transaction.own_from
-            self._written.append((first, last, first if own_from is None else own_from))
+            self._own.add(self.transaction.written, self.transaction.own_from)
         self.offset_commits.committed(now, sent)
         self.awaiting.commit()
         self.metrics.batches += 1
@@ -439,7 +434,9 @@ class ProcessingStateMachine:
         applied = self._last_event_offset if self._last_event_offset >= 0 else None
         if last_offset >= 0:
             self.next_offset = last_offset + 1
-        own_end = self._own_end() if self.skip_log is not None else -1
+        own_end = -1
+        if self.skip_log is not None and self.transaction.own_from is not None:
+            own_end = self._own.end_from(self.next_offset)  # past the batch's own records?
         processed_now = max(last_offset, own_end - 1)  # the records passed over are processed
         self.db.commit(
             last_processed_position=processed_now if processed_now >= 0 else None,
@@ -451,23 +448,6 @@ class ProcessingStateMachine:
             self.next_ingress_offset = last_ingress + 1
         if own_end > self.next_offset and self.skip_log is not None:
             self._skip_own(self.skip_log, own_end)
-
-    def _own_end(self) -> int:
-        """Where the log consumer can be moved to past the records the batch just committed
-        (-1: it cannot): every offset from where it stands to their end must be this
-        partition's own, a chain of committed ranges (`_written`), each either entered from
-        where the consumer stands or starting right after the commit marker of the one before
-        (its copies landed where expected: nothing else fits there)."""
-        if self.transaction.own_from is None:
-            return -1
-        position = self.next_offset
-        for first, last, own_from in self._written:
-            if last < position:
-                continue
-            if min(first, own_from) > position:
-                return -1  # an offset not known to be its own: read the log from here
-            position = last + 1
-        return position
 
     def _skip_own(self, skip_log: Callable[[int], None], position: int) -> None:
         """Move the log consumer to `position`: reading back the records before it would only

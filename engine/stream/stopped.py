@@ -74,14 +74,21 @@ def commit_stopped(
     same offset changes nothing else) with the marker as its metadata. Raises what
     confluent-kafka raises; the marker becomes visible once the transaction's markers are
     written (usually milliseconds)."""
+    marked = TopicPartition(topic, partition, offset, metadata=encode(error))
+    commit_offset(producer, group_metadata, marked, timeout)
+
+
+def commit_offset(
+    producer: Any, group_metadata: Any, offset: TopicPartition, timeout: float = 30.0
+) -> None:
+    """Commit the engine group's `offset` (with its metadata) in a transaction of its own of
+    the partition's transactional producer, under the wedged-call watch. Raises what
+    confluent-kafka raises, a fatal error as the KafkaException it is."""
+    partition = offset.partition
     with fatal_errors():
         producer.begin_transaction()
         with WATCH.guard(f"partition {partition}: send_offsets_to_transaction", timeout):
-            producer.send_offsets_to_transaction(
-                [TopicPartition(topic, partition, offset, metadata=encode(error))],
-                group_metadata,
-                timeout,
-            )
+            producer.send_offsets_to_transaction([offset], group_metadata, timeout)
         with WATCH.guard(f"partition {partition}: commit_transaction", timeout):
             producer.commit_transaction(timeout)
 

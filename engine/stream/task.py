@@ -43,9 +43,8 @@ from engine.stream.replay import ReplayResult
 from engine.stream.replies import ReplyRoutes
 from engine.stream.restorer import Mode, Restorer
 from engine.stream.skips import from_env as skips_from_env
-from engine.stream.stopped import commit_stopped
+from engine.stream.stopped import commit_offset, commit_stopped
 from engine.stream.stopped import decode as decode_stopped
-from engine.stream.wedged import WATCH
 
 _LOG = logging.getLogger("partita.task")
 _LOCK_WAIT_S = 120.0
@@ -279,16 +278,11 @@ class PartitionTask:
     def _clear_stopped_marker(self) -> None:
         """A partition that processes again is no longer STOPPED: commit its offset without
         the marker (processing's own commits would, but only once a record arrives)."""
-        with clients.fatal_errors():
-            self.producer.begin_transaction()
-            with WATCH.guard(f"partition {self.partition}: send_offsets_to_transaction", 30):
-                self.producer.send_offsets_to_transaction(
-                    [TopicPartition(self.topic, self.partition, self._resume[0])],
-                    self.consumer.consumer_group_metadata(),
-                    30,
-                )
-            with WATCH.guard(f"partition {self.partition}: commit_transaction", 30):
-                self.producer.commit_transaction(30)
+        commit_offset(
+            self.producer,
+            self.consumer.consumer_group_metadata(),
+            TopicPartition(self.topic, self.partition, self._resume[0]),
+        )
         _LOG.info("partition %d: processing again; the STOPPED mark is cleared", self.partition)
 
     def _resume_offsets(self) -> tuple[int, int]:
@@ -364,7 +358,7 @@ class PartitionTask:
         self.consumer.seek(TopicPartition(self.topic, self.partition, offset))
 
     def _rewind(self, offset: int, ingress_offset: int) -> None:
-        self.consumer.seek(TopicPartition(self.topic, self.partition, offset))
+        self._skip_log(offset)
         self.consumer.seek(TopicPartition(self.ingress_topic, self.partition, ingress_offset))
 
     @property
