@@ -20,10 +20,16 @@ relay reads its log back as the engine does. A bare job worker answers each job 
 the client times each journey from create to reply. Next to the engine's latency at the same
 rate, it tells what the engine's work adds to what Kafka's transactions cost.
 
+With `producers` above 1 the relay takes turns between that many transactional producers:
+while one transaction's commit is under way (on a thread of its own), the next batch is written
+by the next producer, and its commit starts once the one before it has ended. The engine writes
+a partition with one producer, so `bench e2e` compares it with one; more shows what overlapping
+the commits would take off Kafka's share.
+
 `run` times the journeys (`partita bench journey`; `partita bench e2e` runs it at its latency
 rate). Roles, each run in its own process like the engine's parties:
 
-    python -m engine.bench.journey relay BOOTSTRAP NAMESPACE
+    python -m engine.bench.journey relay BOOTSTRAP NAMESPACE [PRODUCERS]
     python -m engine.bench.journey jobs BOOTSTRAP NAMESPACE
 
 Each prints `ready` once it reads its topics and stops on SIGTERM.
@@ -40,7 +46,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.cimpl import NewTopic
 
 from engine.bench.hops import created_ms, read_partition, summary
@@ -136,8 +142,41 @@ def _stop_on_sigterm() -> threading.Event:
     return stopping
 
 
-def relay(config: Config) -> None:
-    """The engine's place on the journey: see the module's text."""
+class _Committer:
+    """Commits one transaction at a time on a thread of its own (librdkafka commits without
+    holding the GIL), so that another producer writes the next batch meanwhile."""
+
+    def __init__(self) -> None:
+        self._idle = threading.Event()
+        self._idle.set()
+        self._error: BaseException | None = None
+
+    def start(self, producer: Producer) -> None:
+        """Commit `producer`'s transaction once the one before it has ended."""
+        self.wait()
+        self._idle.clear()
+        threading.Thread(target=self._commit, args=(producer,), daemon=True).start()
+
+    def _commit(self, producer: Producer) -> None:
+        try:
+            producer.commit_transaction(30)
+            producer.poll(0)
+        except BaseException as exc:  # handed to the relay's thread by `wait`
+            self._error = exc
+        finally:
+            self._idle.set()
+
+    def wait(self) -> None:
+        """Until the last commit started has ended; raises what it raised."""
+        self._idle.wait()
+        error, self._error = self._error, None
+        if error is not None:
+            raise error
+
+
+def relay(config: Config, producers: int = 1) -> None:
+    """The engine's place on the journey, taking turns between `producers` transactional
+    producers: see the module's text."""
     topics = Topics.of(config.namespace)
     access = kafka_access(config, KafkaRole.ENGINE)
     samples = _sample_records()
@@ -145,12 +184,17 @@ def relay(config: Config) -> None:
     job_value, job_headers = samples["job"]
     reply_value, reply_headers = samples["reply"]
     consumer = group_consumer(access, f"{config.namespace}.journey")  # assign only: never joins
-    producer = transactional_producer(access, f"{config.namespace}.journey", 0)
-    producer.init_transactions(60)
+    turns = [
+        transactional_producer(access, f"{config.namespace}.journey", n) for n in range(producers)
+    ]
+    for producer in turns:
+        producer.init_transactions(60)
+    committer = _Committer()
     consumer.assign([TopicPartition(topics.log, 0, 0), TopicPartition(topics.inbound, 0, 0)])
     stopping = _stop_on_sigterm()
     print("ready", flush=True)
     offsets: dict[str, TopicPartition] = {}
+    turn = 0
     while not stopping.is_set():
         messages = consume_available(consumer, CONSUME_BATCH, 0.05)
         commands = [m for m in messages if m.error() is None and m.topic() == topics.inbound]
@@ -161,6 +205,7 @@ def relay(config: Config) -> None:
         )
         if not commands:
             continue  # its own log read back: the offsets ride on the next transaction
+        producer, turn = turns[turn], (turn + 1) % producers
         producer.begin_transaction()
         for message in commands:
             copy_headers = [
@@ -185,8 +230,12 @@ def relay(config: Config) -> None:
             list(offsets.values()), consumer.consumer_group_metadata(), 30
         )
         producer.flush(30)  # every delivery: where the engine checks its copies' positions
-        producer.commit_transaction(30)
-        producer.poll(0)
+        if producers == 1:
+            producer.commit_transaction(30)  # as the engine does
+            producer.poll(0)
+        else:
+            committer.start(producer)
+    committer.wait()
     consumer.close()
 
 
@@ -295,11 +344,12 @@ def run(
     broker_pid: int | None = None,
     warm_up: int = 200,
     keep_topics: bool = False,
+    producers: int = 1,
 ) -> dict[str, Any]:
-    """`instances` journeys at `rate`, after `warm_up` untimed ones: the relay and the job
-    worker in their own processes, the client in this one, on a fresh namespace of the
-    configured cluster (deleted afterwards unless `keep_topics`). `broker_pid`: the local
-    broker, whose CPU is sampled."""
+    """`instances` journeys at `rate`, after `warm_up` untimed ones: the relay (taking turns
+    between `producers` transactional producers) and the job worker in their own processes,
+    the client in this one, on a fresh namespace of the configured cluster (deleted afterwards
+    unless `keep_topics`). `broker_pid`: the local broker, whose CPU is sampled."""
     with (
         tempfile.TemporaryDirectory(prefix="partita-bench-journey-") as scratch,
         scratch_namespace(config, "journey", keep=keep_topics, home=Path(scratch)) as raw_config,
@@ -309,7 +359,14 @@ def run(
         relaying, answering = children = [
             Child(
                 f"raw journey {role}",
-                [sys.executable, "-m", "engine.bench.journey", role, *cluster],
+                [
+                    sys.executable,
+                    "-m",
+                    "engine.bench.journey",
+                    role,
+                    *cluster,
+                    *([str(producers)] if role == "relay" else []),
+                ],
                 Path(scratch) / f"journey-{role}.log",
                 raw_config.kafka_env(),
             )
@@ -337,7 +394,12 @@ def run(
             for child in children:
                 child.stop()
         measured["hops_ms"] = journey_hops(raw_config, Topics.of(raw_config.namespace), since_ms)
-    return {"rate": rate, "namespace": raw_config.namespace, **measured}
+    return {
+        "rate": rate,
+        "producers": producers,
+        "namespace": raw_config.namespace,
+        **measured,
+    }
 
 
 def journey_hops(config: Config, topics: Topics, since_ms: int) -> dict[str, Any]:
@@ -374,9 +436,12 @@ def journey_hops(config: Config, topics: Topics, since_ms: int) -> dict[str, Any
 
 
 def main(argv: list[str]) -> int:
-    role, bootstrap, namespace = argv
+    role, bootstrap, namespace, *rest = argv
     config = Config.from_env().with_overrides(bootstrap_servers=bootstrap, namespace=namespace)
-    {"relay": relay, "jobs": jobs}[role](config)
+    if role == "relay":
+        relay(config, int(rest[0]) if rest else 1)
+    else:
+        jobs(config)
     return 0
 
 

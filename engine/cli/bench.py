@@ -51,11 +51,14 @@ Exit code 1 unless every waiting instance continued.
 JOURNEY_EXAMPLES = """examples:
   partita bench journey                    3000 journeys at 200/s on the local broker
   partita bench journey --rate 20 --instances 1000
+  partita bench journey --producers 2     the relay takes turns between 2 producers
 
 A relay in the engine's place makes the engine's Kafka calls in its order (copies, events and
 job or reply, offsets, every delivery, commit) with no processing, and a bare job worker
 answers each job: what Kafka's transactions alone cost a one-task instance. `partita bench e2e`
-prints it next to the engine's latency. Exit code 1 unless every journey was answered.
+prints it next to the engine's latency. With --producers 2 the relay writes each batch with the
+producer whose commit is not under way: what overlapping the commits would take off Kafka's
+share (the engine writes a partition with one). Exit code 1 unless every journey was answered.
 """
 
 TXN_EXAMPLES = """examples:
@@ -123,10 +126,12 @@ def cmd_bench_loop(args: argparse.Namespace) -> int:
 def cmd_bench_journey(args: argparse.Namespace) -> int:
     from engine.bench import journey
 
+    if args.producers < 1:
+        raise ConfigError(f"--producers takes a count of at least 1, not {args.producers}")
     config = build_config(args)
     progress(
         f"A one-task instance's journey through Kafka alone at {config.bootstrap}:"
-        f" {args.instances} at {args.rate:g}/s"
+        f" {args.instances} at {args.rate:g}/s, {args.producers} transactional producer(s)"
     )
     result = journey.run(
         config,
@@ -135,6 +140,7 @@ def cmd_bench_journey(args: argparse.Namespace) -> int:
         progress=progress,
         broker_pid=local_broker_pid(config),
         keep_topics=args.keep_topics,
+        producers=args.producers,
     )
     print(json.dumps({"bench": "journey", **result}))
     return 0 if result["unanswered"] == 0 else 1
@@ -250,6 +256,13 @@ def register(commands: Subcommands) -> None:
     )
     journey_bench.add_argument(
         "--rate", type=float, default=200.0, help="journeys started per second (default: 200)"
+    )
+    journey_bench.add_argument(
+        "--producers",
+        type=int,
+        default=1,
+        help="transactional producers the relay takes turns between, committing one while the"
+        " next writes (default: 1, as the engine)",
     )
     txn_bench = add_command(
         benches,

@@ -192,3 +192,34 @@ def test_bench_loop_rounds_report_the_median_and_every_round(
 def test_bench_loop_refuses_no_rounds(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["bench", "loop", "--rounds", "0"]) == 1
     assert "--rounds takes a count of at least 1, not 0" in capsys.readouterr().err
+
+
+def test_bench_journey_refuses_no_producers(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["bench", "journey", "--producers", "0"]) == 1
+    assert "--producers takes a count of at least 1, not 0" in capsys.readouterr().err
+
+
+class _FailingCommit:
+    def __init__(self) -> None:
+        self.committed = 0
+
+    def commit_transaction(self, timeout: float) -> None:
+        self.committed += 1
+        raise RuntimeError("fenced")
+
+    def poll(self, timeout: float) -> int:
+        return 0
+
+
+def test_the_relays_background_commit_hands_its_error_to_the_relay() -> None:
+    from engine.bench.journey import _Committer
+
+    committer, producer = _Committer(), _FailingCommit()
+    committer.start(producer)  # type: ignore[arg-type]
+    with pytest.raises(RuntimeError, match="fenced"):
+        committer.wait()
+    committer.wait()  # raised once: the committer is idle and clean again
+    committer.start(producer)  # type: ignore[arg-type]
+    with pytest.raises(RuntimeError, match="fenced"):
+        committer.start(producer)  # type: ignore[arg-type]  # the next commit waits for it
+    assert producer.committed == 2
