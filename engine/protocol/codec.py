@@ -57,10 +57,11 @@ _TYPES: dict[tuple[str, str, type[Any]], tuple[ValueType, Any]] = {
 }
 """(value type symbol, intent symbol, value class) -> (value type, intent), for every
 combination a record may have: one lookup checks both and finds both."""
-_ENCODABLE: frozenset[tuple[ValueType, Any, type[Any]]] = frozenset(
-    (value_type, intent, cls) for (_, _, cls), (value_type, intent) in _TYPES.items()
-)
-"""(value type, intent, value class) of every record `encode` takes: one lookup checks all."""
+_VALUE_CLASS_OF_INTENTS: dict[type[Any], type[Any]] = {
+    INTENTS_BY_VALUE_TYPE[value_type]: cls for cls, value_type in VALUE_TYPES.items()
+}
+"""Intent enum -> the value class of its value type (one each): with `VALUE_TYPES`, two lookups
+by type check a record's value type, intent and value class together (the hot path)."""
 
 MAGIC = b"\xc3\x01"
 HEADER_SIZE = 10
@@ -166,7 +167,11 @@ class RecordCodec:
 
     def encode(self, record: Record) -> bytes:
         """The single-object encoding of `record`; EncodeError / RecordTooLargeError if invalid."""
-        if (record.value_type, record.intent, type(record.value)) not in _ENCODABLE:
+        cls = type(record.value)
+        if (
+            _VALUE_CLASS_OF_INTENTS.get(type(record.intent)) is not cls
+            or VALUE_TYPES.get(cls) is not record.value_type
+        ):
             self._refuse(record)
         try:
             data = self._encode(record)

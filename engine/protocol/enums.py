@@ -2,6 +2,11 @@
 and event types are the shared ones of `engine.elements`, re-exported here).
 
 The Avro enums in `avro/` carry the same symbols; a test keeps the two identical.
+
+Reading a member off its class (`RecordType.EVENT`) costs ~130 ns on Python 3.11, five times a
+module global: `EnumType.__getattr__` sends every class attribute through the slow path (3.12
+drops it). Modules on the per-record path bind the members they compare against to module
+names once (`_EVENT = RecordType.EVENT`); comparing members by identity stays the rule.
 """
 
 from __future__ import annotations

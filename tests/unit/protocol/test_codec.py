@@ -309,6 +309,15 @@ def test_encode_refuses_an_intent_of_another_value_type() -> None:
         CODEC.encode(wrong)
 
 
+def test_encode_refuses_a_value_of_another_value_type_or_no_value_class() -> None:
+    mismatched = Record(RecordType.COMMAND, ValueType.MESSAGE, JobIntent.COMPLETE, JobValue())
+    with pytest.raises(errors.EncodeError, match="value type MESSAGE does not match the value"):
+        CODEC.encode(mismatched)
+    not_a_value = Record(RecordType.COMMAND, ValueType.JOB, JobIntent.COMPLETE, {"retries": 3})  # type: ignore[arg-type]
+    with pytest.raises(errors.EncodeError, match="dict is not a record value class"):
+        CODEC.encode(not_a_value)
+
+
 def test_encode_refuses_numbers_beyond_avro_int_that_other_languages_cannot_read() -> None:
     with pytest.raises(errors.EncodeError, match="does not fit an Avro int"):
         CODEC.encode(command(JobIntent.COMPLETE, JobValue(retries=2**31)))
