@@ -287,6 +287,7 @@ class BatchTransaction:
         if last_event == last_record:
             callbacks = {last_event: delivered.on_both}
         encode, produce, log = self.codec.encode, producer.produce, self.topic
+        values = self.codec.encode_all([record for _, record in output.records])
         # positional arguments throughout (see engine.log.clients): (topic, value, key,
         # partition, on_delivery, callback, timestamp, headers)
         for index, (partition, record) in enumerate(output.records):
@@ -294,7 +295,7 @@ class BatchTransaction:
             if index == last_record and positions is not None:
                 headers = [*headers, processed_header(*positions)]
             key = command_key(record) if record.record_type is _COMMAND else None
-            produce(log, encode(record), key, partition, callbacks.get(index), None, NOW, headers)
+            produce(log, values[index], key, partition, callbacks.get(index), None, NOW, headers)
         for partition, raw, headers in output.forwarded:
             produce(log, raw, None, partition, None, None, NOW, headers)
         for topic, partition, job_key, record in output.pushed:

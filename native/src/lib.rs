@@ -24,7 +24,7 @@ use std::sync::Mutex;
 use pyo3::exceptions::{PyKeyError, PyOverflowError, PyTypeError, PyValueError};
 use pyo3::ffi;
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyBytes, PyDict, PyString, PyTuple, PyType};
+use pyo3::types::{PyBool, PyBytes, PyDict, PyList, PyString, PyTuple, PyType};
 
 /// Every table here is keyed by object addresses (and pairs of symbols), looked up for each
 /// field of each record: a multiply-rotate hash instead of the default SipHash, which is built
@@ -774,6 +774,57 @@ impl Slots {
 struct Encoder {
     records: Vec<EncodeRecord>,
     prefix: Vec<u8>,
+    /// For `encode_all`: what each record must agree with before it is written (`Kinds`).
+    kinds: Option<Kinds>,
+    /// For `encode_all`: the largest encoding it returns (0: any size).
+    max_bytes: usize,
+}
+
+/// The agreement `encode_all` checks on each record before it writes it: its intent (by
+/// address) names the only value type and value class it may go with. The attributes are
+/// those of the program's first record (the envelope).
+struct Kinds {
+    by_intent: HashMap<usize, (usize, usize)>,
+    _keep: Vec<Py<PyAny>>,
+    value_type: Py<PyString>,
+    intent: Py<PyString>,
+    value: Py<PyString>,
+}
+
+impl Kinds {
+    fn of(table: &Bound<'_, PyDict>) -> PyResult<Self> {
+        let py = table.py();
+        let mut by_intent = HashMap::default();
+        let mut keep = Vec::new();
+        for (intent, pair) in table.iter() {
+            let pair = pair.cast::<PyTuple>()?;
+            let (value_type, class) = (pair.get_item(0)?, pair.get_item(1)?);
+            by_intent.insert(
+                intent.as_ptr() as usize,
+                (value_type.as_ptr() as usize, class.as_ptr() as usize),
+            );
+            keep.extend([intent.unbind(), value_type.unbind(), class.unbind()]);
+        }
+        Ok(Kinds {
+            by_intent,
+            _keep: keep,
+            value_type: PyString::intern(py, "value_type").unbind(),
+            intent: PyString::intern(py, "intent").unbind(),
+            value: PyString::intern(py, "value").unbind(),
+        })
+    }
+
+    /// Whether `record`'s value type, intent and value class go together.
+    fn agree(&self, record: &Bound<'_, PyAny>) -> PyResult<bool> {
+        let py = record.py();
+        let intent = record.getattr(self.intent.bind(py))?;
+        let Some(&(value_type, class)) = self.by_intent.get(&(intent.as_ptr() as usize)) else {
+            return Ok(false);
+        };
+        let value = record.getattr(self.value.bind(py))?;
+        Ok(value.get_type().as_ptr() as usize == class
+            && record.getattr(self.value_type.bind(py))?.as_ptr() as usize == value_type)
+    }
 }
 
 fn parse_encode_op(op: &Bound<'_, PyAny>) -> PyResult<EncodeOp> {
@@ -1005,7 +1056,13 @@ fn out_of_range(value: &Bound<'_, PyAny>, bits: u32) -> PyErr {
 #[pymethods]
 impl Encoder {
     #[new]
-    fn new(program: &Bound<'_, PyAny>, prefix: &[u8]) -> PyResult<Self> {
+    #[pyo3(signature = (program, prefix, kinds=None, max_bytes=0))]
+    fn new(
+        program: &Bound<'_, PyAny>,
+        prefix: &[u8],
+        kinds: Option<&Bound<'_, PyDict>>,
+        max_bytes: usize,
+    ) -> PyResult<Self> {
         let mut records = Vec::new();
         for entry in program.try_iter()? {
             let entry = entry?;
@@ -1058,6 +1115,8 @@ impl Encoder {
         Ok(Encoder {
             records,
             prefix: prefix.to_vec(),
+            kinds: kinds.map(Kinds::of).transpose()?,
+            max_bytes,
         })
     }
 
@@ -1067,5 +1126,36 @@ impl Encoder {
         out.extend_from_slice(&self.prefix);
         self.record(&mut out, value, 0, 0)?;
         Ok(PyBytes::new(value.py(), &out))
+    }
+
+    /// `encode` of each record of the list `records`, in one call: each must agree with the
+    /// `kinds` given (value type, intent, value class) and encode to at most `max_bytes`.
+    /// Raises ValueError naming the first that does not (the caller's per-record path says
+    /// why), or what `encode` raises.
+    fn encode_all<'py>(&self, records: &Bound<'py, PyList>) -> PyResult<Bound<'py, PyList>> {
+        let py = records.py();
+        let mut encoded = Vec::with_capacity(records.len());
+        let mut out = Vec::with_capacity(256);
+        for (index, record) in records.iter().enumerate() {
+            if let Some(kinds) = &self.kinds {
+                if !kinds.agree(&record)? {
+                    return Err(PyValueError::new_err(format!(
+                        "record {index}: its value type, intent and value do not go together"
+                    )));
+                }
+            }
+            out.clear();
+            out.extend_from_slice(&self.prefix);
+            self.record(&mut out, &record, 0, 0)?;
+            if self.max_bytes > 0 && out.len() > self.max_bytes {
+                return Err(PyValueError::new_err(format!(
+                    "record {index} is {} bytes, over the limit of {}",
+                    out.len(),
+                    self.max_bytes
+                )));
+            }
+            encoded.push(PyBytes::new(py, &out));
+        }
+        PyList::new(py, encoded)
     }
 }

@@ -22,9 +22,11 @@ from engine.protocol.codec import HEADER_SIZE, MAGIC, RecordCodec
 from engine.protocol.decoder import compile_decoder
 from engine.protocol.enums import ValueType
 from engine.protocol.errors import EncodeError
-from engine.protocol.native import mode, native_decoder
+from engine.protocol.intents import JobIntent, MessageIntent
+from engine.protocol.native import mode, native_all_encoder, native_decoder
 from engine.protocol.records import Record
 from engine.protocol.schemas import current_schema
+from engine.protocol.values import JobValue
 from tests.fuzz import fuzz_settings
 from tests.fuzz.test_codec_fuzz import CODEC, damaged, records
 from tests.unit.protocol.samples import sample_record
@@ -291,3 +293,26 @@ def test_a_record_subclass_encodes_as_the_record_it_extends() -> None:
     subclassed = Subclassed(**{f.name: getattr(record, f.name) for f in fields(record)})
     codec = _compiled_codec()
     assert codec._encode(subclassed) == codec.encode(record) == PURE_CODEC.encode(record)
+
+
+def test_the_compiled_encode_all_checks_each_record_before_it_writes_it() -> None:
+    """Without its own checks the compiled batch encoder would write a record whose intent
+    names another value type: it refuses it, naming the record, and the codec's per-record
+    path then says why."""
+    _compiled()
+    kinds = {JobIntent.COMPLETE: (ValueType.JOB, JobValue)}
+    encode_all = native_all_encoder(
+        current_schema().raw, Record, CODEC.encode(sample_record(ValueType.JOB))[:10], kinds, 200
+    )
+    assert encode_all is not None
+    good = sample_record(ValueType.JOB)
+    good = replace(good, intent=JobIntent.COMPLETE, value=JobValue())
+    assert encode_all([good, good]) == [CODEC.encode(good)] * 2
+    foreign = replace(good, intent=MessageIntent.PUBLISH)
+    with pytest.raises(ValueError, match="record 1: its value type, intent and value do not"):
+        encode_all([good, foreign])
+    with pytest.raises(ValueError, match="record 0: its value type"):
+        encode_all([replace(good, value_type=ValueType.MESSAGE)])
+    big = replace(good, value=JobValue(variables='{"x": "' + "y" * 300 + '"}'))
+    with pytest.raises(ValueError, match=r"record 0 is \d+ bytes, over the limit of 200"):
+        encode_all([big])

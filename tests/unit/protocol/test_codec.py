@@ -318,6 +318,26 @@ def test_encode_refuses_a_value_of_another_value_type_or_no_value_class() -> Non
         CODEC.encode(not_a_value)
 
 
+def test_encode_all_writes_what_encode_writes_for_each_record_in_order() -> None:
+    records = [sample_record(value_type) for value_type in ValueType]
+    assert CODEC.encode_all(records) == [CODEC.encode(record) for record in records]
+    assert CODEC.encode_all([]) == []
+
+
+def test_encode_all_refuses_what_encode_refuses_with_the_same_error() -> None:
+    good = command(JobIntent.COMPLETE, JobValue())
+    mismatched = Record(RecordType.COMMAND, ValueType.JOB, MessageIntent.PUBLISH, JobValue())
+    with pytest.raises(errors.EncodeError, match="not an intent of JOB"):
+        CODEC.encode_all([good, mismatched])
+    wrong_class = Record(RecordType.COMMAND, ValueType.MESSAGE, JobIntent.COMPLETE, JobValue())
+    with pytest.raises(errors.EncodeError, match="value type MESSAGE does not match the value"):
+        CODEC.encode_all([wrong_class, good])
+    small = RecordCodec(max_record_bytes=1024)
+    big = command(JobIntent.COMPLETE, JobValue(variables=json.dumps({"blob": "x" * 2000})))
+    with pytest.raises(errors.RecordTooLargeError, match="over the limit of 1024"):
+        small.encode_all([good, big])
+
+
 def test_encode_refuses_numbers_beyond_avro_int_that_other_languages_cannot_read() -> None:
     with pytest.raises(errors.EncodeError, match="does not fit an Avro int"):
         CODEC.encode(command(JobIntent.COMPLETE, JobValue(retries=2**31)))
