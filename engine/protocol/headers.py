@@ -44,19 +44,22 @@ _EVENT_HEADER = (RECORD_TYPE, EVENT)
 """The first header of every event the engine writes (`record_headers`): compared whole, it
 tells most records read back apart without searching their headers."""
 
-_HEADER_CACHE: dict[tuple[object, object, object], Headers] = {}
+_HEADER_CACHE: dict[object, dict[object, Headers]] = {}
+"""record type -> intent -> headers (an intent names its value type): two lookups by identity,
+no key tuple to build, for every record written."""
 
 
 def record_headers(record: Record) -> Headers:
     """The filter headers of `record` (a shared list per kind of record: do not mutate)."""
-    kind = (record.record_type, record.value_type, record.intent)
-    cached = _HEADER_CACHE.get(kind)
+    by_intent = _HEADER_CACHE.get(record.record_type)
+    cached = by_intent.get(record.intent) if by_intent is not None else None
     if cached is None:
-        cached = _HEADER_CACHE[kind] = [
+        cached = [
             (RECORD_TYPE, record.record_type.value.encode()),
             (VALUE_TYPE, record.value_type.value.encode()),
             (INTENT, record.intent.name.encode()),
         ]
+        _HEADER_CACHE.setdefault(record.record_type, {})[record.intent] = cached
     return cached
 
 

@@ -9,10 +9,16 @@ import ast
 import importlib
 from pathlib import Path
 
+from msgspec.structs import replace
+
+from engine.processing import ProcessingContext
 from engine.processing.builtin import HANDLER_MODULES, build_engine
 from engine.processing.engine import Engine, Handlers
 from engine.processing.handlers_doc import render
+from engine.protocol.enums import RecordType, ValueType
 from engine.protocol.intents import JobIntent
+from engine.protocol.records import Record, command
+from engine.protocol.values import JobValue
 
 ROOT = Path(__file__).resolve().parents[2]
 PROCESSING = ROOT / "engine" / "processing"
@@ -167,3 +173,18 @@ def test_processing_modules_import_each_other_without_a_cycle() -> None:
 
     for name in sorted(graph):
         visit(name, [])
+
+
+def test_a_processor_is_found_for_its_command_only() -> None:
+    engine = Engine()
+
+    def complete(record: Record, ctx: ProcessingContext) -> None:
+        del record, ctx
+
+    engine.processor(JobIntent.COMPLETE, complete)
+    job_command = command(JobIntent.COMPLETE, JobValue())
+    assert engine.find_processor(job_command) is complete
+    assert engine.find_processor(command(JobIntent.FAIL, JobValue())) is None
+    assert engine.find_processor(replace(job_command, record_type=RecordType.EVENT)) is None
+    # an intent of JOB on a record claiming another value type finds nothing
+    assert engine.find_processor(replace(job_command, value_type=ValueType.MESSAGE)) is None
