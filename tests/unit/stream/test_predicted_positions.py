@@ -59,6 +59,10 @@ class _PartitionedProducer(ProducerDouble):
         self._pending: list[tuple[int, Any]] = []
         self._delivered: list[tuple[Any, _Message]] = []
         self._touched: set[int] = set()
+        self.reports: list[bool] = []
+        """Per record produced: whether it asked for a delivery report."""
+        self.foreign_after: int | None = None
+        """Another producer's record lands after this many of the next flush's records."""
 
     def write_elsewhere(self, partition: int, records: int = 1) -> None:
         """Another producer's committed transaction on `partition`: its records and marker."""
@@ -70,12 +74,16 @@ class _PartitionedProducer(ProducerDouble):
     def queue(self, produced: Produced) -> None:
         self.calls.append("produce")
         self._pending.append((produced.partition, produced.on_delivery))
+        self.reports.append(produced.on_delivery is not None)
 
     def send_offsets_to_transaction(self, *_: Any) -> None:
         self.calls.append("offsets")
 
     def flush(self, _timeout: float = 0) -> int:
-        for partition, callback in self._pending:
+        for index, (partition, callback) in enumerate(self._pending):
+            if index == self.foreign_after:
+                self.ends[partition] += 1
+                self.foreign_after = None
             message = _Message(partition, self.ends[partition])
             self.ends[partition] += 1
             self._touched.add(partition)
@@ -201,6 +209,22 @@ def test_a_copy_that_lands_elsewhere_aborts_and_prediction_waits_for_twice_the_b
     assert batches.run() == (None, [26])  # twice
     assert batches.run() == ([30], [30])
     assert batches.metrics.predicted == 2
+
+
+def test_only_the_first_and_last_predicted_copy_report_and_a_record_among_them_aborts() -> None:
+    batches = _Batches()
+    batches.run()
+    batches.run()
+    batches.producer.reports.clear()
+    assert batches.run(copies=5, events=0) == ([8, 9, 10, 11, 12], [8, 9, 10, 11, 12])
+    assert batches.producer.reports == [True, False, False, False, True]
+    assert batches.transaction.next_position == 14  # copies 8-12, marker 13
+    assert batches.transaction.written == (8, 12)
+
+    batches.producer.foreign_after = 2  # lands between the second and third copy
+    with pytest.raises(AbortedBatchError):
+        batches.run(copies=5, events=0)
+    assert (batches.metrics.mispredicted, batches.forgotten) == (1, 1)
 
 
 def test_a_batch_that_writes_nothing_to_its_partition_keeps_the_prediction() -> None:
