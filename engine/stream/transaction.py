@@ -276,29 +276,37 @@ class BatchTransaction:
         -1 when one of them is a command to process when read back."""
         producer = self.producer
         own = self.partition
+        records = output.records
         last_event = last_record = -1
-        written = 0
-        command_left = any(partition == own for partition, _, _ in output.forwarded)
-        for index, (partition, record) in enumerate(output.records):
+        for index in range(len(records) - 1, -1, -1):  # from the end: most often one step
+            partition, record = records[index]
             if partition == own:
-                last_record = index
-                written += 1
+                if last_record < 0:
+                    last_record = index
                 if record.record_type is _EVENT:
                     last_event = index
-                elif record.record_type is _COMMAND:
-                    command_left = True  # to process when read back
+                    break
         callbacks = {last_event: delivered.on_event, last_record: delivered.on_own}
         if last_event == last_record:
             callbacks = {last_event: delivered.on_both}
+        written = 0
+        command_left = any(partition == own for partition, _, _ in output.forwarded)
         encode, produce, log = self.codec.encode, producer.produce, self.topic
-        values = self.codec.encode_all([record for _, record in output.records])
+        values = self.codec.encode_all([record for _, record in records])
         # positional arguments throughout (see engine.log.clients): (topic, value, key,
         # partition, on_delivery, callback, timestamp, headers)
-        for index, (partition, record) in enumerate(output.records):
+        for index, (partition, record) in enumerate(records):
             headers = record_headers(record)
             if index == last_record and positions is not None:
                 headers = [*headers, processed_header(*positions)]
-            key = command_key(record) if record.record_type is _COMMAND else None
+            key = None
+            if partition == own:
+                written += 1
+                if record.record_type is _COMMAND:
+                    key = command_key(record)
+                    command_left = True  # to process when read back
+            elif record.record_type is _COMMAND:
+                key = command_key(record)
             produce(log, values[index], key, partition, callbacks.get(index), None, NOW, headers)
         for partition, raw, headers in output.forwarded:
             produce(log, raw, None, partition, None, None, NOW, headers)
