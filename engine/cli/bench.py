@@ -13,6 +13,7 @@ from engine.errors import ConfigError
 BENCH_EXAMPLES = """examples:
   partita bench codec                  no broker needed
   partita bench state                  no broker needed
+  partita bench cpu                    the engine's CPU per command, no broker needed
   partita bench e2e                    the engine end to end, on the local broker
   partita bench recovery --instances 10000
   partita bench txn                    what each Kafka transaction call costs on this cluster
@@ -34,6 +35,15 @@ LOOP_EXAMPLES = """examples:
   partita bench loop                       20000 commands on the local broker
   partita bench loop --commands 100000 --bootstrap-servers kafka:9092
   partita bench loop --rounds 5            five pairs alternated: the median ratio, and each
+"""
+
+CPU_EXAMPLES = """examples:
+  partita bench cpu                        60000 commands in batches of 2000
+  partita bench cpu --commands 200000 --batch 500
+
+The engine side of `partita bench loop` without Kafka: what the engine's own work costs per
+command, steady where the loop's figures swing with the broker. Compare two checkouts by
+running it in each (e.g. a `git worktree`), alternated.
 """
 
 RECOVERY_EXAMPLES = """examples:
@@ -119,6 +129,17 @@ def cmd_bench_loop(args: argparse.Namespace) -> int:
     result = loop.run_rounds(
         config, args.commands, args.rounds, keep_topics=args.keep_topics, progress=progress
     )
+    print(json.dumps(result))
+    return 0
+
+
+def cmd_bench_cpu(args: argparse.Namespace) -> int:
+    from engine.bench import cpu
+
+    try:
+        result = cpu.run(args.commands, args.batch, progress=progress)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
     print(json.dumps(result))
     return 0
 
@@ -215,6 +236,22 @@ def register(commands: Subcommands) -> None:
         default=1,
         help="run the engine and the raw loop this many times, alternated, and report the"
         " medians (default: 1)",
+    )
+    cpu_bench = add_command(
+        benches,
+        "cpu",
+        cmd_bench_cpu,
+        "the engine's CPU per command on its batch path, without Kafka",
+        description="The engine side of `partita bench loop` (1 command -> 5 events) fed from"
+        " memory over a producer double: microseconds of engine work per command.",
+        examples=CPU_EXAMPLES,
+        cluster=False,
+    )
+    cpu_bench.add_argument(
+        "--commands", type=int, default=60_000, help="commands to process (default: 60000)"
+    )
+    cpu_bench.add_argument(
+        "--batch", type=int, default=2000, help="commands per batch (default: 2000)"
     )
     recovery_bench = add_command(
         benches,

@@ -66,7 +66,7 @@ class _Engine:
 
     def send_one(self) -> ProcessingMetrics:
         """Send the next command and wait until its batch committed; the task's counters."""
-        record = loop._command(self.sent)
+        record = loop.bench_command(self.sent)
         self.client.produce(
             self.config.commands_topic,
             CODEC.encode(record),
@@ -152,7 +152,7 @@ def test_the_log_consumer_moves_past_own_records_and_never_past_another_producer
             counted = engine.send_one()
         assert counted.predicted >= 2
         _until(lambda: engine.counted().not_read_back >= 1, "own records not read back")
-        engine.write_to_log(loop._command(1000))  # as another partition's engine forwards one
+        engine.write_to_log(loop.bench_command(1000))  # as another partition's engine forwards one
         _until(lambda: engine.counted().commands == engine.sent + 1, "the forwarded command")
         for _ in range(4):
             engine.send_one()

@@ -223,3 +223,30 @@ def test_the_relays_background_commit_hands_its_error_to_the_relay() -> None:
     with pytest.raises(RuntimeError, match="fenced"):
         committer.start(producer)  # type: ignore[arg-type]  # the next commit waits for it
     assert producer.committed == 2
+
+
+def test_bench_cpu_prints_the_engines_time_per_command(capsys: pytest.CaptureFixture[str]) -> None:
+    started = time.perf_counter()
+    assert main(["bench", "cpu", "--commands", "2000", "--batch", "400"]) == 0
+    elapsed_us = (time.perf_counter() - started) * 1e6
+    (line,) = capsys.readouterr().out.splitlines()
+    figures = json.loads(line)
+    assert (figures["bench"], figures["commands"], figures["batch"]) == ("cpu", 2000, 400)
+    # every command was copied into the log and wrote its 5 events
+    assert figures["records_produced"] == 2000 * 6
+    # the copies of all but the first batches went to predicted positions
+    assert 1 <= figures["batches_predicted"] <= 4
+    # the timed batches (after 3 of warm-up) fit in the command's time
+    assert 0 < figures["us_per_command_fastest_batch"] <= figures["us_per_command"]
+    assert figures["cpu_us_per_command"] > 0
+    assert 2 * 400 * figures["us_per_command"] <= elapsed_us
+
+
+def test_bench_cpu_refuses_too_few_commands_for_its_batches(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["bench", "cpu", "--commands", "1000", "--batch", "400"]) == 1
+    assert capsys.readouterr().err.strip() == (
+        "partita: error: 1000 commands make fewer than 4 batches of 400: give at least 1600"
+        " commands"
+    )
