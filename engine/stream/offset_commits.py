@@ -12,7 +12,9 @@ the group only:
 - when the batch writes nothing on its own partition (its positions have nothing to ride on).
 
 Offsets that trail are committed in a transaction of their own once they trailed `interval_s`
-(`ProcessingStateMachine.commit_read_only`), or at once on a graceful stop.
+(`ProcessingStateMachine.commit_read_only`), or at once on a graceful stop. They trail after a
+transaction that did not send them, and after the log consumer was moved past the partition's
+own records (nothing is read back then to commit them with).
 """
 
 from __future__ import annotations
@@ -50,6 +52,12 @@ class OffsetCommits:
             self._sent_counters = sent
             self.behind_since = None
         elif self.behind_since is None:
+            self.behind_since = now
+
+    def trail(self, now: float) -> None:
+        """The group's offsets trail from `now` on (unless they already did): e.g. the log
+        consumer was moved past records they do not cover."""
+        if self.behind_since is None:
             self.behind_since = now
 
     def trailed_long_enough(self, now: float) -> bool:

@@ -455,13 +455,16 @@ class ProcessingStateMachine:
     def _skip_own(self, skip_log: Callable[[int], None], position: int) -> None:
         """Move the log consumer to `position`: reading back the records before it would only
         pass them over. A move Kafka refuses (e.g. the partition is being revoked) changes
-        nothing: they are read back and passed over by offset."""
+        nothing: they are read back and passed over by offset. After a move the group's
+        offsets trail (no read-back batch will carry them): they are committed once they
+        trailed long enough (`commit_read_only`), or with the next batch."""
         self.next_offset = position
         try:
             skip_log(position)
         except KafkaException:
             return
         self.metrics.not_read_back += 1
+        self.offset_commits.trail(time.monotonic())
 
     def _forget(self) -> None:
         """Forget the batch's changes to state and to the map of awaited results."""

@@ -12,6 +12,7 @@ too, and every transaction that wrote to a partition leaves a marker there."""
 from __future__ import annotations
 
 import logging
+import time
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -59,6 +60,8 @@ class _PartitionedProducer(ProducerDouble):
         self._pending: list[tuple[int, Any]] = []
         self._delivered: list[tuple[Any, _Message]] = []
         self._touched: set[int] = set()
+        self.sent_offsets: list[dict[str, int]] = []
+        """The offsets each transaction sent to the group, by topic."""
         self.reports: list[bool] = []
         """Per record produced: whether it asked for a delivery report."""
         self.foreign_after: int | None = None
@@ -76,8 +79,9 @@ class _PartitionedProducer(ProducerDouble):
         self._pending.append((produced.partition, produced.on_delivery))
         self.reports.append(produced.on_delivery is not None)
 
-    def send_offsets_to_transaction(self, *_: Any) -> None:
+    def send_offsets_to_transaction(self, offsets: list[TopicPartition], *_: Any) -> None:
         self.calls.append("offsets")
+        self.sent_offsets.append({tp.topic: tp.offset for tp in offsets})
 
     def flush(self, _timeout: float = 0) -> int:
         for index, (partition, callback) in enumerate(self._pending):
@@ -373,6 +377,24 @@ def test_the_log_consumer_is_moved_past_own_records_once_all_before_them_is_proc
     assert machine.transaction.written == (17, 18)
     assert moves == [5, 8, 11]  # 12 is not its own: it must be read and processed
     assert machine.next_offset == 11
+    machine.db.close()
+
+
+def test_the_offsets_of_own_records_moved_past_go_to_the_group_once_they_trailed(
+    tmp_path: Path,
+) -> None:
+    producer, moves = _PartitionedProducer(), []
+    machine = _machine(tmp_path, producer, moves)
+    machine.process((), ingress=_ingress(0))
+    machine.offset_commits.expire()  # the next batch sends its offsets with its events
+    machine.process((), ingress=_ingress(1))  # copy 3, event 4, marker 5: moved past 0-5
+    assert moves == [5]
+    assert TOPIC not in producer.sent_offsets[-1]  # it read nothing of the log to commit
+    now = time.monotonic()
+    assert not machine.commit_read_only(now=now)  # not yet trailed long enough
+    assert machine.commit_read_only(now=now + 1)  # idle: nothing else would commit them
+    assert producer.sent_offsets[-1][TOPIC] == 5
+    assert not machine.commit_read_only(now=now + 2)  # and nothing trails now
     machine.db.close()
 
 
