@@ -11,12 +11,14 @@ chose to write.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import logging
+from collections.abc import Callable, Sequence
 
 from confluent_kafka import Message
 from msgspec import Struct
 from msgspec.structs import replace
 
+from engine.processing import ProcessingContext
 from engine.protocol.codec import RecordCodec
 from engine.protocol.enums import RecordType, RejectionType, ValueType
 from engine.protocol.errors import InvalidKeyError, ProtocolError, RecordTooLargeError
@@ -36,6 +38,9 @@ from engine.protocol.keys import kafka_partition_of_key
 from engine.protocol.records import NO_KEY, Record
 from engine.protocol.values import VALUE_CLASSES, ErrorValue
 from engine.stream.backpressure import Backpressure, applies_to
+from engine.stream.metrics import ProcessingMetrics
+
+_LOG = logging.getLogger("partita.processing")
 
 # Enum members read off their class cost ~130 ns each on Python 3.11 (see engine.protocol.enums):
 # the per-record path compares against module names bound once.
@@ -92,14 +97,61 @@ class Admission:
         partition: int,
         partition_count: int,
         route: Callable[[Record], int],
+        metrics: ProcessingMetrics,
         backpressure: Backpressure | None = None,
     ) -> None:
         self.codec = codec
+        self.metrics = metrics
         self.topic = topic
         self.partition = partition
         self.partition_count = partition_count
         self.route = route
         self.backpressure = backpressure
+
+    def take(
+        self,
+        context: ProcessingContext,
+        ingress: Sequence[Message],
+        first: int,
+        end: int,
+        now: int,
+    ) -> tuple[list[Copy], int]:
+        """Decide on each ingress record of a batch from offset `first` on (`end`: the end of
+        the partition's ingress, -1 when unknown): copies for this partition's log are
+        returned, forwards to other partitions and refusals (a rejection, and its reply) are
+        written to `context`. Also returns the last ingress offset taken (-1: none)."""
+        copies: list[Copy] = []
+        last = -1
+        metrics = self.metrics
+        forwarded = context.output.forwarded
+        for message in ingress:
+            offset = message.offset()
+            assert offset is not None, "consumed messages have offsets"
+            if offset < first:
+                continue
+            last = offset
+            metrics.ingress += 1
+            verdict = self.decide(message, offset, end - offset - 1, now)
+            if isinstance(verdict, Copy):
+                copies.append(verdict)
+            elif isinstance(verdict, Forward):
+                forwarded.append((verdict.partition, verdict.value, verdict.headers))
+                metrics.forwarded += 1
+            else:
+                self._refuse(context, verdict, now)
+        return copies, last
+
+    def _refuse(self, context: ProcessingContext, refused: Refused, now: int) -> None:
+        """Answer an ingress record that does not reach the log with its rejection."""
+        metrics = self.metrics
+        metrics.rejections += 1
+        if refused.rejection_type is RejectionType.RESOURCE_EXHAUSTED:
+            metrics.backpressured += 1
+        else:
+            metrics.refused += 1
+            _LOG.warning("partition %d: refused: %s", self.partition, refused.reason)
+        context.begin(refused.placeholder, refused.reply, now)
+        context.reject(refused.rejection_type, refused.reason)
 
     def decide(self, message: Message, offset: int, lag: int, now: int) -> Copy | Forward | Refused:
         """What to do with the record at `offset`; `lag` commands wait behind it."""

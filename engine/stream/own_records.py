@@ -3,9 +3,9 @@ look at them (`engine.stream.processing`, steps 2 and 5).
 
 Each committed transaction whose client-command copies came first, with nothing else landing
 among its records and none of them a command left to process, names the range its records
-hold (`BatchTransaction.written`). When its copies also landed where expected, right past this
+hold (`Landing.written`). When its copies also landed where expected, right past this
 producer's last record before them, the one offset in between is that earlier transaction's
-commit marker (nothing else fits there), so the range starts there (`BatchTransaction.own_from`).
+commit marker (nothing else fits there), so the range starts there (`Landing.own_from`).
 
 Read back, a record inside a range is passed over by its offset, without its headers. Ranges
 that chain from where the consumer stands to the end of the last one mean none of it needs

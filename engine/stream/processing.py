@@ -54,7 +54,7 @@ from engine.processing.awaiting import AwaitedResults
 from engine.processing.context import DEFAULT_MESSAGE_TTL_MS
 from engine.processing.engine import TopicHook
 from engine.protocol.codec import RecordCodec
-from engine.protocol.enums import RecordType, RejectionType
+from engine.protocol.enums import RecordType
 from engine.protocol.errors import DecodeError, ProtocolError, RecordTooLargeError
 from engine.protocol.headers import (
     ReplyTo,
@@ -69,7 +69,7 @@ from engine.stream import counters
 from engine.stream.backpressure import Backpressure
 from engine.stream.commands import CommandRunner
 from engine.stream.failures import reject_undecodable
-from engine.stream.ingress import Admission, Copy, Forward, Refused
+from engine.stream.ingress import Admission, Copy
 from engine.stream.metrics import ProcessingMetrics
 from engine.stream.offset_commits import OFFSETS_COMMIT_S, OffsetCommits, writes_on
 from engine.stream.own_records import OwnRanges
@@ -133,12 +133,14 @@ class ProcessingStateMachine:
         self.next_ingress_offset = next_ingress_offset
         """The first ingress offset not yet processed."""
         self.replies = replies if replies is not None else ReplyRoutes(frozenset())
+        self.metrics = ProcessingMetrics()
         self.admission = Admission(
             codec,
             topic=ingress_topic,
             partition=partition,
             partition_count=partition_count,
             route=self._route,
+            metrics=self.metrics,
             backpressure=backpressure
             if backpressure is not None and backpressure.enabled
             else None,
@@ -149,7 +151,6 @@ class ProcessingStateMachine:
         self.message_ttl_ms = message_ttl_ms
         self.skipped = skipped
         """Log offsets an operator listed in PARTITA_SKIP_RECORDS: never processed."""
-        self.metrics = ProcessingMetrics()
         self._last_event_offset = -1
         self.offset_commits = OffsetCommits(offsets_commit_s)
         """When the offsets go to the engine group (`engine.stream.offset_commits`)."""
@@ -220,7 +221,17 @@ class ProcessingStateMachine:
         context.message_ttl_ms = self.message_ttl_ms
         self._batch_awaiting = self.awaiting.mark()
         processed = 0
-        admitted, last_ingress = self._admit(context, ingress)
+        admitted, last_ingress = (
+            self.admission.take(
+                context,
+                ingress,
+                self.next_ingress_offset,
+                self.ingress_end() if self.admission.backpressure is not None else -1,
+                int(self.clock() * 1000),
+            )
+            if ingress
+            else ([], -1)
+        )
         copies = self._send_copies(admitted) if admitted else []
         pending, last_offset = self._pending(messages)
         for offset, message, headers in pending:
@@ -308,43 +319,6 @@ class ProcessingStateMachine:
         self._commit(ProcessingOutput(), -1, -1, copies=False)
         return True
 
-    def _admit(
-        self, context: ProcessingContext, ingress: Sequence[Message]
-    ) -> tuple[list[Copy], int]:
-        """Decide on each new ingress record: copies for this partition's log (returned),
-        forwards to other partitions and refusals (written to `context`). Also returns the
-        last ingress offset taken (-1: none)."""
-        copies: list[Copy] = []
-        last_ingress = -1
-        end = self.ingress_end() if ingress and self.admission.backpressure is not None else -1
-        now = int(self.clock() * 1000)
-        for message in ingress:
-            offset = offset_of(message)
-            if offset < self.next_ingress_offset:
-                continue
-            last_ingress = offset
-            self.metrics.ingress += 1
-            verdict = self.admission.decide(message, offset, end - offset - 1, now)
-            if isinstance(verdict, Copy):
-                copies.append(verdict)
-            elif isinstance(verdict, Forward):
-                context.output.forwarded.append((verdict.partition, verdict.value, verdict.headers))
-                self.metrics.forwarded += 1
-            else:
-                self._refuse(context, verdict)
-        return copies, last_ingress
-
-    def _refuse(self, context: ProcessingContext, refused: Refused) -> None:
-        """Answer an ingress record that does not reach the log with its rejection."""
-        self.metrics.rejections += 1
-        if refused.rejection_type is RejectionType.RESOURCE_EXHAUSTED:
-            self.metrics.backpressured += 1
-        else:
-            self.metrics.refused += 1
-            _LOG.warning("partition %d: refused: %s", self.partition, refused.reason)
-        context.begin(refused.placeholder, refused.reply, int(self.clock() * 1000))
-        context.reject(refused.rejection_type, refused.reason)
-
     def _send_copies(self, copies: list[Copy]) -> list[tuple[Record, ReplyTo | None]]:
         """Produce the admitted client commands to this partition of the log (opening the
         batch's transaction) without waiting for them; returns them at the positions they
@@ -426,8 +400,8 @@ class ProcessingStateMachine:
         events = self.transaction.commit(
             output, offsets, settle_copies if copies else None, positions=(processed, ingested)
         )
-        if self.transaction.written is not None:
-            self._own.add(self.transaction.written, self.transaction.own_from)
+        if self.transaction.landing.written is not None:
+            self._own.add(self.transaction.landing.written, self.transaction.landing.own_from)
         self.offset_commits.committed(now, sent)
         self.awaiting.commit()
         self.metrics.batches += 1
@@ -438,7 +412,7 @@ class ProcessingStateMachine:
         if last_offset >= 0:
             self.next_offset = last_offset + 1
         own_end = -1
-        if self.skip_log is not None and self.transaction.own_from is not None:
+        if self.skip_log is not None and self.transaction.landing.own_from is not None:
             own_end = self._own.end_from(self.next_offset)  # past the batch's own records?
         processed_now = max(last_offset, own_end - 1)  # the records passed over are processed
         self.db.commit(

@@ -31,7 +31,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 from confluent_kafka import KafkaError, KafkaException, Message, Producer, TopicPartition
 
@@ -43,6 +43,7 @@ from engine.protocol.headers import CORRELATION_ID, ReplyTo, processed_header, r
 from engine.protocol.records import Record
 from engine.stream.errors import AbortedBatchError, TaskFencedError
 from engine.stream.ingress import Copy
+from engine.stream.landing import Landing
 from engine.stream.metrics import ProcessingMetrics
 from engine.stream.replies import ReplyRoutes
 from engine.stream.wedged import WATCH
@@ -113,28 +114,8 @@ class BatchTransaction:
         self.rewind = rewind
         self.metrics = metrics
         self._open = False
-        self._copies = 0
-        self._copy_positions: list[int] = []
-        self.next_position: int | None = None
-        """Where this producer's next record on its partition lands if nothing else writes
-        there first: past the last record it committed there and that transaction's commit
-        marker (None: not known, e.g. after an abort)."""
-        self._landed = 0
-        """Batches in a row whose copies landed at `next_position` and on."""
-        self._trusted_after = 1
-        """`_landed` needed before a batch's copies get predicted positions; each miss
-        doubles it (a partition other producers write to soon stops predicting)."""
-        self.own_from: int | None = None
-        """When the last committed transaction's copies landed where expected (predicted or
-        not), right past this producer's last record before them: the offset between, that
-        transaction's commit marker (nothing else fits there), so every offset from it to the
-        end of `written` is this producer's own. None otherwise."""
-        self._as_expected = False
-        self.written: tuple[int, int] | None = None
-        """The first and last log offset of the last committed transaction when every record
-        between them is one it wrote and none of them is a command left to process (its
-        copies came first, and nothing else landed among its records): read back, they need
-        no look at their headers. None when not known."""
+        self.landing = Landing()
+        """Where this producer's records land on its partition (`engine.stream.landing`)."""
         self._predicted: list[int] | None = None
         self._held: Sequence[Copy] = ()
         """Copies at predicted positions, produced by `commit` ahead of the batch's records:
@@ -153,21 +134,18 @@ class BatchTransaction:
         before it commits, aborting the batch if they landed elsewhere. Otherwise opens the
         transaction, produces them without waiting and returns None: `copy_positions` waits
         for their offsets."""
-        self._copies = len(copies)
-        self._copy_positions = []
-        start = self.next_position
-        if start is not None and self._landed >= self._trusted_after:
-            self._predicted = list(range(start, start + len(copies)))
+        self._predicted = self.landing.predict(len(copies))
+        if self._predicted is not None:
             self._held = copies
             return self._predicted
-        self._predicted = None
         self._produce_copies(copies)
         return None
 
     def _produce_copies(self, copies: Sequence[Copy], *, ends_only: bool = False) -> None:
-        """Produce `copies` in order, each reporting its offset to `_copy_positions` once
-        delivered; with `ends_only`, only the first and the last do (`_check_predicted`)."""
-        positions = self._copy_positions
+        """Produce `copies` in order, each reporting its offset to the landing's positions
+        once delivered; with `ends_only`, only the first and the last do
+        (`Landing.as_predicted`)."""
+        positions = self.landing.positions
 
         def on_delivery(error: KafkaError | None, message: Message) -> None:
             if error is None:
@@ -191,17 +169,10 @@ class BatchTransaction:
                 self.producer.flush(TXN_TIMEOUT_S)
         except KafkaException as exc:
             self._fail(exc)
-        positions = self._copy_positions
-        if len(positions) != self._copies:
+        positions = self.landing.delivered()
+        if positions is None:
             self.forget()
             self._abort("client commands could not be appended to the log")
-        positions.sort()  # one partition, one producer: offsets follow the produce order
-        start = self.next_position
-        if start is not None and positions == list(range(start, start + len(positions))):
-            self._landed += 1
-            self._as_expected = True
-        else:
-            self._landed = 0
         return positions
 
     def commit(
@@ -223,7 +194,7 @@ class BatchTransaction:
         record of `output` on this partition, as its PROCESSED header."""
         producer = self.producer
         predicted, self._predicted = self._predicted, None
-        self.written = self.own_from = None
+        self.landing.begin_commit()
         written = -1
         if predicted is not None:
             held, self._held = self._held, ()
@@ -248,10 +219,7 @@ class BatchTransaction:
                 producer.poll(0)  # serve delivery reports: our events' offsets
         except KafkaException as exc:
             self._fail(exc)
-        self._committed_on_partition(delivered.last_own, written)
-        as_expected, self._as_expected = self._as_expected, False
-        if as_expected and self.written is not None:
-            self.own_from = self.written[0] - 1
+        self.landing.committed(delivered.last_own, written)
         return delivered.events
 
     def _send_offsets(self, offsets: list[TopicPartition]) -> None:
@@ -318,46 +286,22 @@ class BatchTransaction:
 
     def _check_predicted(self, predicted: list[int]) -> None:
         """Abort the batch unless its copies landed at their predicted positions, which its
-        events already name (another producer wrote to the partition in between).
-
-        Only the first and the last copy report where they landed (a delivery report costs
-        a Python call and a message object per record): one producer's records on one
-        partition land in the order produced, each past the one before, and the commit fails
-        if any of them was not written. So the first at the first predicted offset and the
-        last at the last one leave room for the copies between and nothing else."""
-        landed = sorted(self._copy_positions)
-        ends = [predicted[0], predicted[-1]] if len(predicted) > 1 else predicted
-        if landed == ends:
-            self._copy_positions = list(predicted)
+        events already name (another producer wrote to the partition in between)."""
+        landing = self.landing
+        if landing.as_predicted(predicted):
             self.metrics.predicted += 1
-            self._as_expected = True
             return
         self.forget()
-        if len(landed) != len(ends):
+        if not landing.all_reported(predicted):
             self._abort("client commands could not be appended to the log")
-        self._trusted_after = min(self._trusted_after * 2, _MOST_TRUSTED_AFTER)
+        landed = min(landing.positions)
+        landing.mispredicted()
         self.metrics.mispredicted += 1
         self._abort(
-            f"its copies landed at {landed[0]}, not at the predicted {predicted[0]} (another"
+            f"its copies landed at {landed}, not at the predicted {predicted[0]} (another"
             " producer wrote to the partition first): processing it again",
             level=logging.INFO,
         )
-
-    def _committed_on_partition(self, last_own: list[int], written: int) -> None:
-        """Where the next record lands, from the last one this transaction put on the
-        partition (past it: the commit marker). Unchanged by a transaction that wrote nothing
-        there (it has no marker there). Names `written` when the copies and the `written`
-        records that followed fill the offsets from the first to the last."""
-        copies = self._copy_positions
-        if last_own:
-            self.next_position = last_own[-1] + 2
-        elif copies:
-            self.next_position = max(copies) + 2
-        if copies and written >= 0:
-            first, last = min(copies), (last_own[-1] if last_own else max(copies))
-            if last - first + 1 == len(copies) + written:
-                self.written = (first, last)
-        self._copy_positions = []
 
     def _drop_refused_replies(self, replies: list[tuple[ReplyTo, Record]]) -> set[int]:
         """The indexes of the batch's replies that may not be written, dropped and counted,
@@ -404,7 +348,7 @@ class BatchTransaction:
                     continue
                 raise
 
-    def _fail(self, exc: KafkaException) -> None:
+    def _fail(self, exc: KafkaException) -> NoReturn:
         """Never returns: AbortedBatchError after an abort, TaskFencedError otherwise."""
         error: KafkaError = exc.args[0]
         self.forget()
@@ -412,16 +356,10 @@ class BatchTransaction:
             self._abort(error.str())
         raise TaskFencedError(f"partition {self.partition}: {error.str()}") from None
 
-    def _unknown_position(self) -> None:
-        self.next_position = None
-        self._as_expected = False
-        self._landed = 0
-        self._copy_positions = []
-
-    def _abort(self, reason: str, level: int = logging.WARNING) -> None:
+    def _abort(self, reason: str, level: int = logging.WARNING) -> NoReturn:
         """Abort the open transaction and rewind; raises AbortedBatchError."""
         self.metrics.aborted += 1
-        self._unknown_position()  # the abort's marker, and whatever else landed meanwhile
+        self.landing.unknown()
         _LOG.log(level, "partition %d: aborting batch: %s", self.partition, reason)
         try:
             with (
@@ -447,5 +385,4 @@ class BatchTransaction:
         raise AbortedBatchError(reason)
 
 
-_MOST_TRUSTED_AFTER = 4096
 _FENCED = (KafkaError._FENCED, KafkaError.PRODUCER_FENCED, KafkaError.INVALID_PRODUCER_EPOCH)

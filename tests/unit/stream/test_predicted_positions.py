@@ -164,7 +164,7 @@ class _Batches:
 def test_copies_get_predicted_positions_once_a_batch_landed_where_expected() -> None:
     batches = _Batches()
     assert batches.run() == (None, [0])  # copy 0, events 1-2, marker 3: nothing known before
-    assert batches.transaction.next_position == 4
+    assert batches.transaction.landing.next_position == 4
     assert batches.run() == (None, [4])  # settled, and landed at the expected 4
     assert batches.metrics.predicted == 0
 
@@ -179,7 +179,7 @@ def test_copies_get_predicted_positions_once_a_batch_landed_where_expected() -> 
     copies_then_event = ["begin", "produce", "produce", "produce"]
     assert batches.producer.calls == [*copies_then_event, "offsets", "commit"]
     assert batches.metrics.predicted == 1
-    assert batches.transaction.next_position == 12  # copies 8-9, event 10, marker 11
+    assert batches.transaction.landing.next_position == 12  # copies 8-9, event 10, marker 11
     assert batches.run() == ([12], [12])
 
 
@@ -205,7 +205,7 @@ def test_a_copy_that_lands_elsewhere_aborts_and_prediction_waits_for_twice_the_b
         "partition 0: aborting batch: its copies landed at 14, not at the predicted 12"
         " (another producer wrote to the partition first): processing it again"
     )
-    assert batches.transaction.next_position is None
+    assert batches.transaction.landing.next_position is None
 
     # the batch again, settled: its copy at 18, past the aborted 14-16 and their marker
     assert batches.run() == (None, [18])
@@ -222,8 +222,8 @@ def test_only_the_first_and_last_predicted_copy_report_and_a_record_among_them_a
     batches.producer.reports.clear()
     assert batches.run(copies=5, events=0) == ([8, 9, 10, 11, 12], [8, 9, 10, 11, 12])
     assert batches.producer.reports == [True, False, False, False, True]
-    assert batches.transaction.next_position == 14  # copies 8-12, marker 13
-    assert batches.transaction.written == (8, 12)
+    assert batches.transaction.landing.next_position == 14  # copies 8-12, marker 13
+    assert batches.transaction.landing.written == (8, 12)
 
     batches.producer.foreign_after = 2  # lands between the second and third copy
     with pytest.raises(AbortedBatchError):
@@ -236,7 +236,7 @@ def test_a_batch_that_writes_nothing_to_its_partition_keeps_the_prediction() -> 
     batches.run()
     batches.run()
     batches.transaction.commit(ProcessingOutput(), [TopicPartition(TOPIC, PARTITION, 1)])
-    assert batches.transaction.next_position == 8  # an offsets-only transaction has no marker
+    assert batches.transaction.landing.next_position == 8  # offsets only: no marker
     assert batches.run() == ([8], [8])
 
 
@@ -248,17 +248,17 @@ def _created() -> Record:
     return event(Creation.CREATED, ProcessInstanceCreationValue(bpmn_process_id="p"), 1)
 
 
-# -- the ranges only a batch's own records hold (`BatchTransaction.written`) ------------------
+# -- the ranges only a batch's own records hold (`Landing.written`) ------------------
 
 
 def test_a_committed_batch_names_the_offsets_only_its_own_records_hold() -> None:
     batches = _Batches()
     batches.run(copies=2, events=2)  # copies 0-1, events 2-5, marker 6
-    assert batches.transaction.written == (0, 5)
+    assert batches.transaction.landing.written == (0, 5)
     batches.run(copies=1, events=3)  # settled again: copy 7, events 8-10
-    assert batches.transaction.written == (7, 10)
+    assert batches.transaction.landing.written == (7, 10)
     batches.run()  # predicted now: copy 12, events 13-14
-    assert batches.transaction.written == (12, 14)
+    assert batches.transaction.landing.written == (12, 14)
 
 
 def test_no_range_when_another_producer_wrote_among_the_batch_or_it_left_a_command() -> None:
@@ -269,19 +269,19 @@ def test_no_range_when_another_producer_wrote_among_the_batch_or_it_left_a_comma
     batches.producer.write_elsewhere(PARTITION)  # 1 and its marker 2, before the events
     output = ProcessingOutput(records=[(PARTITION, _created().with_position(0))])
     batches.transaction.commit(output, [TopicPartition(TOPIC, PARTITION, 1)])
-    assert batches.transaction.written is None  # event at 3: offsets 1-2 are not its own
+    assert batches.transaction.landing.written is None  # event at 3: offsets 1-2 are not its own
 
     batches.transaction.send_copies([copy])
     batches.transaction.copy_positions()
     spilled = command(Creation.CREATE, ProcessInstanceCreationValue(bpmn_process_id="q"))
     output = ProcessingOutput(records=[(PARTITION, _created()), (PARTITION, spilled)])
     batches.transaction.commit(output, [TopicPartition(TOPIC, PARTITION, 1)])
-    assert batches.transaction.written is None  # the command must be processed when read
+    assert batches.transaction.landing.written is None  # the command must be processed when read
 
     batches.run()
-    assert batches.transaction.written is not None
+    assert batches.transaction.landing.written is not None
     batches.transaction.commit(ProcessingOutput(), [TopicPartition(TOPIC, PARTITION, 1)])
-    assert batches.transaction.written is None  # offsets only: nothing written to name
+    assert batches.transaction.landing.written is None  # offsets only: nothing written to name
 
 
 class _ReadBack:
@@ -312,7 +312,7 @@ def test_own_records_read_back_are_passed_over_and_a_foreign_command_among_them_
 
     assert machine.process([*(_ReadBack(offset) for offset in range(4)), foreign]) == 1
     assert machine.next_offset == 6
-    assert machine.transaction.written is None  # no copies led the batch: its start unknown
+    assert machine.transaction.landing.written is None  # no copies led the batch: its start unknown
     machine.db.close()
 
 
@@ -374,7 +374,7 @@ def test_the_log_consumer_is_moved_past_own_records_once_all_before_them_is_proc
     with pytest.raises(AbortedBatchError):
         machine.process((), ingress=_ingress(4))  # predicted at 12, landed at 14: aborted
     machine.process((), ingress=_ingress(4))  # aborted 14-15 and marker 16; settled now
-    assert machine.transaction.written == (17, 18)
+    assert machine.transaction.landing.written == (17, 18)
     assert moves == [5, 8, 11]  # 12 is not its own: it must be read and processed
     assert machine.next_offset == 11
     machine.db.close()
