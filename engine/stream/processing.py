@@ -16,7 +16,8 @@ client commands from the ingress topic `<ns>.commands` (each in offset order):
 2. SKIP log events, rejections and already processed copies of client commands by header,
    without decoding; skip offsets already processed. DECODE the log's commands; an
    undecodable one is answered by a rejection naming its offset.
-3. FORWARD a log command that belongs to another partition, unchanged, to that partition.
+3. FORWARD a log command that belongs to another partition, unchanged, to that partition
+   (steps 2 and 3: `engine.stream.log_commands`).
 4. PROCESS each command through its processor inside a savepoint, then its follow-up commands
    depth-first, up to `max_commands_in_batch` of them; follow-ups beyond it are written to
    the log as commands. A rejection or an exception rolls back only that command
@@ -54,37 +55,26 @@ from engine.processing.awaiting import AwaitedResults
 from engine.processing.context import DEFAULT_MESSAGE_TTL_MS
 from engine.processing.engine import TopicHook
 from engine.protocol.codec import RecordCodec
-from engine.protocol.enums import RecordType
-from engine.protocol.errors import DecodeError, ProtocolError, RecordTooLargeError
-from engine.protocol.headers import (
-    ReplyTo,
-    is_pending_command,
-    reply_to,
-    without_processed,
-)
+from engine.protocol.headers import ReplyTo
 from engine.protocol.records import Record
 from engine.protocol.routing import partition_for_command
 from engine.state import KeyGenerator, PartitionDb
 from engine.stream import counters
 from engine.stream.backpressure import Backpressure
 from engine.stream.commands import CommandRunner
-from engine.stream.failures import reject_undecodable
 from engine.stream.ingress import Admission, Copy
+from engine.stream.log_commands import LogCommands
 from engine.stream.metrics import ProcessingMetrics
 from engine.stream.offset_commits import OFFSETS_COMMIT_S, OffsetCommits, writes_on
-from engine.stream.own_records import OwnRanges
 from engine.stream.provisional import provisional, settle
 from engine.stream.replies import ReplyRoutes
-from engine.stream.transaction import BatchTransaction, offset_of
+from engine.stream.transaction import BatchTransaction
 
 _LOG = logging.getLogger("partita.processing")
 _TXN_TIMEOUT_S = 30.0
 READ_ONLY_COMMIT_S = 0.1
 """The longest the offsets of read-only batches wait for a transaction to ride on, as Kafka
 Streams' `commit.interval.ms` under exactly-once: what `partita status` shows as lag."""
-# Enum members read off their class cost ~130 ns each on Python 3.11 (see engine.protocol.enums):
-# the per-record path compares against module names bound once.
-_COMMAND = RecordType.COMMAND
 
 
 class ProcessingStateMachine:
@@ -149,14 +139,13 @@ class ProcessingStateMachine:
         """The end of this partition's ingress (as last fetched; -1 when unknown)."""
         self.clock = clock
         self.message_ttl_ms = message_ttl_ms
-        self.skipped = skipped
-        """Log offsets an operator listed in PARTITA_SKIP_RECORDS: never processed."""
         self._last_event_offset = -1
         self.offset_commits = OffsetCommits(offsets_commit_s)
         """When the offsets go to the engine group (`engine.stream.offset_commits`)."""
-        self._own = OwnRanges()
-        """Log offsets only this partition's own committed records hold (`own_records`): read
-        back, passed over without their headers (a busy log is mostly such records)."""
+        self.log = LogCommands(
+            codec, topic, partition, self._route, self.metrics, clock, skipped=skipped
+        )
+        """The log's records of a batch: what to process (`engine.stream.log_commands`)."""
         self._read_only_since: float | None = None
         """When the first read-only batch since the last commit was read (monotonic)."""
         self.awaiting = AwaitedResults()
@@ -233,35 +222,10 @@ class ProcessingStateMachine:
             else ([], -1)
         )
         copies = self._send_copies(admitted) if admitted else []
-        pending, last_offset = self._pending(messages)
-        for offset, message, headers in pending:
-            if self.skipped and offset in self.skipped:
-                _LOG.warning(
-                    "partition %d: skipping the command at offset %d (PARTITA_SKIP_RECORDS)",
-                    self.partition,
-                    offset,
-                )
-                continue
-            try:
-                record = self.codec.decode(
-                    message.value(),  # type: ignore[arg-type]  # None is a typed DecodeError
-                    topic=self.topic,
-                    partition=self.partition,
-                    offset=offset,
-                )
-            except (DecodeError, RecordTooLargeError) as exc:
-                self._reject_undecodable(context, offset, headers, exc)
-                continue
-            if record.record_type is not _COMMAND:
-                continue
-            target = self._route(record)
-            if target != self.partition:
-                output.forwarded.append(
-                    (target, message.value() or b"", without_processed(headers))
-                )
-                self.metrics.forwarded += 1
-                continue
-            processed += self.commands.process(context, record, reply_to(headers))
+        pending, last_offset = self.log.pending(messages, self.next_offset)
+        if pending:
+            for record, reply in self.log.commands(context, pending):
+                processed += self.commands.process(context, record, reply)
         for record, reply in copies:
             processed += self.commands.process(context, record, reply)
         if due_check is not None and (last_offset >= 0 or copies):
@@ -279,27 +243,6 @@ class ProcessingStateMachine:
             return processed
         self._commit(output, last_offset, last_ingress, copies=bool(copies))
         return processed
-
-    def _pending(self, messages: Sequence[Message]) -> tuple[list[tuple[int, Message, Any]], int]:
-        """The log records of a batch still to process (offset, message, headers), and the
-        last log offset read (-1: none new)."""
-        pending = []
-        last_offset = -1
-        written = self._own.ranges
-        for message in messages:
-            offset = offset_of(message)
-            if offset < self.next_offset:
-                continue
-            last_offset = offset
-            if written:
-                while written and written[0][1] < offset:
-                    written.popleft()
-                if written and written[0][0] <= offset:
-                    continue  # read back from a range of its own records: nothing to process
-            headers = message.headers()
-            if is_pending_command(headers):
-                pending.append((offset, message, headers))
-        return pending, last_offset
 
     def commit_read_only(self, *, now: float | None = None, wait: bool = True) -> bool:
         """Commit the offsets of the read-only batches since the last commit in a transaction
@@ -338,23 +281,6 @@ class ProcessingStateMachine:
         self.db.overlay.savepoint()
         hook.catch_up(context, names, int(self.clock() * 1000))
         self.db.overlay.release_savepoint()
-
-    def _reject_undecodable(
-        self,
-        context: ProcessingContext,
-        offset: int,
-        headers: Any,
-        exc: ProtocolError,
-    ) -> None:
-        """Answer a record that is not a valid command with a rejection naming its offset."""
-        self.metrics.undecodable += 1
-        self.metrics.rejections += 1
-        reason = (
-            f"record at offset {offset} of {self.topic}/{self.partition} is not a valid"
-            f" command: {exc.reason}"
-        )
-        reject_undecodable(context, reason, offset, headers, int(self.clock() * 1000))
-        _LOG.warning("partition %d: %s", self.partition, reason)
 
     # -- the transaction ----------------------------------------------------------------------
 
@@ -401,7 +327,7 @@ class ProcessingStateMachine:
             output, offsets, settle_copies if copies else None, positions=(processed, ingested)
         )
         if self.transaction.landing.written is not None:
-            self._own.add(self.transaction.landing.written, self.transaction.landing.own_from)
+            self.log.own.add(self.transaction.landing.written, self.transaction.landing.own_from)
         self.offset_commits.committed(now, sent)
         self.awaiting.commit()
         self.metrics.batches += 1
@@ -413,7 +339,7 @@ class ProcessingStateMachine:
             self.next_offset = last_offset + 1
         own_end = -1
         if self.skip_log is not None and self.transaction.landing.own_from is not None:
-            own_end = self._own.end_from(self.next_offset)  # past the batch's own records?
+            own_end = self.log.own.end_from(self.next_offset)  # past the batch's own records?
         processed_now = max(last_offset, own_end - 1)  # the records passed over are processed
         self.db.commit(
             last_processed_position=processed_now if processed_now >= 0 else None,
