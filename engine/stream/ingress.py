@@ -18,6 +18,7 @@ from confluent_kafka import Message
 from msgspec import Struct
 from msgspec.structs import replace
 
+from engine.log.clients import offset_of
 from engine.processing import ProcessingContext
 from engine.protocol.codec import RecordCodec
 from engine.protocol.enums import RecordType, RejectionType, ValueType
@@ -125,8 +126,7 @@ class Admission:
         metrics = self.metrics
         forwarded = context.output.forwarded
         for message in ingress:
-            offset = message.offset()
-            assert offset is not None, "consumed messages have offsets"
+            offset = offset_of(message)
             if offset < first:
                 continue
             last = offset

@@ -15,6 +15,7 @@ from typing import Any
 
 from confluent_kafka import Message
 
+from engine.log.clients import offset_of
 from engine.processing import ProcessingContext
 from engine.protocol.codec import RecordCodec
 from engine.protocol.enums import RecordType
@@ -66,8 +67,7 @@ class LogCommands:
         last_offset = -1
         written = self.own.ranges
         for message in messages:
-            offset = message.offset()
-            assert offset is not None, "consumed messages have offsets"
+            offset = offset_of(message)
             if offset < first:
                 continue
             last_offset = offset

@@ -35,7 +35,7 @@ from typing import Any, NoReturn
 
 from confluent_kafka import KafkaError, KafkaException, Message, Producer, TopicPartition
 
-from engine.log.clients import ANY_PARTITION, NOW, fatal_errors
+from engine.log.clients import ANY_PARTITION, NOW, fatal_errors, offset_of
 from engine.processing import ProcessingOutput
 from engine.protocol.codec import RecordCodec
 from engine.protocol.enums import RecordType
@@ -59,12 +59,6 @@ def command_key(record: Record) -> bytes | None:
     """The Kafka key of an engine-written command: its record key, 8 bytes big-endian, so
     replay raises the key generator past the keys of spilled follow-ups without decoding."""
     return record.key.to_bytes(8, "big", signed=True) if record.key > 0 else None
-
-
-def offset_of(message: Message) -> int:
-    offset = message.offset()
-    assert offset is not None, "consumed and delivered messages have offsets"
-    return offset
 
 
 class _Delivered:
