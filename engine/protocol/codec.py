@@ -136,7 +136,7 @@ class RecordCodec:
         pure_encode = compile_encoder(self.current.raw, Record)
         prefix = self._prefix
         self._encode = encode_native or (lambda record: prefix + pure_encode(record))
-        self._encode_all = native_all_encoder(
+        batch = native_all_encoder(
             self.current.raw,
             Record,
             self._prefix,
@@ -144,6 +144,15 @@ class RecordCodec:
             max_record_bytes,
             native,
         )
+        self._encode_all: Callable[[list[Record]], list[bytes]] | None = getattr(
+            batch, "encode_all", None
+        )
+        self.produce_all: Callable[..., tuple[int, bool]] | None = getattr(
+            batch, "produce_all", None
+        )
+        """The compiled codec's loop over a batch's (partition, record) pairs that encodes
+        them all, then hands each to a producer's `produce` (native/src/lib.rs says how);
+        None without it. `engine.stream.transaction` writes a batch's records with it."""
         compiled = native_decoder(self.current.raw, native)
         self.native = compiled is not None
         """Whether records of the current schema are encoded and decoded in compiled code

@@ -32,7 +32,6 @@ BUILD = ".venv/bin/python -m pip install ./native  (needs Rust's cargo; scripts/
 
 Decode = Callable[[bytes, int], tuple[tuple[Any, ...], int]]
 Encode = Callable[[Any], bytes]
-EncodeAll = Callable[[list[Any]], list[bytes]]
 
 
 def mode() -> str:
@@ -89,22 +88,21 @@ def native_all_encoder(  # noqa: PLR0917 - the encoder's parts, each named at th
     kinds: dict[Any, tuple[Any, type[Any]]],
     max_bytes: int,
     want: bool | None = None,
-) -> EncodeAll | None:
-    """The compiled encoder of lists of `record_class` instances (see `native_encoder`): each
-    record's intent must name its value type and value class as `kinds` does (intent ->
-    (value type, value class)) and its encoding be at most `max_bytes`, or it raises
-    ValueError naming the first that is not. None for the pure-Python one, or a compiled
-    codec built before it had one."""
+) -> Any:
+    """The compiled encoder of lists of `record_class` instances (see `native_encoder`), whose
+    `encode_all` and `produce_all` encode many records in one call: each record's intent must
+    name its value type and value class as `kinds` does (intent -> (value type, value class))
+    and its encoding be at most `max_bytes`, or they raise ValueError naming the first that is
+    not. None for the pure-Python one, or a compiled codec built before it had one (a codec
+    built before `produce_all` lacks that method: read it with getattr)."""
     module = _module(want)
     if module is None:
         return None
     program = compile_encoder_program(schema, record_class)
     try:
-        encoder = module.Encoder(program, prefix, kinds, max_bytes)
+        return module.Encoder(program, prefix, kinds, max_bytes)
     except TypeError:  # built before encode_all: scripts/setup rebuilds it
         return None
-    encode_all: EncodeAll | None = getattr(encoder, "encode_all", None)
-    return encode_all
 
 
 RecordDecode = Callable[[bytes, int], Any]

@@ -39,7 +39,13 @@ from engine.log.clients import ANY_PARTITION, NOW, fatal_errors, offset_of
 from engine.processing import ProcessingOutput
 from engine.protocol.codec import RecordCodec
 from engine.protocol.enums import RecordType
-from engine.protocol.headers import CORRELATION_ID, ReplyTo, processed_header, record_headers
+from engine.protocol.headers import (
+    CORRELATION_ID,
+    Headers,
+    ReplyTo,
+    processed_header,
+    record_headers,
+)
 from engine.protocol.records import Record
 from engine.stream.errors import AbortedBatchError, TaskFencedError
 from engine.stream.ingress import Copy
@@ -59,6 +65,10 @@ def command_key(record: Record) -> bytes | None:
     """The Kafka key of an engine-written command: its record key, 8 bytes big-endian, so
     replay raises the key generator past the keys of spilled follow-ups without decoding."""
     return record.key.to_bytes(8, "big", signed=True) if record.key > 0 else None
+
+
+Report = Callable[[KafkaError | None, Message], None]
+"""A delivery report callback, as `Producer.produce` takes it."""
 
 
 class _Delivered:
@@ -251,16 +261,43 @@ class BatchTransaction:
         callbacks = {last_event: delivered.on_event, last_record: delivered.on_own}
         if last_event == last_record:
             callbacks = {last_event: delivered.on_both}
-        written = 0
+        processed = None
+        if positions is not None and last_record >= 0:
+            processed = [*record_headers(records[last_record][1]), processed_header(*positions)]
         command_left = any(partition == own for partition, _, _ in output.forwarded)
-        encode, produce, log = self.codec.encode, producer.produce, self.topic
+        produce, log = producer.produce, self.topic
+        produce_all = self.codec.produce_all
+        if produce_all is not None:  # the loop below, compiled
+            specials: dict[int, tuple[Report | None, Headers | None]] = {
+                index: (callback, None) for index, callback in callbacks.items()
+            }
+            if processed is not None:
+                specials[last_record] = (callbacks.get(last_record), processed)
+            try:
+                written, commands = produce_all(
+                    produce,
+                    log,
+                    records,
+                    0,
+                    len(records),
+                    own,
+                    record_headers,
+                    _COMMAND,
+                    NOW,
+                    [(index, *specials[index]) for index in sorted(specials) if index >= 0],
+                )
+            except ValueError:  # raised before any record is produced: a record `encode`
+                pass  # refuses, which the loop below names, saying why
+            else:
+                return self._produce_rest(output, dropped, written, command_left or commands)
+        written = 0
         values = self.codec.encode_all([record for _, record in records])
         # positional arguments throughout (see engine.log.clients): (topic, value, key,
         # partition, on_delivery, callback, timestamp, headers)
         for index, (partition, record) in enumerate(records):
             headers = record_headers(record)
-            if index == last_record and positions is not None:
-                headers = [*headers, processed_header(*positions)]
+            if index == last_record and processed is not None:
+                headers = processed
             key = None
             if partition == own:
                 written += 1
@@ -270,6 +307,13 @@ class BatchTransaction:
             elif record.record_type is _COMMAND:
                 key = command_key(record)
             produce(log, values[index], key, partition, callbacks.get(index), None, NOW, headers)
+        return self._produce_rest(output, dropped, written, command_left)
+
+    def _produce_rest(
+        self, output: ProcessingOutput, dropped: set[int], written: int, command_left: bool
+    ) -> int:
+        """The batch's writes after its records (`_produce_output`)."""
+        encode, produce, log = self.codec.encode, self.producer.produce, self.topic
         for partition, raw, headers in output.forwarded:
             produce(log, raw, None, partition, None, None, NOW, headers)
         for topic, partition, job_key, record in output.pushed:

@@ -778,6 +778,11 @@ struct Encoder {
     kinds: Option<Kinds>,
     /// For `encode_all`: the largest encoding it returns (0: any size).
     max_bytes: usize,
+    /// For `produce_all`: the headers of each kind of record, by the addresses of its record
+    /// type and intent (both enum members, which live as long as the interpreter).
+    headers: Mutex<HashMap<(usize, usize), Py<PyAny>>>,
+    /// For `produce_all`: the envelope's attributes it reads.
+    names: [Py<PyString>; 3],
 }
 
 /// The agreement `encode_all` checks on each record before it writes it: its intent (by
@@ -1117,6 +1122,8 @@ impl Encoder {
             prefix: prefix.to_vec(),
             kinds: kinds.map(Kinds::of).transpose()?,
             max_bytes,
+            headers: Mutex::new(HashMap::default()),
+            names: ["record_type", "intent", "key"].map(|n| PyString::intern(program.py(), n).unbind()),
         })
     }
 
@@ -1133,10 +1140,108 @@ impl Encoder {
     /// Raises ValueError naming the first that does not (the caller's per-record path says
     /// why), or what `encode` raises.
     fn encode_all<'py>(&self, records: &Bound<'py, PyList>) -> PyResult<Bound<'py, PyList>> {
-        let py = records.py();
-        let mut encoded = Vec::with_capacity(records.len());
+        let encoded = self.encode_each(records.iter())?;
+        PyList::new(records.py(), encoded)
+    }
+
+    /// Encode the records of `pairs[start..end]` ((partition, record) pairs) as `encode_all`
+    /// does, raising as it does before anything is produced, then produce each in order:
+    /// `produce(topic, value, key, partition, on_delivery, None, timestamp, headers)`, where
+    /// `headers` is `headers_of(record)` (called once per record type and intent: the result
+    /// is kept), `key` the 8 big-endian bytes of a `command`'s positive key (None for other
+    /// records and keys), and `on_delivery` None but for the `specials`: `(index,
+    /// on_delivery, headers or None)` in index order, which also replace the headers. Returns
+    /// how many records went to partition `own`, and whether one of them is a `command`.
+    #[pyo3(signature = (produce, topic, pairs, start, end, own, headers_of, command, timestamp, specials))]
+    #[allow(clippy::too_many_arguments)]
+    fn produce_all(
+        &self,
+        produce: &Bound<'_, PyAny>,
+        topic: &Bound<'_, PyAny>,
+        pairs: &Bound<'_, PyList>,
+        start: usize,
+        end: usize,
+        own: i64,
+        headers_of: &Bound<'_, PyAny>,
+        command: &Bound<'_, PyAny>,
+        timestamp: &Bound<'_, PyAny>,
+        specials: &Bound<'_, PyList>,
+    ) -> PyResult<(usize, bool)> {
+        let py = pairs.py();
+        let end = end.min(pairs.len());
+        let mut entries = Vec::with_capacity(end.saturating_sub(start));
+        for index in start..end {
+            let pair = pairs.get_item(index)?;
+            let pair = pair.cast::<PyTuple>()?;
+            entries.push((pair.get_item(0)?, pair.get_item(1)?));
+        }
+        let values = self.encode_each(entries.iter().map(|(_, record)| record.clone()))?;
+        let [record_type_name, intent_name, key_name] = &self.names;
+        let none = py.None().into_bound(py);
+        let mut specials = specials.iter().peekable();
+        let (mut written, mut command_left) = (0usize, false);
+        for (offset, ((partition, record), value)) in entries.iter().zip(values).enumerate() {
+            let record_type = record.getattr(record_type_name.bind(py))?;
+            let is_command = record_type.is(command);
+            let intent = record.getattr(intent_name.bind(py))?;
+            let kind = (record_type.as_ptr() as usize, intent.as_ptr() as usize);
+            let cached = self.headers.lock().unwrap().get(&kind).map(|h| h.clone_ref(py));
+            let mut headers = match cached {
+                Some(headers) => headers.into_bound(py),
+                None => {
+                    let headers = headers_of.call1((record,))?;
+                    self.headers.lock().unwrap().insert(kind, headers.clone().unbind());
+                    headers
+                }
+            };
+            let mut on_delivery = none.clone();
+            if let Some(special) = specials.peek() {
+                let special = special.cast::<PyTuple>()?;
+                if special.get_item(0)?.extract::<usize>()? == start + offset {
+                    on_delivery = special.get_item(1)?;
+                    let replaced = special.get_item(2)?;
+                    if !replaced.is_none() {
+                        headers = replaced;
+                    }
+                    specials.next();
+                }
+            }
+            let mut key = none.clone();
+            if is_command {
+                let number: i64 = record.getattr(key_name.bind(py))?.extract()?;
+                if number > 0 {
+                    key = PyBytes::new(py, &number.to_be_bytes()).into_any();
+                }
+            }
+            if partition.extract::<i64>()? == own {
+                written += 1;
+                command_left |= is_command;
+            }
+            produce.call1((
+                topic,
+                value,
+                key,
+                partition,
+                on_delivery,
+                none.clone(),
+                timestamp,
+                headers,
+            ))?;
+        }
+        Ok((written, command_left))
+    }
+}
+
+impl Encoder {
+    /// The encodings of `records`, each checked as `encode_all` says.
+    fn encode_each<'py>(
+        &self,
+        records: impl Iterator<Item = Bound<'py, PyAny>>,
+    ) -> PyResult<Vec<Bound<'py, PyBytes>>> {
+        let mut encoded = Vec::new();
         let mut out = Vec::with_capacity(256);
-        for (index, record) in records.iter().enumerate() {
+        for (index, record) in records.enumerate() {
+            let py = record.py();
             if let Some(kinds) = &self.kinds {
                 if !kinds.agree(&record)? {
                     return Err(PyValueError::new_err(format!(
@@ -1156,6 +1261,6 @@ impl Encoder {
             }
             encoded.push(PyBytes::new(py, &out));
         }
-        PyList::new(py, encoded)
+        Ok(encoded)
     }
 }

@@ -301,7 +301,7 @@ def test_the_compiled_encode_all_checks_each_record_before_it_writes_it() -> Non
     path then says why."""
     _compiled()
     kinds = {JobIntent.COMPLETE: (ValueType.JOB, JobValue)}
-    encode_all = native_all_encoder(
+    encoder = native_all_encoder(
         current_schema().raw,
         Record,
         CODEC.encode(sample_record(ValueType.JOB))[:10],
@@ -309,7 +309,8 @@ def test_the_compiled_encode_all_checks_each_record_before_it_writes_it() -> Non
         200,
         want=True,  # whatever PARTITA_NATIVE says, as _compiled()
     )
-    assert encode_all is not None
+    assert encoder is not None
+    encode_all = encoder.encode_all
     good = sample_record(ValueType.JOB)
     good = replace(good, intent=JobIntent.COMPLETE, value=JobValue())
     assert encode_all([good, good]) == [CODEC.encode(good)] * 2
