@@ -116,11 +116,15 @@ class Admission:
         first: int,
         end: int,
         now: int,
+        *,
+        position: int,
     ) -> tuple[list[Copy], int]:
         """Decide on each ingress record of a batch from offset `first` on (`end`: the end of
         the partition's ingress, -1 when unknown): copies for this partition's log are
-        returned, forwards to other partitions and refusals (a rejection, and its reply) are
-        written to `context`. Also returns the last ingress offset taken (-1: none)."""
+        returned, the first at log `position` and each next one past it (predicted or
+        provisional positions: `engine.stream.transaction`), forwards to other partitions and
+        refusals (a rejection, and its reply) are written to `context`. Also returns the last
+        ingress offset taken (-1: none)."""
         copies: list[Copy] = []
         last = -1
         metrics = self.metrics
@@ -131,7 +135,7 @@ class Admission:
                 continue
             last = offset
             metrics.ingress += 1
-            verdict = self.decide(message, offset, end - offset - 1, now)
+            verdict = self.decide(message, offset, end - offset - 1, now, position + len(copies))
             if isinstance(verdict, Copy):
                 copies.append(verdict)
             elif isinstance(verdict, Forward):
@@ -153,8 +157,11 @@ class Admission:
         context.begin(refused.placeholder, refused.reply, now)
         context.reject(refused.rejection_type, refused.reason)
 
-    def decide(self, message: Message, offset: int, lag: int, now: int) -> Copy | Forward | Refused:
-        """What to do with the record at `offset`; `lag` commands wait behind it."""
+    def decide(
+        self, message: Message, offset: int, lag: int, now: int, position: int = -1
+    ) -> Copy | Forward | Refused:
+        """What to do with the record at `offset`; `lag` commands wait behind it. A copy is
+        processed at log `position` (its encoding does not hold it)."""
         verdict = admit(
             self.codec,
             message,
@@ -170,7 +177,7 @@ class Admission:
             verdict.record,
             partition_id=target + 1,
             timestamp=now,
-            position=-1,
+            position=position,
             source_record_position=-1,
             rejection_type=None,
             rejection_reason="",
@@ -179,7 +186,9 @@ class Admission:
             overload = self.backpressure.check(self.partition, lag)
             if overload is not None:
                 return Refused(
-                    replace(record, partition_id=-1, timestamp=verdict.record.timestamp),
+                    replace(
+                        record, partition_id=-1, timestamp=verdict.record.timestamp, position=-1
+                    ),
                     verdict.reply,
                     RejectionType.RESOURCE_EXHAUSTED,
                     overload,
@@ -188,7 +197,10 @@ class Admission:
             value = self.codec.encode(record)
         except RecordTooLargeError as exc:  # re-encoded a few bytes longer than it came
             return Refused(
-                record, verdict.reply, RejectionType.EXCEEDED_BATCH_RECORD_SIZE, str(exc)
+                replace(record, position=-1),
+                verdict.reply,
+                RejectionType.EXCEEDED_BATCH_RECORD_SIZE,
+                str(exc),
             )
         headers: Headers = list(record_headers(record))
         if target != self.partition:

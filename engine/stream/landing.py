@@ -56,10 +56,13 @@ class Landing:
         where predicted; None otherwise (they are produced at once and waited for)."""
         self._copies = copies
         self.positions = []
+        start = self.start()
+        return None if start is None else list(range(start, start + copies))
+
+    def start(self) -> int | None:
+        """Where `predict` would have a batch's copies start, or None (not predicted)."""
         start = self.next_position
-        if start is not None and self._landed >= self._trusted_after:
-            return list(range(start, start + copies))
-        return None
+        return start if start is not None and self._landed >= self._trusted_after else None
 
     def delivered(self) -> list[int] | None:
         """The offsets the unpredicted copies landed at, in order, once all were delivered

@@ -55,14 +55,13 @@ from engine.processing.awaiting import AwaitedResults
 from engine.processing.context import DEFAULT_MESSAGE_TTL_MS
 from engine.processing.engine import TopicHook
 from engine.protocol.codec import RecordCodec
-from engine.protocol.headers import ReplyTo
 from engine.protocol.records import Record
 from engine.protocol.routing import partition_for_command
 from engine.state import KeyGenerator, PartitionDb
 from engine.stream import counters
 from engine.stream.backpressure import Backpressure
 from engine.stream.commands import CommandRunner
-from engine.stream.ingress import Admission, Copy
+from engine.stream.ingress import Admission
 from engine.stream.log_commands import LogCommands
 from engine.stream.metrics import ProcessingMetrics
 from engine.stream.offset_commits import OFFSETS_COMMIT_S, OffsetCommits, writes_on
@@ -210,24 +209,26 @@ class ProcessingStateMachine:
         context.message_ttl_ms = self.message_ttl_ms
         self._batch_awaiting = self.awaiting.mark()
         processed = 0
-        admitted, last_ingress = (
+        copies, last_ingress = (
             self.admission.take(
                 context,
                 ingress,
                 self.next_ingress_offset,
                 self.ingress_end() if self.admission.backpressure is not None else -1,
                 int(self.clock() * 1000),
+                position=self._copies_start(),
             )
             if ingress
             else ([], -1)
         )
-        copies = self._send_copies(admitted) if admitted else []
+        if copies:
+            self.transaction.send_copies(copies)
         pending, last_offset = self.log.pending(messages, self.next_offset)
         if pending:
             for record, reply in self.log.commands(context, pending):
                 processed += self.commands.process(context, record, reply)
-        for record, reply in copies:
-            processed += self.commands.process(context, record, reply)
+        for copy in copies:
+            processed += self.commands.process(context, copy.record, copy.reply)
         if due_check is not None and (last_offset >= 0 or copies):
             due = [*due, *due_check()]
         for record in due:
@@ -262,19 +263,13 @@ class ProcessingStateMachine:
         self._commit(ProcessingOutput(), -1, -1, copies=False)
         return True
 
-    def _send_copies(self, copies: list[Copy]) -> list[tuple[Record, ReplyTo | None]]:
-        """Produce the admitted client commands to this partition of the log (opening the
-        batch's transaction) without waiting for them; returns them at the positions they
-        will land at when the transaction can predict them (it checks them before it
-        commits), else at provisional positions, which `settle` replaces once they are
-        delivered. The copies carry `INGRESS_OFFSET`, so the log consumer skips them later."""
-        predicted = self.transaction.send_copies(copies)
-        if predicted is None:
-            predicted = [provisional(index) for index in range(len(copies))]
-        return [
-            (copy.record.with_position(position), copy.reply)
-            for copy, position in zip(copies, predicted, strict=True)
-        ]
+    def _copies_start(self) -> int:
+        """The log position of the batch's first client-command copy: predicted when the
+        transaction can predict it (it checks where they landed before it commits), else
+        provisional (`settle` replaces it once they are delivered). The copies carry
+        `INGRESS_OFFSET`, so the log consumer skips them later."""
+        start = self.transaction.landing.start()
+        return provisional(0) if start is None else start
 
     def _catch_up(self, context: ProcessingContext, hook: TopicHook, names: Sequence[str]) -> None:
         """The work a topic hook kept waiting for topics that exist now, in this batch."""

@@ -155,13 +155,17 @@ class BatchTransaction:
             if error is None:
                 positions.append(offset_of(message))
 
-        last = len(copies) - 1
+        between = None if ends_only else on_delivery
         try:
             self._begin()
             produce, topic, partition = self.producer.produce, self.topic, self.partition
-            for index, copy in enumerate(copies):  # positional: see engine.log.clients
-                report = on_delivery if not ends_only or index in (0, last) else None
-                produce(topic, copy.value, None, partition, report, None, NOW, copy.headers)
+            # positional: see engine.log.clients. The first, those between, the last
+            for copy in copies[:1]:
+                produce(topic, copy.value, None, partition, on_delivery, None, NOW, copy.headers)
+            for copy in copies[1:-1]:
+                produce(topic, copy.value, None, partition, between, None, NOW, copy.headers)
+            for copy in copies[1:][-1:]:
+                produce(topic, copy.value, None, partition, on_delivery, None, NOW, copy.headers)
         except KafkaException as exc:
             self._fail(exc)
 
