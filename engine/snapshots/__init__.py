@@ -3,11 +3,12 @@
 Every `every_records` processed records or `interval_s` seconds (whichever comes first, and
 only when something was processed), the task takes a RocksDB checkpoint (hard links, between
 batches, so it is consistent with the committed positions) and a background thread uploads it
-(`store.upload`). When the upload is complete, snapshots older than the newest `keep` are
-deleted from the snapshots topic, and the log is truncated below the oldest offset anyone still
-needs: the snapshot's replay start, the engine group's committed offset, and the committed
-offsets of the configured downstream consumer groups (as Zeebe's exporters hold back its log
-compaction). A group that has never committed holds truncation at the log start.
+(`store.upload`). When the upload is complete, and a committed batch proved the task still
+owns the partition, another background thread deletes snapshots older than the newest `keep`
+from the snapshots topic and truncates the log below the oldest offset anyone still needs: the
+snapshot's replay start, the engine group's committed offset, and the committed offsets of the
+configured downstream consumer groups (as Zeebe's exporters hold back its log compaction). A
+group that has never committed holds truncation at the log start.
 
 `restore` gives a task with no usable local state the newest snapshot that verifies.
 """
@@ -72,10 +73,14 @@ class Snapshotter:
         self.pending: Manifest | None = None
         """The last uploaded snapshot, whose truncation waits for a committed batch."""
         self.pending_since = 0.0
+        self._truncation: threading.Thread | None = None
 
     @property
     def busy(self) -> bool:
-        return self._thread is not None
+        """An upload, or the truncation after one, is under way: no new snapshot yet."""
+        return self._thread is not None or (
+            self._truncation is not None and self._truncation.is_alive()
+        )
 
     def due(self, processed_position: int) -> bool:
         if self.busy or processed_position < 0 or processed_position == self._last_position:
@@ -153,11 +158,26 @@ class Snapshotter:
 
     def truncate(self) -> None:
         """Delete what the last uploaded snapshot made unnecessary (older snapshots, and log
-        records nobody needs). Only the partition's current owner may call it, right after a
-        committed batch proved it still is."""
+        records nobody needs), in the background: its admin requests (a connection, the
+        groups' offsets, the deletions) would stall the batches for their round trips. Only
+        the partition's current owner may call it, right after a committed batch proved it
+        still is. A failure is logged; the next snapshot's truncation covers it."""
         manifest, self.pending = self.pending, None
-        if manifest is not None:
+        if manifest is None:
+            return
+        self._truncation = threading.Thread(
+            target=self._truncate_logged,
+            args=(manifest,),
+            name=f"truncate-{self.partition}",
+            daemon=True,
+        )
+        self._truncation.start()
+
+    def _truncate_logged(self, manifest: Manifest) -> None:
+        try:
             self._clean_up_and_truncate(manifest)
+        except Exception as error:  # keep the worker alive: the next snapshot tries again
+            _LOG.warning("partition %d: truncation failed: %s", self.partition, error)
 
     def _clean_up_and_truncate(self, manifest: Manifest) -> None:
         admin = clients.new_admin(self.access)
@@ -197,6 +217,8 @@ class Snapshotter:
     def close(self) -> None:
         if self._thread is not None:
             self._thread.join(60)
+        if self._truncation is not None:
+            self._truncation.join(60)
         if self._producer is not None:
             self._producer.flush(10)
 
