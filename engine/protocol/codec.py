@@ -209,6 +209,18 @@ class RecordCodec:
             )
         return data
 
+    def encode_agreed(self, record: Record) -> bytes:
+        """`encode` of a record whose value type, intent and value class are known to go
+        together: one this codec decoded, with only its other fields replaced since (a client
+        command's copy for the log). It skips that check, not the size limit."""
+        try:
+            data = self._encode(record)
+        except (TypeError, ValueError, OverflowError, AttributeError, KeyError):
+            return self.encode(record)  # says what is wrong
+        if len(data) > self.max_record_bytes:
+            return self.encode(record)  # RecordTooLargeError, saying by how much
+        return data
+
     def encode_all(self, records: list[Record]) -> list[bytes]:
         """`encode` of each of `records`, in one call to the compiled codec when there is one
         (a batch's records: the per-record checks and call cost less in one); a record

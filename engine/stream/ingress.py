@@ -27,6 +27,7 @@ from engine.protocol.headers import (
     INGRESS_OFFSET,
     INTENT,
     RECORD_TYPE,
+    REPLY_TOPIC,
     VALUE_TYPE,
     Headers,
     ReplyTo,
@@ -194,7 +195,7 @@ class Admission:
                     overload,
                 )
         try:
-            value = self.codec.encode(record)
+            value = self.codec.encode_agreed(record)  # decoded by the codec: kinds agree
         except RecordTooLargeError as exc:  # re-encoded a few bytes longer than it came
             return Refused(
                 replace(record, position=-1),
@@ -224,8 +225,7 @@ def admit(
     admitted record is returned as it decoded (`Admission.decide` normalises it); a refusal
     says what was wrong and where."""
     headers = message.headers()
-    reply = reply_to(headers)
-    declared = header(headers, RECORD_TYPE)
+    declared, reply = _declared_and_reply(headers)
     if declared is not None and declared != b"COMMAND":
         kind = declared.decode("ascii", "replace")[:40]
         return _refused(
@@ -270,6 +270,25 @@ def admit(
             f"{_where(offset, topic, partition)}: {key_problem}",
         )
     return Admitted(record, reply, offset)
+
+
+def _declared_and_reply(
+    headers: Headers | dict[str, str | bytes | None] | None,
+) -> tuple[bytes | None, ReplyTo | None]:
+    """The record type a client's record declares in its headers (None: none), and its reply
+    address: `header(headers, RECORD_TYPE)` and `reply_to(headers)`, in one look at headers
+    without a reply address (most of them)."""
+    if type(headers) is not list:
+        return header(headers, RECORD_TYPE), reply_to(headers)
+    declared: bytes | None = None
+    seen = replied = False
+    for key, value in headers:
+        if key == RECORD_TYPE and not seen:
+            seen = True
+            declared = value.encode() if isinstance(value, str) else value
+        elif key == REPLY_TOPIC:
+            replied = True
+    return declared, reply_to(headers) if replied else None
 
 
 def _where(offset: int, topic: str, partition: int) -> str:

@@ -349,3 +349,22 @@ def test_encode_refuses_a_value_of_the_wrong_type_in_a_field() -> None:
     wrong = command(JobIntent.COMPLETE, JobValue(retries="three"))  # type: ignore[arg-type]
     with pytest.raises(errors.EncodeError, match="cannot encode JOB COMPLETE"):
         CODEC.encode(wrong)
+
+
+@pytest.mark.parametrize("value_type", list(ValueType))
+def test_encode_agreed_writes_what_encode_writes_for_a_decoded_record(
+    value_type: ValueType,
+) -> None:
+    decoded = CODEC.decode(CODEC.encode(sample_record(value_type)), offset=4)
+    normalised = replace(decoded, partition_id=2, timestamp=99, position=7)
+    assert CODEC.encode_agreed(normalised) == CODEC.encode(normalised)
+
+
+def test_encode_agreed_still_refuses_what_is_too_large_or_of_the_wrong_type() -> None:
+    small = RecordCodec(max_record_bytes=1024)
+    big = command(JobIntent.COMPLETE, JobValue(variables=json.dumps({"blob": "x" * 2000})))
+    with pytest.raises(errors.RecordTooLargeError, match=r"is \d+ bytes, over the limit of 1024"):
+        small.encode_agreed(big)
+    wrong = replace(command(JobIntent.COMPLETE, JobValue()), key="7")  # type: ignore[arg-type]
+    with pytest.raises(errors.EncodeError, match="cannot encode JOB COMPLETE"):
+        CODEC.encode_agreed(wrong)
