@@ -170,6 +170,12 @@ class RecordCodec:
             )
             or self._decode_record_pure
         )
+        decoder = getattr(self._decode_record, "__self__", None)
+        self.compiled: tuple[Any, Any] | None = (
+            (decoder, batch) if batch is not None and type(decoder) is not RecordCodec else None
+        )
+        """The compiled record decoder and batch encoder (`engine.protocol.native`), for
+        compiled loops built on them (`engine.stream.ingress`); None without them."""
         self._writers: dict[bytes, WriterSchema] = {s.fingerprint_bytes: s for s in schemas}
         self._values: dict[str, RecordConverter] = {}
         self._by_class: dict[type[Any], RecordConverter] = {}

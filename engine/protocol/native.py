@@ -105,6 +105,20 @@ def native_all_encoder(  # noqa: PLR0917 - the encoder's parts, each named at th
         return None
 
 
+def native_admitter(compiled: tuple[Any, Any] | None, **parts: Any) -> Any:
+    """The compiled loop of the common case of admission (`Admitter` in native/src/lib.rs),
+    over a codec's compiled decoder and encoder (`RecordCodec.compiled`) and the `parts` it
+    names; None without them, or a compiled module built before it had one."""
+    if compiled is None:
+        return None
+    module = _module(True)
+    admitter = getattr(module, "Admitter", None)
+    if admitter is None:  # built before it: scripts/setup rebuilds it
+        return None
+    decoder, encoder = compiled
+    return admitter(decoder, encoder, **parts)
+
+
 RecordDecode = Callable[[bytes, int], Any]
 """`(data, position)` -> the record, or None when `data` is not a well-formed record of the
 schema whose value type, intent and value agree (the caller's checked path says why)."""

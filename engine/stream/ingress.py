@@ -7,6 +7,11 @@ refused: the refusal becomes a COMMAND_REJECTION (and a reply) that names the in
 and nothing of the record reaches the log. An admitted command is normalised (partition id,
 timestamp, no source position, no rejection fields) so the log holds only what the engine
 chose to write.
+
+With the compiled codec, `Admission.take` runs the common case (a plain client command for
+this partition, without keys to check) in compiled code (`Admitter` in native/src/lib.rs): it
+takes only what `decide` would copy unchanged and hands every other record to `decide`, which
+stays the one that refuses, forwards and says why (the parity fuzz test compares both).
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ from engine.protocol.headers import (
 )
 from engine.protocol.intents import CLIENT_COMMANDS, ErrorIntent, intent_for
 from engine.protocol.keys import kafka_partition_of_key
+from engine.protocol.native import native_admitter
 from engine.protocol.records import NO_KEY, Record
 from engine.protocol.values import VALUE_CLASSES, ErrorValue
 from engine.stream.backpressure import Backpressure, applies_to
@@ -50,6 +56,17 @@ _COMMAND, _VARIABLE_DOCUMENT = RecordType.COMMAND, ValueType.VARIABLE_DOCUMENT
 
 # The verdicts are msgspec Structs, not frozen dataclasses: one or two are built per client
 # command, and a frozen dataclass's __init__ costs about a microsecond (object.__setattr__).
+
+
+_NORMALISED = (
+    "partition_id",
+    "timestamp",
+    "source_record_position",
+    "rejection_type",
+    "rejection_reason",
+)
+"""The fields of a client command `Admission.decide` replaces in its copy for the log, beside
+its position (the compiled common case builds the copy with them so)."""
 
 
 class Admitted(Struct, frozen=True, gc=False):
@@ -109,6 +126,21 @@ class Admission:
         self.partition_count = partition_count
         self.route = route
         self.backpressure = backpressure
+        self.compiled = native_admitter(
+            codec.compiled,
+            command=_COMMAND,
+            intents=[intent for _, intent in CLIENT_COMMANDS],
+            no_key_check=_VARIABLE_DOCUMENT,
+            own=partition,
+            route=None if partition_count == 1 else route,  # one partition: all go there
+            normalised=[Record.__struct_fields__.index(name) for name in _NORMALISED],
+            copy=Copy,
+            reply_to=reply_to,
+            headers_of=record_headers,
+            ingress_offset=INGRESS_OFFSET,
+        )
+        """The common case of `take` compiled (None without the compiled codec): it copies
+        the records `decide` would copy unchanged and hands every other one to `decide`."""
 
     def take(
         self,
@@ -127,14 +159,24 @@ class Admission:
         refusals (a rejection, and its reply) are written to `context`. Also returns the last
         ingress offset taken (-1: none)."""
         copies: list[Copy] = []
-        last = -1
         metrics = self.metrics
         forwarded = context.output.forwarded
-        for message in ingress:
+        compiled = self.compiled if type(ingress) is list else None
+        backpressure = self.backpressure
+        if backpressure is not None and backpressure.check(self.partition, end - first - 1):
+            compiled = None  # some record may be refused: `decide` says which
+        index, count = 0, len(ingress)
+        while index < count:
+            if compiled is not None:
+                index, taken = compiled.take(ingress, index, first, now, position, copies)
+                metrics.ingress += taken
+                if index == count:
+                    break
+            message = ingress[index]
+            index += 1
             offset = offset_of(message)
             if offset < first:
                 continue
-            last = offset
             metrics.ingress += 1
             verdict = self.decide(message, offset, end - offset - 1, now, position + len(copies))
             if isinstance(verdict, Copy):
@@ -144,7 +186,8 @@ class Admission:
                 metrics.forwarded += 1
             else:
                 self._refuse(context, verdict, now)
-        return copies, last
+        last = offset_of(ingress[-1]) if ingress else -1  # ingress comes in offset order
+        return copies, last if last >= first else -1
 
     def _refuse(self, context: ProcessingContext, refused: Refused, now: int) -> None:
         """Answer an ingress record that does not reach the log with its rejection."""
@@ -175,6 +218,7 @@ class Admission:
             return verdict
         target = self.route(verdict.record)
         record = replace(  # one copy: what the log holds is what the engine chose to write
+            # (the fields of _NORMALISED, and the position: the compiled case replaces them)
             verdict.record,
             partition_id=target + 1,
             timestamp=now,
