@@ -102,9 +102,16 @@ class CommandRunner:
             )
             self.metrics.rejections += 1
             return
+        output, overlay = context.output, self.db.overlay
         for attempt in (1, 2):
-            mark = (*context.output.mark(), self.awaiting.mark())
-            self.db.overlay.savepoint()
+            mark = (  # ProcessingOutput.mark() and the awaited results', without the calls
+                len(output.records),
+                len(output.replies),
+                len(output.forwarded),
+                len(output.pushed),
+                self.awaiting.mark(),
+            )
+            overlay.savepoint()
             try:
                 processor(command, context)
                 for hook in self.engine.after_command_hooks:
@@ -125,13 +132,13 @@ class CommandRunner:
                 self._write_error(context, command, instance, exc)
                 return
             else:
-                oversized = oversized_records(self.codec, context.output, mark[:4])
+                oversized = oversized_records(self.codec, output, mark)
                 if oversized is not None:
                     self._undo(context, mark, command, address)
                     context.reject(RejectionType.EXCEEDED_BATCH_RECORD_SIZE, oversized)
                     self.metrics.rejections += 1
                     return
-                self.db.overlay.release_savepoint()
+                overlay.release_savepoint()
                 return
 
     def _hand_over(

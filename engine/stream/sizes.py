@@ -22,7 +22,7 @@ from engine.protocol.values import VALUE_TYPES
 
 
 def oversized_records(
-    codec: RecordCodec, output: ProcessingOutput, mark: tuple[int, int, int, int]
+    codec: RecordCodec, output: ProcessingOutput, mark: tuple[int, ...]
 ) -> str | None:
     """Why a record written since `mark` cannot go to Kafka, or None. A reply too large for a
     record (the variables of an awaited instance) is replaced by a rejection that says so: the
@@ -40,6 +40,9 @@ def oversized_records(
             )
     for index in range(mark[1], len(output.replies)):
         address, reply = output.replies[index]
+        sizer = sizers.get(type(reply.value))
+        if sizer is None or sizer(reply.value) * 4 <= limit:
+            continue  # as above
         problem = _too_large(codec, reply)
         if problem is None:
             continue
