@@ -1,4 +1,4 @@
-//! Partita's compiled Avro decoder: the read side of the hot path in native code.
+//! Partita's compiled core: the Avro decoder and encoder, and two loops of the hot path.
 //!
 //! The decoder knows nothing of Partita's schema. Python compiles the schema into a *program*
 //! (`engine/protocol/native.py`): one entry per Avro record, `(class or None, (op, ...))`, where
@@ -16,6 +16,12 @@
 //! Given an *assembly* too (`Assembly`), `decode_record` builds the whole record object from the
 //! envelope, as `engine.protocol.codec` does from that tuple.
 //! Malformed input raises `ValueError` naming what was wrong and at which byte; nothing panics.
+//!
+//! Two loops of the stream's hot path are built on the decoder and the encoder (`Encoder`):
+//! `Encoder.produce_all` encodes a batch's records and hands each to the producer's `produce`
+//! (`engine.stream.transaction`), and `Admitter` takes the common case of admitting client
+//! commands (`engine.stream.ingress`). Both stand beside a Python path that stays the
+//! reference: parity fuzz tests compare them, and the pure-Python suite runs without them.
 
 use std::collections::HashMap as StdHashMap;
 use std::hash::{BuildHasherDefault, Hasher};
