@@ -158,21 +158,22 @@ class RecordCodec:
         """Whether records of the current schema are encoded and decoded in compiled code
         (`PARTITA_NATIVE`)."""
         self._decode_body = compiled or compile_decoder(self.current.raw)
-        self._decode_record: Callable[[bytes, int], Record | None] = (
-            native_record_decoder(
-                self.current.raw,
-                Record,
-                _TYPES,
-                {"record_type": _RECORD_TYPES, "rejection_type": _REJECTION_TYPES},
-                self._prefix,
-                max_record_bytes,
-                native,
-            )
-            or self._decode_record_pure
+        decode_native = native_record_decoder(
+            self.current.raw,
+            Record,
+            _TYPES,
+            {"record_type": _RECORD_TYPES, "rejection_type": _REJECTION_TYPES},
+            self._prefix,
+            max_record_bytes,
+            native,
         )
-        decoder = getattr(self._decode_record, "__self__", None)
+        self._decode_record: Callable[[bytes, int], Record | None] = (
+            decode_native or self._decode_record_pure
+        )
         self.compiled: tuple[Any, Any] | None = (
-            (decoder, batch) if batch is not None and type(decoder) is not RecordCodec else None
+            (decode_native.__self__, batch)  # type: ignore[attr-defined]  # the bound Decoder
+            if decode_native is not None and batch is not None
+            else None
         )
         """The compiled record decoder and batch encoder (`engine.protocol.native`), for
         compiled loops built on them (`engine.stream.ingress`); None without them."""

@@ -23,7 +23,7 @@
 //! commands (`engine.stream.ingress`). Both stand beside a Python path that stays the
 //! reference: parity fuzz tests compare them, and the pure-Python suite runs without them.
 
-use std::collections::HashMap as StdHashMap;
+use std::collections::{HashMap as StdHashMap, HashSet as StdHashSet};
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Mutex;
 
@@ -59,6 +59,37 @@ impl Hasher for AddressHasher {
 }
 
 type HashMap<K, V> = StdHashMap<K, V, BuildHasherDefault<AddressHasher>>;
+type HashSet<K> = StdHashSet<K, BuildHasherDefault<AddressHasher>>;
+
+/// The headers of each kind of record, as `headers_of(record)` gives them (a shared list per
+/// kind, `engine.protocol.headers.record_headers`), kept by the addresses of the record's
+/// type and intent (enum members, which live as long as the interpreter).
+#[derive(Default)]
+struct HeaderCache(Mutex<HashMap<(usize, usize), Py<PyAny>>>);
+
+impl HeaderCache {
+    fn get<'py>(
+        &self,
+        record: &Bound<'py, PyAny>,
+        record_type: &Bound<'py, PyAny>,
+        intent: &Bound<'py, PyAny>,
+        headers_of: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let py = record.py();
+        let kind = (record_type.as_ptr() as usize, intent.as_ptr() as usize);
+        let table = || {
+            self.0
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner())
+        };
+        if let Some(found) = table().get(&kind) {
+            return Ok(found.clone_ref(py).into_bound(py));
+        }
+        let found = headers_of.call1((record,))?;
+        table().insert(kind, found.clone().unbind());
+        Ok(found)
+    }
+}
 
 enum Op {
     Long,
@@ -804,9 +835,8 @@ struct Encoder {
     kinds: Option<Kinds>,
     /// For `encode_all`: the largest encoding it returns (0: any size).
     max_bytes: usize,
-    /// For `produce_all`: the headers of each kind of record, by the addresses of its record
-    /// type and intent (both enum members, which live as long as the interpreter).
-    headers: Mutex<HashMap<(usize, usize), Py<PyAny>>>,
+    /// For `produce_all`: the headers of each kind of record.
+    headers: HeaderCache,
     /// For `produce_all`: the envelope's attributes it reads.
     names: [Py<PyString>; 3],
 }
@@ -1148,7 +1178,7 @@ impl Encoder {
             prefix: prefix.to_vec(),
             kinds: kinds.map(Kinds::of).transpose()?,
             max_bytes,
-            headers: Mutex::new(HashMap::default()),
+            headers: HeaderCache::default(),
             names: ["record_type", "intent", "key"]
                 .map(|n| PyString::intern(program.py(), n).unbind()),
         })
@@ -1211,24 +1241,9 @@ impl Encoder {
             let record_type = record.getattr(record_type_name.bind(py))?;
             let is_command = record_type.is(command);
             let intent = record.getattr(intent_name.bind(py))?;
-            let kind = (record_type.as_ptr() as usize, intent.as_ptr() as usize);
-            let cached = self
+            let mut headers = self
                 .headers
-                .lock()
-                .unwrap()
-                .get(&kind)
-                .map(|h| h.clone_ref(py));
-            let mut headers = match cached {
-                Some(headers) => headers.into_bound(py),
-                None => {
-                    let headers = headers_of.call1((record,))?;
-                    self.headers
-                        .lock()
-                        .unwrap()
-                        .insert(kind, headers.clone().unbind());
-                    headers
-                }
-            };
+                .get(record, &record_type, &intent, headers_of)?;
             let mut on_delivery = none.clone();
             if let Some(special) = specials.peek() {
                 let special = special.cast::<PyTuple>()?;
@@ -1313,7 +1328,7 @@ struct Admitter {
     decoder: Py<Decoder>,
     encoder: Py<Encoder>,
     command: Py<PyAny>,
-    intents: HashMap<usize, ()>,
+    intents: HashSet<usize>,
     _keep: Vec<Py<PyAny>>,
     no_key_check: Py<PyAny>,
     own: i64,
@@ -1324,7 +1339,7 @@ struct Admitter {
     copy: Py<PyAny>,
     reply_to: Py<PyAny>,
     headers_of: Py<PyAny>,
-    headers: Mutex<HashMap<(usize, usize), Py<PyList>>>,
+    headers: HeaderCache,
     names: AdmitterNames,
 }
 
@@ -1372,11 +1387,11 @@ impl Admitter {
                 "the decoder was built without an assembly",
             ));
         }
-        let mut table = HashMap::default();
+        let mut table = HashSet::default();
         let mut keep = Vec::new();
         for intent in intents.try_iter()? {
             let intent = intent?;
-            table.insert(intent.as_ptr() as usize, ());
+            table.insert(intent.as_ptr() as usize);
             keep.push(intent.unbind());
         }
         let name = |n: &str| PyString::intern(py, n).unbind();
@@ -1393,7 +1408,7 @@ impl Admitter {
             copy,
             reply_to,
             headers_of,
-            headers: Mutex::new(HashMap::default()),
+            headers: HeaderCache::default(),
             names: AdmitterNames {
                 offset: name("offset"),
                 headers: name("headers"),
@@ -1518,7 +1533,7 @@ impl Admitter {
         let record_type = record.getattr(names.record_type.bind(py))?;
         let intent = record.getattr(names.intent.bind(py))?;
         if !record_type.is(self.command.bind(py))
-            || !self.intents.contains_key(&(intent.as_ptr() as usize))
+            || !self.intents.contains(&(intent.as_ptr() as usize))
             || record
                 .getattr(names.value_type.bind(py))?
                 .is(self.no_key_check.bind(py))
@@ -1546,25 +1561,10 @@ impl Admitter {
         let Some(encoded) = encoded.pop() else {
             return Ok(None);
         };
-        let kind = (record_type.as_ptr() as usize, intent.as_ptr() as usize);
-        let cached = self
-            .headers
-            .lock()
-            .unwrap()
-            .get(&kind)
-            .map(|h| h.clone_ref(py));
-        let kind_headers = match cached {
-            Some(found) => found.into_bound(py),
-            None => {
-                let found = self.headers_of.bind(py).call1((&record,))?;
-                let found = found.cast_into::<PyList>()?;
-                self.headers
-                    .lock()
-                    .unwrap()
-                    .insert(kind, found.clone().unbind());
-                found
-            }
-        };
+        let kind_headers =
+            self.headers
+                .get(&record, &record_type, &intent, self.headers_of.bind(py))?;
+        let kind_headers = kind_headers.cast_into::<PyList>()?;
         let copy_headers = PyList::empty(py);
         for item in kind_headers.iter() {
             copy_headers.append(item)?;
