@@ -21,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from engine.config import Config  # noqa: E402
+from partita.config import Config  # noqa: E402
 from tests.integration.workers import (  # noqa: E402
     Load,
     WorkerProcess,

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.config import Config
-from engine.localkafka import KafkaDistribution, LocalBroker, SecureKafka, SecureLocalBroker
+from partita.config import Config
+from partita.localkafka import KafkaDistribution, LocalBroker, SecureKafka, SecureLocalBroker
 
 
 def free_port() -> int:

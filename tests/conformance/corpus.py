@@ -35,16 +35,16 @@ from typing import Any
 
 import yaml
 
-from engine.bpmn import CallActivity, EventBasedGateway, EventNode, FlowNode, Process, SubProcess
-from engine.protocol.enums import BpmnElementType, BpmnEventType
-from engine.protocol.intents import (
+from partita.bpmn import CallActivity, EventBasedGateway, EventNode, FlowNode, Process, SubProcess
+from partita.protocol.enums import BpmnElementType, BpmnEventType
+from partita.protocol.intents import (
     DeploymentIntent,
     IncidentIntent,
     JobIntent,
     ProcessInstanceIntent,
 )
-from engine.protocol.records import Record, command
-from engine.protocol.values import (
+from partita.protocol.records import Record, command
+from partita.protocol.values import (
     DeploymentResource,
     DeploymentValue,
     JobValue,

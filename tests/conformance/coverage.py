@@ -10,10 +10,10 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from engine.bpmn import BpmnValidationError, parse_bpmn
-from engine.processing.builtin import build_engine
-from engine.processing.deployment.validation import processes_of
-from engine.protocol.intents import ProcessInstanceIntent
+from partita.bpmn import BpmnValidationError, parse_bpmn
+from partita.processing.builtin import build_engine
+from partita.processing.deployment.validation import processes_of
+from partita.protocol.intents import ProcessInstanceIntent
 from tests.conformance import corpus
 from tests.support.memory import MemoryEngine
 

@@ -16,9 +16,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from engine.bpmn import BpmnValidationError, parse_bpmn
-from engine.bpmn.xml import MAX_BYTES, MAX_DEPTH, MAX_ELEMENTS
-from engine.processing.deployment.validation import processes_of
+from partita.bpmn import BpmnValidationError, parse_bpmn
+from partita.bpmn.xml import MAX_BYTES, MAX_DEPTH, MAX_ELEMENTS
+from partita.processing.deployment.validation import processes_of
 from tests.fuzz import fuzz_settings
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "bpmn"

@@ -17,15 +17,15 @@ from hypothesis import strategies as st
 from msgspec import Struct
 from msgspec.structs import fields, replace
 
-from engine.protocol import enums, values
-from engine.protocol.codec import HEADER_SIZE, MAGIC, RecordCodec
-from engine.protocol.convert import snake_case
-from engine.protocol.enums import RecordType, RejectionType, ValueType
-from engine.protocol.errors import DecodeError, ProtocolError, RecordTooLargeError
-from engine.protocol.intents import INTENTS_BY_VALUE_TYPE
-from engine.protocol.records import Record
-from engine.protocol.schemas import current_schema, known_schemas, named_types
-from engine.protocol.values import VALUE_CLASSES
+from partita.protocol import enums, values
+from partita.protocol.codec import HEADER_SIZE, MAGIC, RecordCodec
+from partita.protocol.convert import snake_case
+from partita.protocol.enums import RecordType, RejectionType, ValueType
+from partita.protocol.errors import DecodeError, ProtocolError, RecordTooLargeError
+from partita.protocol.intents import INTENTS_BY_VALUE_TYPE
+from partita.protocol.records import Record
+from partita.protocol.schemas import current_schema, known_schemas, named_types
+from partita.protocol.values import VALUE_CLASSES
 from tests.fuzz import fuzz_settings
 from tests.unit.protocol.samples import sample_record
 

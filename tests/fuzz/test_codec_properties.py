@@ -7,9 +7,9 @@ import contextlib
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.protocol import errors
-from engine.protocol.codec import MAGIC
-from engine.protocol.records import Record
+from partita.protocol import errors
+from partita.protocol.codec import MAGIC
+from partita.protocol.records import Record
 from tests.unit.protocol.test_codec import CODEC, _valid
 
 

@@ -18,9 +18,9 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from engine.feel import FeelError, compile_expression
-from engine.feel.builtins import FUNCTIONS
-from engine.feel.lexer import KEYWORDS, MULTI_WORD
+from partita.feel import FeelError, compile_expression
+from partita.feel.builtins import FUNCTIONS
+from partita.feel.lexer import KEYWORDS, MULTI_WORD
 from tests.fuzz import fuzz_settings
 
 SECONDS = 5.0

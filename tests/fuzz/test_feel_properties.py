@@ -7,7 +7,7 @@ import contextlib
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.feel import (
+from partita.feel import (
     FeelError,
     evaluate,
 )

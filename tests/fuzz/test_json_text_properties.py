@@ -1,4 +1,4 @@
-"""Property tests of engine.protocol.json_text against the standard library's json: the same
+"""Property tests of partita.protocol.json_text against the standard library's json: the same
 values from every JSON text both accept, and texts that read back to the same value."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from engine.protocol import json_text
+from partita.protocol import json_text
 from tests.fuzz import fuzz_settings
 
 _EXACT = st.none() | st.booleans() | st.integers(-(10**40), 10**40) | st.text()

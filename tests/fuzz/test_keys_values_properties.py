@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from engine.state.keys import BytesKey, CompositeKey, IntKey, LongKey, StrKey
+from partita.state.keys import BytesKey, CompositeKey, IntKey, LongKey, StrKey
 
 LONGS = st.integers(min_value=-(2**63), max_value=2**63 - 1)
 INTS = st.integers(min_value=-(2**31), max_value=2**31 - 1)

@@ -17,18 +17,18 @@ from hypothesis import given
 from hypothesis import strategies as st
 from msgspec.structs import replace
 
-from engine.bench.loop import bench_command
-from engine.processing import ProcessingOutput
-from engine.protocol.codec import RecordCodec
-from engine.protocol.enums import RecordType, RejectionType
-from engine.protocol.headers import RECORD_TYPE, ReplyTo, record_headers
-from engine.protocol.intents import CLIENT_COMMANDS
-from engine.protocol.keys import encode_key
-from engine.protocol.records import Record
-from engine.protocol.routing import partition_for_command
-from engine.stream.backpressure import Backpressure
-from engine.stream.ingress import Admission
-from engine.stream.metrics import ProcessingMetrics
+from partita.bench.loop import bench_command
+from partita.processing import ProcessingOutput
+from partita.protocol.codec import RecordCodec
+from partita.protocol.enums import RecordType, RejectionType
+from partita.protocol.headers import RECORD_TYPE, ReplyTo, record_headers
+from partita.protocol.intents import CLIENT_COMMANDS
+from partita.protocol.keys import encode_key
+from partita.protocol.records import Record
+from partita.protocol.routing import partition_for_command
+from partita.stream.backpressure import Backpressure
+from partita.stream.ingress import Admission
+from partita.stream.metrics import ProcessingMetrics
 from tests.fuzz import fuzz_settings
 from tests.fuzz.test_codec_fuzz import records
 from tests.fuzz.test_native_codec_parity import _compiled

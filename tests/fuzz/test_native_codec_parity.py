@@ -18,15 +18,15 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 from msgspec.structs import fields, replace
 
-from engine.protocol.codec import HEADER_SIZE, MAGIC, RecordCodec
-from engine.protocol.decoder import compile_decoder
-from engine.protocol.enums import ValueType
-from engine.protocol.errors import EncodeError
-from engine.protocol.intents import JobIntent, MessageIntent
-from engine.protocol.native import mode, native_all_encoder, native_decoder
-from engine.protocol.records import Record
-from engine.protocol.schemas import current_schema
-from engine.protocol.values import JobValue
+from partita.protocol.codec import HEADER_SIZE, MAGIC, RecordCodec
+from partita.protocol.decoder import compile_decoder
+from partita.protocol.enums import ValueType
+from partita.protocol.errors import EncodeError
+from partita.protocol.intents import JobIntent, MessageIntent
+from partita.protocol.native import mode, native_all_encoder, native_decoder
+from partita.protocol.records import Record
+from partita.protocol.schemas import current_schema
+from partita.protocol.values import JobValue
 from tests.fuzz import fuzz_settings
 from tests.fuzz.test_codec_fuzz import CODEC, damaged, records
 from tests.unit.protocol.samples import sample_record

@@ -18,18 +18,18 @@ from hypothesis import given
 from hypothesis import strategies as st
 from msgspec.structs import replace
 
-from engine.processing import ProcessingOutput
-from engine.protocol.codec import RecordCodec
-from engine.protocol.enums import ValueType
-from engine.protocol.errors import EncodeError
-from engine.protocol.headers import processed_header, record_headers
-from engine.protocol.intents import JobIntent
-from engine.protocol.records import Record, command, event
-from engine.protocol.values import JobValue
-from engine.stream import transaction
-from engine.stream.metrics import ProcessingMetrics
-from engine.stream.replies import ReplyRoutes
-from engine.stream.transaction import BatchTransaction
+from partita.processing import ProcessingOutput
+from partita.protocol.codec import RecordCodec
+from partita.protocol.enums import ValueType
+from partita.protocol.errors import EncodeError
+from partita.protocol.headers import processed_header, record_headers
+from partita.protocol.intents import JobIntent
+from partita.protocol.records import Record, command, event
+from partita.protocol.values import JobValue
+from partita.stream import transaction
+from partita.stream.metrics import ProcessingMetrics
+from partita.stream.replies import ReplyRoutes
+from partita.stream.transaction import BatchTransaction
 from tests.fuzz import fuzz_settings
 from tests.fuzz.test_codec_fuzz import records
 from tests.fuzz.test_native_codec_parity import _compiled

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.bpmn import BpmnValidationError, parse_bpmn
+from partita.bpmn import BpmnValidationError, parse_bpmn
 from tests.unit.bpmn.test_parser import FIXTURES
 
 

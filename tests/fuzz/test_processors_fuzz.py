@@ -31,9 +31,9 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 from msgspec.structs import fields, replace
 
-from engine.processing.builtin import build_engine
-from engine.protocol.enums import RecordType, RejectionType, ValueType
-from engine.protocol.intents import (
+from partita.processing.builtin import build_engine
+from partita.protocol.enums import RecordType, RejectionType, ValueType
+from partita.protocol.intents import (
     INTENTS_BY_VALUE_TYPE,
     DeploymentIntent,
     Intent,
@@ -46,8 +46,8 @@ from engine.protocol.intents import (
     ProcessMessageSubscriptionIntent,
     TimerIntent,
 )
-from engine.protocol.records import Record, command
-from engine.protocol.values import (
+from partita.protocol.records import Record, command
+from partita.protocol.values import (
     VALUE_CLASSES,
     DeploymentResource,
     DeploymentValue,

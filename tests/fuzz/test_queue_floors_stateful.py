@@ -10,7 +10,7 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from engine.state import PartitionDb
+from partita.state import PartitionDb
 from tests.unit.state.test_queue_floors import ACTIVATABLE
 
 _TYPES = st.sampled_from(["a", "b"])

@@ -1,7 +1,7 @@
 """Hypothesis drives the store (writes, inserts, savepoints, commits, rollbacks, reopen) and
 compares every read, of present and absent keys and prefix scans included, with a plain dict
 model. Negative scopes sort above positive ones in the key encoding, so the committed keys'
-ceiling (engine.state.transaction.Overlay.ceilings) is crossed both ways."""
+ceiling (partita.state.transaction.Overlay.ceilings) is crossed both ways."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from engine.state import ColumnFamilies, PartitionDb
-from engine.state.errors import KeyExistsError
+from partita.state import ColumnFamilies, PartitionDb
+from partita.state.errors import KeyExistsError
 
 CF = ColumnFamilies.VARIABLE  # composite (scope key, name) -> str
 SCOPES = st.integers(min_value=-2, max_value=3)

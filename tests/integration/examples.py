@@ -20,17 +20,17 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from engine.config import Config
-from engine.protocol.enums import BpmnElementType, RecordType, ValueType
-from engine.protocol.headers import INGRESS_OFFSET, header
-from engine.protocol.intents import (
+from partita.config import Config
+from partita.protocol.enums import BpmnElementType, RecordType, ValueType
+from partita.protocol.headers import INGRESS_OFFSET, header
+from partita.protocol.intents import (
     DeploymentIntent,
     Intent,
     JobIntent,
     ProcessInstanceCreationIntent,
     ProcessInstanceIntent,
 )
-from engine.protocol.records import Record
+from partita.protocol.records import Record
 from tests.integration.workers import clean_kafka_env, committed_messages, read_log
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -48,7 +48,7 @@ def build(cmd: list[str], cwd: Path, what: str) -> None:
 
 def run_partita(args: list[str], access: Access) -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "engine.cli", *args, *access.flags],
+        [sys.executable, "-m", "partita.cli", *args, *access.flags],
         cwd=ROOT,
         env=access.environment(),
         capture_output=True,

@@ -18,15 +18,15 @@ from pathlib import Path
 
 from confluent_kafka import Producer
 
-from engine.client import Client
-from engine.config import Config
-from engine.ops.status import collect
-from engine.protocol.codec import PRODUCER_MAX_BYTES
-from engine.protocol.enums import RecordType
-from engine.protocol.headers import INGRESS_OFFSET, record_headers
-from engine.protocol.intents import ProcessInstanceCreationIntent
-from engine.protocol.records import Record
-from engine.protocol.values import JobValue
+from partita.client import Client
+from partita.config import Config
+from partita.ops.status import collect
+from partita.protocol.codec import PRODUCER_MAX_BYTES
+from partita.protocol.enums import RecordType
+from partita.protocol.headers import INGRESS_OFFSET, record_headers
+from partita.protocol.intents import ProcessInstanceCreationIntent
+from partita.protocol.records import Record
+from partita.protocol.values import JobValue
 from tests.integration.workers import (
     BUILTIN_ENGINE,
     CODEC,

@@ -11,8 +11,8 @@ import sys
 import threading
 import time
 
-from engine.client import JobWorker
-from engine.config import Config
+from partita.client import JobWorker
+from partita.config import Config
 
 
 def main(argv: list[str]) -> int:

@@ -9,8 +9,8 @@ from typing import Any
 
 from confluent_kafka import Consumer
 
-from engine.config import Config
-from engine.snapshots import store
+from partita.config import Config
+from partita.snapshots import store
 from tests.integration.workers import create_topics
 
 

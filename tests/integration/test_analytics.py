@@ -25,13 +25,13 @@ from typing import Any
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
-from engine.analytics.histogram import RELATIVE_ERROR
-from engine.cli import main
-from engine.client import ActivatedJob, Client, JobWorker
-from engine.config import Config
-from engine.protocol.enums import BpmnElementType, RecordType
-from engine.protocol.intents import IncidentIntent, JobIntent, ProcessInstanceIntent
-from engine.protocol.records import Record
+from partita.analytics.histogram import RELATIVE_ERROR
+from partita.cli import main
+from partita.client import ActivatedJob, Client, JobWorker
+from partita.config import Config
+from partita.protocol.enums import BpmnElementType, RecordType
+from partita.protocol.intents import IncidentIntent, JobIntent, ProcessInstanceIntent
+from partita.protocol.records import Record
 from tests.conftest import free_port
 from tests.integration.workers import (
     BUILTIN_ENGINE,
@@ -100,7 +100,7 @@ def analytics(
             [
                 sys.executable,
                 "-m",
-                "engine.cli",
+                "partita.cli",
                 "analytics",
                 "--bootstrap-servers",
                 kafka_bootstrap,

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.client import (
+from partita.client import (
     AlreadyExistsError,
     AsyncClient,
     Client,
@@ -21,16 +21,16 @@ from engine.client import (
     NotFoundError,
     ReplyTimeoutError,
 )
-from engine.config import Config
-from engine.protocol.enums import RecordType, RejectionType
-from engine.protocol.intents import (
+from partita.config import Config
+from partita.protocol.enums import RecordType, RejectionType
+from partita.protocol.intents import (
     IncidentIntent,
     JobIntent,
     MessageIntent,
     ProcessInstanceIntent,
     VariableDocumentIntent,
 )
-from engine.protocol.values import IncidentValue, JobValue
+from partita.protocol.values import IncidentValue, JobValue
 from tests.integration.workers import (
     create_topics,
     engine_namespace,

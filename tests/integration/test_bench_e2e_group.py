@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from engine.bench.e2e import _wait_for_stable_group
-from engine.config import Config
-from engine.errors import PartitaError
+from partita.bench.e2e import _wait_for_stable_group
+from partita.config import Config
+from partita.errors import PartitaError
 from tests.integration.workers import WorkerProcess, create_topics
 
 

@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from engine.bench import hops
-from engine.bench.e2e import WORKLOADS
-from engine.client import Client, JobWorker
-from engine.config import Config
-from engine.protocol.enums import RecordType
-from engine.protocol.intents import ProcessInstanceCreationIntent
-from engine.protocol.values import ProcessInstanceCreationValue
+from partita.bench import hops
+from partita.bench.e2e import WORKLOADS
+from partita.client import Client, JobWorker
+from partita.config import Config
+from partita.protocol.enums import RecordType
+from partita.protocol.intents import ProcessInstanceCreationIntent
+from partita.protocol.values import ProcessInstanceCreationValue
 from tests.integration.workers import engine_namespace
 
 pytestmark = pytest.mark.kafka

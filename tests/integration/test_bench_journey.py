@@ -10,11 +10,11 @@ from dataclasses import replace
 
 import pytest
 
-from engine.bench import journey
-from engine.config import Config
-from engine.protocol.headers import INGRESS_OFFSET, header
-from engine.protocol.intents import JobIntent
-from engine.protocol.intents import ProcessInstanceCreationIntent as Creation
+from partita.bench import journey
+from partita.config import Config
+from partita.protocol.headers import INGRESS_OFFSET, header
+from partita.protocol.intents import JobIntent
+from partita.protocol.intents import ProcessInstanceCreationIntent as Creation
 from tests.integration.workers import committed_messages
 
 pytestmark = pytest.mark.kafka

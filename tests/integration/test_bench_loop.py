@@ -8,11 +8,11 @@ from dataclasses import replace
 
 import pytest
 
-from engine.bench import loop
-from engine.config import Config, KafkaRole
-from engine.log.admin import admin_client
-from engine.log.security import kafka_access
-from engine.protocol.enums import RecordType
+from partita.bench import loop
+from partita.config import Config, KafkaRole
+from partita.log.admin import admin_client
+from partita.log.security import kafka_access
+from partita.protocol.enums import RecordType
 from tests.integration.workers import committed_messages
 
 pytestmark = pytest.mark.kafka

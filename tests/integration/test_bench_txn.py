@@ -9,12 +9,12 @@ from dataclasses import replace
 import pytest
 from confluent_kafka import TopicPartition
 
-from engine.bench import transactions
-from engine.bench.scratch import delete_namespace
-from engine.config import Config, KafkaRole
-from engine.log.admin import admin_client
-from engine.log.clients import new_consumer
-from engine.log.security import kafka_access
+from partita.bench import transactions
+from partita.bench.scratch import delete_namespace
+from partita.config import Config, KafkaRole
+from partita.log.admin import admin_client
+from partita.log.clients import new_consumer
+from partita.log.security import kafka_access
 
 pytestmark = pytest.mark.kafka
 

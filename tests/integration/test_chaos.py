@@ -23,7 +23,7 @@ def test_short_chaos_run_loses_and_duplicates_nothing() -> None:
         [
             sys.executable,
             "-m",
-            "engine.cli",
+            "partita.cli",
             "chaos",
             "--duration",
             "45",

@@ -17,17 +17,17 @@ from typing import Any
 import pytest
 from confluent_kafka import KafkaError, Message, Producer
 
-from engine.config import Config, KafkaRole
-from engine.log.clients import new_consumer
-from engine.log.security import KafkaAccess, kafka_access
-from engine.ops import chaos_log
-from engine.ops.chaos_log import Findings, LogTracker, uncommitted_offsets
-from engine.protocol.codec import RecordCodec
-from engine.protocol.enums import BpmnElementType
-from engine.protocol.headers import record_headers
-from engine.protocol.intents import ProcessInstanceIntent
-from engine.protocol.records import event
-from engine.protocol.values import ProcessInstanceValue
+from partita.config import Config, KafkaRole
+from partita.log.clients import new_consumer
+from partita.log.security import KafkaAccess, kafka_access
+from partita.ops import chaos_log
+from partita.ops.chaos_log import Findings, LogTracker, uncommitted_offsets
+from partita.protocol.codec import RecordCodec
+from partita.protocol.enums import BpmnElementType
+from partita.protocol.headers import record_headers
+from partita.protocol.intents import ProcessInstanceIntent
+from partita.protocol.records import event
+from partita.protocol.values import ProcessInstanceValue
 from tests.integration.workers import create_topics
 
 pytestmark = pytest.mark.kafka

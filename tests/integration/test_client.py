@@ -12,18 +12,18 @@ from pathlib import Path
 
 import pytest
 
-from engine.cli import main
-from engine.client import Client, CommandRejectedError
-from engine.config import Config
-from engine.protocol.enums import RecordType, RejectionType
-from engine.protocol.intents import (
+from partita.cli import main
+from partita.client import Client, CommandRejectedError
+from partita.config import Config
+from partita.protocol.enums import RecordType, RejectionType
+from partita.protocol.intents import (
     JobIntent,
     ProcessInstanceCreationIntent,
     ProcessInstanceIntent,
     ProcessIntent,
 )
-from engine.protocol.keys import kafka_partition_of_key
-from engine.protocol.records import Record
+from partita.protocol.keys import kafka_partition_of_key
+from partita.protocol.records import Record
 from tests.integration.workers import (
     BUILTIN_ENGINE,
     WorkerProcess,

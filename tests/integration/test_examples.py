@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from engine.cli import main
-from engine.config import Config
-from engine.protocol.enums import RecordType, RejectionType
-from engine.protocol.intents import ProcessInstanceCreationIntent
+from partita.cli import main
+from partita.config import Config
+from partita.protocol.enums import RecordType, RejectionType
+from partita.protocol.intents import ProcessInstanceCreationIntent
 from tests.integration.examples import (
     EXAMPLES,
     Access,

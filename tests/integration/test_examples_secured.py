@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from engine.config import Config, KafkaRole
-from engine.localkafka import SecureKafka
-from engine.localkafka.credentials import Login, user_of
+from partita.config import Config, KafkaRole
+from partita.localkafka import SecureKafka
+from partita.localkafka.credentials import Login, user_of
 from tests.integration.examples import EXAMPLES, Access, cluster_flags, run_partita, walkthrough
 from tests.integration.workers import BUILTIN_ENGINE, WorkerProcess
 

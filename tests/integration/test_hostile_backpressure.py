@@ -10,13 +10,13 @@ import json
 import pytest
 from confluent_kafka import Producer
 
-from engine.cli import main
-from engine.client import Client
-from engine.protocol.enums import RejectionType
-from engine.protocol.headers import ReplyTo, record_headers
-from engine.protocol.intents import JobBatchIntent, JobIntent, ProcessInstanceCreationIntent
-from engine.protocol.records import Record, command
-from engine.protocol.values import JobBatchValue, ProcessInstanceCreationValue
+from partita.cli import main
+from partita.client import Client
+from partita.protocol.enums import RejectionType
+from partita.protocol.headers import ReplyTo, record_headers
+from partita.protocol.intents import JobBatchIntent, JobIntent, ProcessInstanceCreationIntent
+from partita.protocol.records import Record, command
+from partita.protocol.values import JobBatchValue, ProcessInstanceCreationValue
 from tests.integration.hostile import (
     BACKPRESSURE_LAG,
     Attack,

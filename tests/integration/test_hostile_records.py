@@ -10,18 +10,18 @@ import time
 
 import pytest
 
-from engine.client import Client
-from engine.protocol.enums import RecordType, RejectionType, ValueType
-from engine.protocol.headers import RECORD_TYPE
-from engine.protocol.intents import (
+from partita.client import Client
+from partita.protocol.enums import RecordType, RejectionType, ValueType
+from partita.protocol.headers import RECORD_TYPE
+from partita.protocol.intents import (
     JobIntent,
     ProcessInstanceCreationIntent,
     ProcessInstanceIntent,
     TimerIntent,
 )
-from engine.protocol.keys import encode_key
-from engine.protocol.records import Record, command
-from engine.protocol.values import (
+from partita.protocol.keys import encode_key
+from partita.protocol.records import Record, command
+from partita.protocol.values import (
     JobValue,
     ProcessInstanceCreationValue,
     ProcessInstanceValue,

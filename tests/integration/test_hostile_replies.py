@@ -8,11 +8,11 @@ import time
 
 import pytest
 
-from engine.protocol.enums import RecordType
-from engine.protocol.headers import CORRELATION_ID, REPLY_PARTITION, REPLY_TOPIC, ReplyTo
-from engine.protocol.intents import JobBatchIntent, ProcessInstanceCreationIntent
-from engine.protocol.records import command
-from engine.protocol.values import JobBatchValue, ProcessInstanceCreationValue
+from partita.protocol.enums import RecordType
+from partita.protocol.headers import CORRELATION_ID, REPLY_PARTITION, REPLY_TOPIC, ReplyTo
+from partita.protocol.intents import JobBatchIntent, ProcessInstanceCreationIntent
+from partita.protocol.records import command
+from partita.protocol.values import JobBatchValue, ProcessInstanceCreationValue
 from tests.integration.hostile import (
     Attack,
     assert_still_processing,

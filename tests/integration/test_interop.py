@@ -20,19 +20,19 @@ from typing import Any
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from engine.config import Config, KafkaRole
-from engine.log.admin import admin_client
-from engine.log.security import kafka_access
-from engine.log.topics import apply_topics, load_specs
-from engine.protocol import headers
-from engine.protocol.codec import RecordCodec
-from engine.protocol.convert import short_name
-from engine.protocol.enums import RecordType, RejectionType, ValueType
-from engine.protocol.intents import JobIntent, MessageIntent, ProcessInstanceCreationIntent
-from engine.protocol.records import Record
-from engine.protocol.routing import partition_for_correlation_key
-from engine.protocol.schemas import current_schema
-from engine.protocol.values import JobValue, MessageValue, ProcessInstanceCreationValue
+from partita.config import Config, KafkaRole
+from partita.log.admin import admin_client
+from partita.log.security import kafka_access
+from partita.log.topics import apply_topics, load_specs
+from partita.protocol import headers
+from partita.protocol.codec import RecordCodec
+from partita.protocol.convert import short_name
+from partita.protocol.enums import RecordType, RejectionType, ValueType
+from partita.protocol.intents import JobIntent, MessageIntent, ProcessInstanceCreationIntent
+from partita.protocol.records import Record
+from partita.protocol.routing import partition_for_correlation_key
+from partita.protocol.schemas import current_schema
+from partita.protocol.values import JobValue, MessageValue, ProcessInstanceCreationValue
 from tests.integration.workers import committed_messages, engine_namespace, wait_until
 from tests.unit.protocol.samples import sample_record
 

@@ -16,12 +16,12 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
-from engine.client import Client, JobWorker
-from engine.config import Config
-from engine.protocol.enums import RecordType
-from engine.protocol.intents import JobBatchIntent, JobIntent, ProcessInstanceCreationIntent
-from engine.protocol.records import Record
-from engine.protocol.values import ProcessInstanceCreationValue
+from partita.client import Client, JobWorker
+from partita.config import Config
+from partita.protocol.enums import RecordType
+from partita.protocol.intents import JobBatchIntent, JobIntent, ProcessInstanceCreationIntent
+from partita.protocol.records import Record
+from partita.protocol.values import ProcessInstanceCreationValue
 from tests.integration.workers import (
     ROOT,
     engine_namespace,

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from engine.client import BpmnError, Client, JobWorker
-from engine.config import Config
-from engine.protocol.intents import ProcessInstanceCreationIntent
-from engine.protocol.values import ProcessInstanceCreationValue
+from partita.client import BpmnError, Client, JobWorker
+from partita.config import Config
+from partita.protocol.intents import ProcessInstanceCreationIntent
+from partita.protocol.values import ProcessInstanceCreationValue
 from tests.integration.workers import engine_namespace, wait_until
 
 pytestmark = pytest.mark.kafka

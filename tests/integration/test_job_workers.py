@@ -13,19 +13,19 @@ from pathlib import Path
 
 import pytest
 
-from engine.cli import main
-from engine.client import ActivatedJob, BpmnError, Client, JobWorker
-from engine.config import Config
-from engine.processing.job.state import PUSH_WORKER
-from engine.protocol.enums import ErrorType, RecordType
-from engine.protocol.intents import (
+from partita.cli import main
+from partita.client import ActivatedJob, BpmnError, Client, JobWorker
+from partita.config import Config
+from partita.processing.job.state import PUSH_WORKER
+from partita.protocol.enums import ErrorType, RecordType
+from partita.protocol.intents import (
     IncidentIntent,
     JobBatchIntent,
     JobIntent,
     ProcessInstanceCreationIntent,
 )
-from engine.protocol.records import Record
-from engine.protocol.values import ProcessInstanceCreationValue
+from partita.protocol.records import Record
+from partita.protocol.values import ProcessInstanceCreationValue
 from tests.integration.workers import BUILTIN_ENGINE, WorkerProcess, create_topics, read_log
 
 pytestmark = pytest.mark.kafka

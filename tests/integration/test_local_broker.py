@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from engine.cli import main
-from engine.config import KafkaRole
-from engine.localkafka import LocalBroker
-from engine.localkafka.distribution import ToolMissingError, require_java
-from engine.log.admin import admin_client, answers_metadata
-from engine.log.security import KafkaAccess
+from partita.cli import main
+from partita.config import KafkaRole
+from partita.localkafka import LocalBroker
+from partita.localkafka.distribution import ToolMissingError, require_java
+from partita.log.admin import admin_client, answers_metadata
+from partita.log.security import KafkaAccess
 from tests.conftest import free_port, shared_distribution
 
 pytestmark = pytest.mark.kafka
@@ -121,7 +121,7 @@ def test_a_cluster_id_beginning_with_a_dash_formats(
     cli_env: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # base64url ids begin with "-" one time in 64; the storage tool must not read it as a flag
-    monkeypatch.setattr("engine.localkafka.broker._kafka_uuid", lambda: "-AAAAAAAAAAAAAAAAAAAAA")
+    monkeypatch.setattr("partita.localkafka.broker._kafka_uuid", lambda: "-AAAAAAAAAAAAAAAAAAAAA")
     try:
         assert main(["kafka", "up", *cli_env]) == 0
     finally:

@@ -13,13 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from engine.cli import main
-from engine.client import Client
-from engine.config import Config
-from engine.protocol.enums import RecordType
-from engine.protocol.intents import MessageIntent, MessageSubscriptionIntent, VariableIntent
-from engine.protocol.intents import ProcessInstanceIntent as Instance
-from engine.protocol.routing import partition_for_correlation_key
+from partita.cli import main
+from partita.client import Client
+from partita.config import Config
+from partita.protocol.enums import RecordType
+from partita.protocol.intents import MessageIntent, MessageSubscriptionIntent, VariableIntent
+from partita.protocol.intents import ProcessInstanceIntent as Instance
+from partita.protocol.routing import partition_for_correlation_key
 from tests.integration.workers import (
     BUILTIN_ENGINE,
     WorkerProcess,

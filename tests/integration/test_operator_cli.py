@@ -17,18 +17,18 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 
-from engine.cli import main
-from engine.client import Client
-from engine.config import Config, KafkaRole
-from engine.log.admin import admin_client
-from engine.log.security import kafka_access
-from engine.log.topics import export_topic_name
-from engine.protocol.codec import RecordCodec
-from engine.protocol.enums import RecordType, ValueType
-from engine.protocol.headers import record_headers
-from engine.protocol.intents import JobIntent, ProcessInstanceIntent
-from engine.protocol.records import Record
-from engine.protocol.values import ProcessInstanceValue
+from partita.cli import main
+from partita.client import Client
+from partita.config import Config, KafkaRole
+from partita.log.admin import admin_client
+from partita.log.security import kafka_access
+from partita.log.topics import export_topic_name
+from partita.protocol.codec import RecordCodec
+from partita.protocol.enums import RecordType, ValueType
+from partita.protocol.headers import record_headers
+from partita.protocol.intents import JobIntent, ProcessInstanceIntent
+from partita.protocol.records import Record
+from partita.protocol.values import ProcessInstanceValue
 from tests.integration.workers import (
     ROOT,
     create_topics,
@@ -207,7 +207,7 @@ def test_export_publishes_every_event_once_and_resumes(
     with Client(config, timeout=60) as client:
         _run_instances(client, 40)
     killed = subprocess.Popen(
-        [sys.executable, "-m", "engine.cli", "export", "--name", "exp-a", *_flags(config)],
+        [sys.executable, "-m", "partita.cli", "export", "--name", "exp-a", *_flags(config)],
         cwd=ROOT,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,

@@ -12,20 +12,20 @@ from dataclasses import replace
 
 import pytest
 
-from engine.bench import loop
-from engine.config import Config, KafkaRole
-from engine.log.admin import admin_client
-from engine.log.clients import new_producer
-from engine.log.security import kafka_access
-from engine.log.topics import apply_topics, load_specs
-from engine.protocol.codec import RecordCodec
-from engine.protocol.enums import RecordType
-from engine.protocol.headers import INGRESS_OFFSET, header, record_headers
-from engine.protocol.intents import ProcessInstanceIntent
-from engine.protocol.records import Record, event
-from engine.protocol.values import ProcessInstanceValue
-from engine.stream.metrics import ProcessingMetrics
-from engine.stream.worker import Worker
+from partita.bench import loop
+from partita.config import Config, KafkaRole
+from partita.log.admin import admin_client
+from partita.log.clients import new_producer
+from partita.log.security import kafka_access
+from partita.log.topics import apply_topics, load_specs
+from partita.protocol.codec import RecordCodec
+from partita.protocol.enums import RecordType
+from partita.protocol.headers import INGRESS_OFFSET, header, record_headers
+from partita.protocol.intents import ProcessInstanceIntent
+from partita.protocol.records import Record, event
+from partita.protocol.values import ProcessInstanceValue
+from partita.stream.metrics import ProcessingMetrics
+from partita.stream.worker import Worker
 from tests.integration.workers import committed_messages
 
 pytestmark = pytest.mark.kafka

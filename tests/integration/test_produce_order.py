@@ -1,5 +1,5 @@
 """The engine calls confluent-kafka's `Producer.produce` with positional arguments on its
-per-record paths (`engine.log.clients`: keywords cost about a microsecond more per call).
+per-record paths (`partita.log.clients`: keywords cost about a microsecond more per call).
 Against the test broker: each position lands where the engine means it to, so a release of
 confluent-kafka that changed the order fails here, not in production."""
 
@@ -11,10 +11,10 @@ import pytest
 from confluent_kafka import TopicPartition
 from confluent_kafka.admin import NewTopic
 
-from engine.config import Config, KafkaRole
-from engine.log.admin import admin_client
-from engine.log.clients import ANY_PARTITION, NOW, new_consumer, new_producer
-from engine.log.security import kafka_access
+from partita.config import Config, KafkaRole
+from partita.log.admin import admin_client
+from partita.log.clients import ANY_PARTITION, NOW, new_consumer, new_producer
+from partita.log.security import kafka_access
 
 pytestmark = pytest.mark.kafka
 

@@ -14,17 +14,17 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import NewTopic
 
-from engine.cli import main
-from engine.config import Config, KafkaRole
-from engine.localkafka import SecureKafka
-from engine.localkafka.credentials import ADMIN, Login
-from engine.log.admin import (
+from partita.cli import main
+from partita.config import Config, KafkaRole
+from partita.localkafka import SecureKafka
+from partita.localkafka.credentials import ADMIN, Login
+from partita.log.admin import (
     KafkaAccessError,
     KafkaUnavailableError,
     admin_client,
     wait_for_metadata,
 )
-from engine.log.security import KafkaAccess, kafka_access
+from partita.log.security import KafkaAccess, kafka_access
 
 pytestmark = pytest.mark.kafka
 
@@ -201,7 +201,7 @@ def test_deploy_with_a_refused_password_exits_within_seconds_saying_what_to_chec
     bpmn = ROOT / "tests" / "fixtures" / "bpmn" / "one-task.bpmn"
     started = time.monotonic()
     result = subprocess.run(
-        [sys.executable, "-m", "engine.cli", "deploy", str(bpmn), "--kafka-config", str(path)],
+        [sys.executable, "-m", "partita.cli", "deploy", str(bpmn), "--kafka-config", str(path)],
         cwd=ROOT,
         env=env,
         capture_output=True,

@@ -29,16 +29,16 @@ from typing import Any
 import pytest
 from confluent_kafka import KafkaError, TopicPartition
 
-from engine.client import Client, JobWorker, commands
-from engine.config import Config, KafkaRole
-from engine.localkafka.credentials import user_of
-from engine.localkafka.secure import SecureKafka
-from engine.log.clients import new_consumer, new_producer
-from engine.log.security import kafka_access
-from engine.log.topics import export_topic_name
-from engine.protocol.enums import ValueType
-from engine.protocol.keys import kafka_partition_of_key
-from engine.protocol.routing import partition_for_correlation_key
+from partita.client import Client, JobWorker, commands
+from partita.config import Config, KafkaRole
+from partita.localkafka.credentials import user_of
+from partita.localkafka.secure import SecureKafka
+from partita.log.clients import new_consumer, new_producer
+from partita.log.security import kafka_access
+from partita.log.topics import export_topic_name
+from partita.protocol.enums import ValueType
+from partita.protocol.keys import kafka_partition_of_key
+from partita.protocol.routing import partition_for_correlation_key
 from tests.conftest import free_port
 from tests.integration.workers import (
     BUILTIN_ENGINE,
@@ -101,7 +101,7 @@ class Secured:
 
     def partita(self, args: list[str], env: dict[str, str]) -> str:
         result = subprocess.run(
-            [sys.executable, "-m", "engine.cli", *args, *self.flags()],
+            [sys.executable, "-m", "partita.cli", *args, *self.flags()],
             cwd=ROOT,
             env=env,
             capture_output=True,
@@ -223,7 +223,7 @@ def test_every_part_runs_under_its_own_principal(secured: Secured) -> None:  # n
             [
                 sys.executable,
                 "-m",
-                "engine.cli",
+                "partita.cli",
                 "analytics",
                 *secured.flags(),
                 "--port",

@@ -15,11 +15,11 @@ from typing import Any
 import pytest
 from confluent_kafka import Producer
 
-from engine.config import Config, KafkaRole
-from engine.log.security import kafka_access
-from engine.snapshots import restore, store
-from engine.state import ColumnFamilies, PartitionDb
-from engine.state.db import STATE_FORMAT
+from partita.config import Config, KafkaRole
+from partita.log.security import kafka_access
+from partita.snapshots import restore, store
+from partita.state import ColumnFamilies, PartitionDb
+from partita.state.db import STATE_FORMAT
 from tests.integration.snapshots import manifests, snapshot_config
 
 pytestmark = pytest.mark.kafka

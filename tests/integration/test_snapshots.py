@@ -13,10 +13,10 @@ import pytest
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from engine.client import Client, CommandRejectedError
-from engine.config import Config
-from engine.protocol.enums import RejectionType
-from engine.state import PartitionDb
+from partita.client import Client, CommandRejectedError
+from partita.config import Config
+from partita.protocol.enums import RejectionType
+from partita.state import PartitionDb
 from tests.integration.snapshots import manifests, snapshot_config
 from tests.integration.workers import BUILTIN_ENGINE, WorkerProcess, create_topics, wait_until
 

@@ -7,11 +7,11 @@ from dataclasses import replace
 import pytest
 from confluent_kafka.admin import NewTopic
 
-from engine.cli import main
-from engine.config import Config, KafkaRole
-from engine.log.admin import admin_client
-from engine.log.security import kafka_access
-from engine.log.topics import TopicConflictError, TopicOutcome, apply_topics, load_specs
+from partita.cli import main
+from partita.config import Config, KafkaRole
+from partita.log.admin import admin_client
+from partita.log.security import kafka_access
+from partita.log.topics import TopicConflictError, TopicOutcome, apply_topics, load_specs
 
 pytestmark = pytest.mark.kafka
 

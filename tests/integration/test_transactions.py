@@ -8,9 +8,9 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import NewTopic
 
-from engine.config import Config, KafkaRole
-from engine.log.admin import admin_client
-from engine.log.security import kafka_access
+from partita.config import Config, KafkaRole
+from partita.log.admin import admin_client
+from partita.log.security import kafka_access
 
 pytestmark = pytest.mark.kafka
 

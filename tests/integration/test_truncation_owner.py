@@ -18,15 +18,15 @@ from typing import Any
 import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
-from engine import snapshots
-from engine.config import Config, KafkaRole
-from engine.log import clients
-from engine.log.security import kafka_access
-from engine.protocol.codec import RecordCodec
-from engine.snapshots import SnapshotSettings
-from engine.state.db import LAST_PROCESSED_POSITION
-from engine.stream.errors import TaskFencedError
-from engine.stream.task import PartitionTask
+from partita import snapshots
+from partita.config import Config, KafkaRole
+from partita.log import clients
+from partita.log.security import kafka_access
+from partita.protocol.codec import RecordCodec
+from partita.snapshots import SnapshotSettings
+from partita.state.db import LAST_PROCESSED_POSITION
+from partita.stream.errors import TaskFencedError
+from partita.stream.task import PartitionTask
 from tests.integration.workers import create_topics, creation, produce, wait_until
 from tests.support.processors import build_engine
 

@@ -15,25 +15,25 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 
-from engine.analytics.appliers import Tables, fold, wanted
-from engine.analytics.export import Exporter
-from engine.analytics.skipped import SkippedRecords
-from engine.cli import main
-from engine.config import Config, KafkaRole
-from engine.log.admin import admin_client
-from engine.log.clients import engine_group, transactional_producer
-from engine.log.security import kafka_access
-from engine.log.topics import apply_topics, export_topic_name, export_topic_specs
-from engine.ops.status import collect, render
-from engine.ops.tail import TailFilter, tail
-from engine.protocol.codec import RecordCodec
-from engine.protocol.enums import BpmnElementType, ValueType
-from engine.protocol.headers import INTENT, RECORD_TYPE, VALUE_TYPE, header, record_headers
-from engine.protocol.intents import ProcessInstanceCreationIntent, ProcessInstanceIntent
-from engine.protocol.records import event
-from engine.protocol.values import ProcessInstanceValue
-from engine.stream.errors import UnappliableRecordError
-from engine.stream.stopped import StoppedMarker, commit_stopped, encode
+from partita.analytics.appliers import Tables, fold, wanted
+from partita.analytics.export import Exporter
+from partita.analytics.skipped import SkippedRecords
+from partita.cli import main
+from partita.config import Config, KafkaRole
+from partita.log.admin import admin_client
+from partita.log.clients import engine_group, transactional_producer
+from partita.log.security import kafka_access
+from partita.log.topics import apply_topics, export_topic_name, export_topic_specs
+from partita.ops.status import collect, render
+from partita.ops.tail import TailFilter, tail
+from partita.protocol.codec import RecordCodec
+from partita.protocol.enums import BpmnElementType, ValueType
+from partita.protocol.headers import INTENT, RECORD_TYPE, VALUE_TYPE, header, record_headers
+from partita.protocol.intents import ProcessInstanceCreationIntent, ProcessInstanceIntent
+from partita.protocol.records import event
+from partita.protocol.values import ProcessInstanceValue
+from partita.stream.errors import UnappliableRecordError
+from partita.stream.stopped import StoppedMarker, commit_stopped, encode
 from tests.integration.workers import (
     WorkerProcess,
     create_topics,

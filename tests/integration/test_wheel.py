@@ -25,7 +25,7 @@ pytestmark = pytest.mark.kafka
 
 ROOT = Path(__file__).resolve().parents[2]
 ONE_TASK = ROOT / "tests" / "fixtures" / "bpmn" / "one-task.bpmn"
-# What the build reads: pyproject.toml names README.md as the readme; engine/_contract links
+# What the build reads: pyproject.toml names README.md as the readme; engine/partita/_contract links
 # into avro/ and topics/.
 BUILD_INPUTS = ("pyproject.toml", "README.md", "engine", "avro", "topics")
 CONTRACT = ("avro", "topics")
@@ -89,35 +89,35 @@ def test_the_wheel_carries_every_file_the_engine_reads(wheel: Path) -> None:
     for folder in CONTRACT:
         for path in sorted((ROOT / folder).rglob("*")):
             if path.is_file():
-                name = f"engine/_contract/{path.relative_to(ROOT).as_posix()}"
+                name = f"partita/_contract/{path.relative_to(ROOT).as_posix()}"
                 expected[name] = path.read_bytes()
-    for directory, subdirs, files in os.walk(ROOT / "engine"):
+    for directory, subdirs, files in os.walk(ROOT / "engine" / "partita"):
         subdirs[:] = [d for d in subdirs if d != "__pycache__"]
         for file in files:
             path = Path(directory) / file
             if path.suffix not in (".py", ".pyc"):
-                expected[path.relative_to(ROOT).as_posix()] = path.read_bytes()
+                expected[path.relative_to(ROOT / "engine").as_posix()] = path.read_bytes()
     assert len(expected) > len(CONTRACT)
     missing = sorted(name for name in expected if name not in shipped)
     assert not missing, f"files the engine reads that the wheel lacks: {missing}"
     changed = sorted(name for name, data in expected.items() if shipped[name] != data)
     assert not changed, f"files that differ from the tree: {changed}"
     outside = sorted(
-        n for n in shipped if not n.startswith(("engine/", "partita-")) or "__pycache__" in n
+        n for n in shipped if not n.startswith(("partita/", "partita-")) or "__pycache__" in n
     )
     assert not outside, f"the wheel carries files outside the engine package: {outside}"
 
 
 # Run by the installed venv's Python: every packaged file, read the way the engine reads it.
 LOAD_PACKAGED_FILES = """
-from engine.bench.e2e import WORKLOADS
-from engine.bpmn.parser import parse_bpmn
-from engine.config import Config
-from engine.demo import BPMN as DEMO
-from engine.localkafka.distribution import kafka_version
-from engine.log.topics import load_specs
-from engine.ops.chaos import BPMN as CHAOS
-from engine.protocol.schemas import current_schema, known_schemas
+from partita.bench.e2e import WORKLOADS
+from partita.bpmn.parser import parse_bpmn
+from partita.config import Config
+from partita.demo import BPMN as DEMO
+from partita.localkafka.distribution import kafka_version
+from partita.log.topics import load_specs
+from partita.ops.chaos import BPMN as CHAOS
+from partita.protocol.schemas import current_schema, known_schemas
 
 files = [DEMO, CHAOS, *(w.bpmn for w in WORKLOADS.values())]
 for path in files:
@@ -135,7 +135,7 @@ def test_the_installed_wheel_reads_its_packaged_files(install: Install) -> None:
     *read, topics, kafka = out.splitlines()
     assert len(read) > 4 and all(line.startswith(site) for line in read), out
     assert all(re.search(r"\.bpmn \['[\w-]+'", line) for line in read[:-1]), out
-    assert re.search(r"/engine/_contract/avro/record\.avsc \d+ schemas$", read[-1]), out
+    assert re.search(r"/partita/_contract/avro/record\.avsc \d+ schemas$", read[-1]), out
     assert re.match(r"^\d+ topics$", topics) and re.match(r"^kafka \d+\.\d+", kafka), out
 
 
@@ -144,18 +144,18 @@ def test_deploy_create_and_complete_with_the_installed_wheel_only(
 ) -> None:
     python = install.venv / "bin" / "python"
     found = _run(
-        [str(python), "-c", "import engine; print(engine.__file__)"], install.cwd, install.env
+        [str(python), "-c", "import partita; print(partita.__file__)"], install.cwd, install.env
     )
     module = Path(found.strip()).resolve()
     assert module.is_relative_to(install.venv.resolve()), module
     assert not module.is_relative_to(ROOT), module
-    native = "from engine.protocol.codec import RecordCodec; print(RecordCodec().native)"
+    native = "from partita.protocol.codec import RecordCodec; print(RecordCodec().native)"
     assert _run([str(python), "-c", native], install.cwd, install.env).strip() == "False"
 
     cluster = ["--bootstrap-servers", kafka_bootstrap, "--namespace", f"w{uuid.uuid4().hex[:8]}"]
     install.partita("topics", "apply", *cluster)
     bpmn = shutil.copy(ONE_TASK, install.cwd / "one-task.bpmn")
-    with _background(install, tmp_path / "engine.log", "worker", *cluster) as engine:
+    with _background(install, tmp_path / "partita.log", "worker", *cluster) as engine:
         deployed = install.partita("deploy", str(bpmn), *cluster, "--timeout", "60")
         assert re.match(r"^one-task version 1 key \d+", deployed), deployed
         job_worker = ["jobs", "work", "work", "--count", "1", "--vars", '{"worked": true}']

@@ -14,19 +14,19 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from msgspec.structs import replace
 
-from engine.config import Config, KafkaRole
-from engine.log import clients
-from engine.log.admin import admin_client
-from engine.log.security import kafka_access
-from engine.protocol.enums import BpmnElementType, RecordType
-from engine.protocol.headers import processed_positions, record_headers
-from engine.protocol.intents import ProcessInstanceCreationIntent as Creation
-from engine.protocol.intents import ProcessInstanceIntent as Instance
-from engine.protocol.intents import TimerIntent
-from engine.protocol.keys import encode_key
-from engine.protocol.records import command, event
-from engine.protocol.values import ProcessInstanceValue, TimerValue
-from engine.stream.transaction import command_key
+from partita.config import Config, KafkaRole
+from partita.log import clients
+from partita.log.admin import admin_client
+from partita.log.security import kafka_access
+from partita.protocol.enums import BpmnElementType, RecordType
+from partita.protocol.headers import processed_positions, record_headers
+from partita.protocol.intents import ProcessInstanceCreationIntent as Creation
+from partita.protocol.intents import ProcessInstanceIntent as Instance
+from partita.protocol.intents import TimerIntent
+from partita.protocol.keys import encode_key
+from partita.protocol.records import command, event
+from partita.protocol.values import ProcessInstanceValue, TimerValue
+from partita.stream.transaction import command_key
 from tests.integration.workers import (
     CODEC,
     Load,

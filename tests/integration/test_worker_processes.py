@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from engine.config import Config, KafkaRole
-from engine.log.admin import admin_client
-from engine.log.clients import engine_group
-from engine.log.security import kafka_access
+from partita.config import Config, KafkaRole
+from partita.log.admin import admin_client
+from partita.log.clients import engine_group
+from partita.log.security import kafka_access
 from tests.integration.workers import (
     ROOT,
     TEST_ENGINE,
@@ -52,7 +52,7 @@ class Supervised(WorkerProcess):
                 [
                     sys.executable,
                     "-m",
-                    "engine.cli",
+                    "partita.cli",
                     "worker",
                     *self.args(),
                     "--processes",

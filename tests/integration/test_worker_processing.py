@@ -10,18 +10,18 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
-from engine.config import Config, KafkaRole
-from engine.log.clients import engine_group, new_consumer
-from engine.log.security import kafka_access
-from engine.protocol.enums import RecordType, RejectionType, ValueType
-from engine.protocol.intents import (
+from partita.config import Config, KafkaRole
+from partita.log.clients import engine_group, new_consumer
+from partita.log.security import kafka_access
+from partita.protocol.enums import RecordType, RejectionType, ValueType
+from partita.protocol.intents import (
     ErrorIntent,
     ProcessInstanceCreationIntent,
     ProcessInstanceIntent,
 )
-from engine.protocol.keys import encode_key, kafka_partition_of_key
-from engine.protocol.records import command
-from engine.protocol.values import ProcessInstanceValue
+from partita.protocol.keys import encode_key, kafka_partition_of_key
+from partita.protocol.records import command
+from partita.protocol.values import ProcessInstanceValue
 from tests.integration.workers import (
     CODEC,
     WorkerProcess,

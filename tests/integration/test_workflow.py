@@ -9,17 +9,17 @@ from pathlib import Path
 
 import pytest
 
-from engine.config import Config
-from engine.protocol.enums import BpmnElementType
-from engine.protocol.intents import (
+from partita.config import Config
+from partita.protocol.enums import BpmnElementType
+from partita.protocol.intents import (
     DeploymentIntent,
     JobIntent,
     ProcessInstanceCreationIntent,
     ProcessInstanceIntent,
     ProcessIntent,
 )
-from engine.protocol.records import command
-from engine.protocol.values import (
+from partita.protocol.records import command
+from partita.protocol.values import (
     DeploymentResource,
     DeploymentValue,
     JobValue,

@@ -23,21 +23,21 @@ from confluent_kafka import (
     TopicPartition,
 )
 
-from engine.config import Config, KafkaRole
-from engine.log.admin import admin_client
-from engine.log.clients import new_consumer
-from engine.log.security import kafka_access
-from engine.log.topics import apply_topics, load_specs
-from engine.protocol.codec import RecordCodec
-from engine.protocol.enums import RecordType
-from engine.protocol.headers import ReplyTo, record_headers
-from engine.protocol.intents import ProcessInstanceCreationIntent
-from engine.protocol.records import Record, command
-from engine.protocol.values import ProcessInstanceCreationValue
+from partita.config import Config, KafkaRole
+from partita.log.admin import admin_client
+from partita.log.clients import new_consumer
+from partita.log.security import kafka_access
+from partita.log.topics import apply_topics, load_specs
+from partita.protocol.codec import RecordCodec
+from partita.protocol.enums import RecordType
+from partita.protocol.headers import ReplyTo, record_headers
+from partita.protocol.intents import ProcessInstanceCreationIntent
+from partita.protocol.records import Record, command
+from partita.protocol.values import ProcessInstanceCreationValue
 
 ROOT = Path(__file__).resolve().parents[2]
 TEST_ENGINE = "tests.support.processors:build_engine"
-BUILTIN_ENGINE = "engine.processing.builtin:build_engine"
+BUILTIN_ENGINE = "partita.processing.builtin:build_engine"
 CODEC = RecordCodec()
 
 
@@ -89,7 +89,7 @@ class WorkerProcess:
         self.home.mkdir(parents=True, exist_ok=True)
         with self.log.open("ab") as log:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "engine.cli", "worker", *self.args()],
+                [sys.executable, "-m", "partita.cli", "worker", *self.args()],
                 cwd=ROOT,
                 stdout=log,
                 stderr=subprocess.STDOUT,
@@ -115,7 +115,7 @@ class WorkerProcess:
 
     def verify_replay(self) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            [sys.executable, "-m", "engine.cli", "verify-replay", *self.args()],
+            [sys.executable, "-m", "partita.cli", "verify-replay", *self.args()],
             cwd=ROOT,
             env=self.env,
             capture_output=True,

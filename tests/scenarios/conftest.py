@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from engine.processing.builtin import build_engine
-from engine.protocol.intents import DeploymentIntent
-from engine.protocol.records import command
-from engine.protocol.values import DeploymentResource, DeploymentValue
+from partita.processing.builtin import build_engine
+from partita.protocol.intents import DeploymentIntent
+from partita.protocol.records import command
+from partita.protocol.values import DeploymentResource, DeploymentValue
 from tests.support.memory import MemoryEngine
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "bpmn"

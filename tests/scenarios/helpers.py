@@ -8,16 +8,16 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from engine.protocol.headers import ReplyTo
-from engine.protocol.intents import (
+from partita.protocol.headers import ReplyTo
+from partita.protocol.intents import (
     DeploymentIntent,
     JobIntent,
     MessageIntent,
     ProcessInstanceCreationIntent,
 )
-from engine.protocol.records import Record, command
-from engine.protocol.routing import partition_for_correlation_key
-from engine.protocol.values import (
+from partita.protocol.records import Record, command
+from partita.protocol.routing import partition_for_correlation_key
+from partita.protocol.values import (
     DeploymentResource,
     DeploymentValue,
     JobValue,

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from engine.processing.deployment import state as deployment_state
-from engine.protocol.enums import RecordType, RejectionType
-from engine.protocol.intents import DeploymentIntent, ProcessIntent
-from engine.protocol.records import Record, command
-from engine.protocol.values import DeploymentResource, DeploymentValue
+from partita.processing.deployment import state as deployment_state
+from partita.protocol.enums import RecordType, RejectionType
+from partita.protocol.intents import DeploymentIntent, ProcessIntent
+from partita.protocol.records import Record, command
+from partita.protocol.values import DeploymentResource, DeploymentValue
 from tests.scenarios.conftest import HARNESSES, make_harness
 from tests.support.memory import MemoryEngine
 

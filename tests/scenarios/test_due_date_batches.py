@@ -10,19 +10,19 @@ from pathlib import Path
 
 import pytest
 
-from engine.processing.builtin import build_engine
-from engine.processing.engine import MAX_DUE_COMMANDS
-from engine.processing.message.processors import expired_messages
-from engine.processing.timer.processors import due_timers
-from engine.protocol.enums import RecordType
-from engine.protocol.intents import (
+from partita.processing.builtin import build_engine
+from partita.processing.engine import MAX_DUE_COMMANDS
+from partita.processing.message.processors import expired_messages
+from partita.processing.timer.processors import due_timers
+from partita.protocol.enums import RecordType
+from partita.protocol.intents import (
     MessageIntent,
     ProcessInstanceCreationIntent,
     ProcessInstanceIntent,
     TimerIntent,
 )
-from engine.protocol.records import command
-from engine.protocol.values import MessageValue, ProcessInstanceCreationValue
+from partita.protocol.records import command
+from partita.protocol.values import MessageValue, ProcessInstanceCreationValue
 from tests.scenarios.helpers import deploy
 from tests.support.memory import MemoryEngine
 

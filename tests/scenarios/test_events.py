@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.processing.variable import state as variable_state
-from engine.protocol.enums import RejectionType
-from engine.protocol.intents import (
+from partita.processing.variable import state as variable_state
+from partita.protocol.enums import RejectionType
+from partita.protocol.intents import (
     JobIntent,
     MessageIntent,
     MessageStartEventSubscriptionIntent,
@@ -15,8 +15,8 @@ from engine.protocol.intents import (
     ProcessMessageSubscriptionIntent,
     TimerIntent,
 )
-from engine.protocol.records import command
-from engine.protocol.values import ProcessInstanceCreationValue
+from partita.protocol.records import command
+from partita.protocol.values import ProcessInstanceCreationValue
 from tests.scenarios.helpers import (
     FIXTURES,
     all_events,

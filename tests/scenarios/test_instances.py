@@ -5,17 +5,17 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from engine.processing.builtin import build_engine
-from engine.processing.instance import state as instance_state
-from engine.processing.variable import state as variable_state
-from engine.protocol.enums import (
+from partita.processing.builtin import build_engine
+from partita.processing.instance import state as instance_state
+from partita.processing.variable import state as variable_state
+from partita.protocol.enums import (
     ErrorType,
     RecordType,
     RejectionType,
     VariableDocumentUpdateSemantic,
 )
-from engine.protocol.headers import ReplyTo
-from engine.protocol.intents import (
+from partita.protocol.headers import ReplyTo
+from partita.protocol.intents import (
     DeploymentIntent,
     IncidentIntent,
     JobIntent,
@@ -25,8 +25,8 @@ from engine.protocol.intents import (
     VariableDocumentIntent,
     VariableIntent,
 )
-from engine.protocol.records import command
-from engine.protocol.values import (
+from partita.protocol.records import command
+from partita.protocol.values import (
     DeploymentResource,
     DeploymentValue,
     ProcessInstanceCreationValue,

@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from engine.processing.builtin import build_engine
-from engine.processing.job.push import JobPush
-from engine.processing.job.state import PUSH_WORKER
-from engine.protocol.enums import RejectionType
-from engine.protocol.intents import DeploymentIntent, JobBatchIntent, JobIntent
-from engine.protocol.records import Record, command
-from engine.protocol.values import DeploymentResource, DeploymentValue, JobBatchValue, JobValue
+from partita.processing.builtin import build_engine
+from partita.processing.job.push import JobPush
+from partita.processing.job.state import PUSH_WORKER
+from partita.protocol.enums import RejectionType
+from partita.protocol.intents import DeploymentIntent, JobBatchIntent, JobIntent
+from partita.protocol.records import Record, command
+from partita.protocol.values import DeploymentResource, DeploymentValue, JobBatchValue, JobValue
 from tests.scenarios.helpers import FIXTURES, complete, create, jobs_of, send
 from tests.support.memory import CODEC, MemoryEngine
 

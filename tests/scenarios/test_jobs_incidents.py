@@ -5,18 +5,18 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from engine.protocol.enums import (
+from partita.protocol.enums import (
     ErrorType,
     RecordType,
     RejectionType,
 )
-from engine.protocol.intents import (
+from partita.protocol.intents import (
     IncidentIntent,
     JobBatchIntent,
     JobIntent,
 )
-from engine.protocol.records import Record, command
-from engine.protocol.values import (
+from partita.protocol.records import Record, command
+from partita.protocol.values import (
     IncidentValue,
     JobBatchValue,
     JobValue,

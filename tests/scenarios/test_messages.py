@@ -10,15 +10,15 @@ from typing import Any
 
 import pytest
 
-from engine.processing.variable import state as variable_state
-from engine.protocol.enums import RecordType, RejectionType
-from engine.protocol.intents import (
+from partita.processing.variable import state as variable_state
+from partita.protocol.enums import RecordType, RejectionType
+from partita.protocol.intents import (
     MessageIntent,
     MessageStartEventSubscriptionIntent,
     MessageSubscriptionIntent,
     ProcessMessageSubscriptionIntent,
 )
-from engine.protocol.routing import partition_for_correlation_key
+from partita.protocol.routing import partition_for_correlation_key
 from tests.scenarios.conftest import HARNESSES, make_harness
 from tests.scenarios.helpers import create, deploy, publish, steps
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from engine.processing.variable import state as variable_state
-from engine.protocol.enums import ErrorType
-from engine.protocol.intents import IncidentIntent, JobIntent, TimerIntent
-from engine.protocol.records import command
-from engine.protocol.values import JobValue
+from partita.processing.variable import state as variable_state
+from partita.protocol.enums import ErrorType
+from partita.protocol.intents import IncidentIntent, JobIntent, TimerIntent
+from partita.protocol.records import command
+from partita.protocol.values import JobValue
 from tests.scenarios.helpers import all_events, complete, create, deploy, jobs_of, steps
 
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.processing.instance import state as instance_state
-from engine.protocol.enums import ErrorType
-from engine.protocol.intents import DeploymentIntent, IncidentIntent, VariableDocumentIntent
-from engine.protocol.records import command
-from engine.protocol.values import (
+from partita.processing.instance import state as instance_state
+from partita.protocol.enums import ErrorType
+from partita.protocol.intents import DeploymentIntent, IncidentIntent, VariableDocumentIntent
+from partita.protocol.records import command
+from partita.protocol.values import (
     DeploymentResource,
     DeploymentValue,
     IncidentValue,

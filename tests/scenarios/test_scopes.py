@@ -8,13 +8,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from engine.processing.instance import queries
-from engine.processing.instance import state as instance_state
-from engine.processing.variable import state as variable_state
-from engine.protocol.enums import ErrorType, RejectionType
-from engine.protocol.intents import IncidentIntent, JobIntent, ProcessInstanceIntent
-from engine.protocol.records import command
-from engine.protocol.values import JobValue, ProcessInstanceValue
+from partita.processing.instance import queries
+from partita.processing.instance import state as instance_state
+from partita.processing.variable import state as variable_state
+from partita.protocol.enums import ErrorType, RejectionType
+from partita.protocol.intents import IncidentIntent, JobIntent, ProcessInstanceIntent
+from partita.protocol.records import command
+from partita.protocol.values import JobValue, ProcessInstanceValue
 from tests.scenarios.helpers import (
     all_events,
     complete,

@@ -7,18 +7,18 @@ from __future__ import annotations
 
 import json
 
-from engine.processing.job.activation import MAX_JOB_VARIABLES_BYTES
-from engine.protocol.enums import ErrorType, RecordType, RejectionType
-from engine.protocol.headers import ReplyTo
-from engine.protocol.intents import (
+from partita.processing.job.activation import MAX_JOB_VARIABLES_BYTES
+from partita.protocol.enums import ErrorType, RecordType, RejectionType
+from partita.protocol.headers import ReplyTo
+from partita.protocol.intents import (
     IncidentIntent,
     JobBatchIntent,
     JobIntent,
     ProcessInstanceCreationIntent,
     VariableDocumentIntent,
 )
-from engine.protocol.records import Record, command
-from engine.protocol.values import (
+from partita.protocol.records import Record, command
+from partita.protocol.values import (
     IncidentValue,
     JobBatchValue,
     JobValue,

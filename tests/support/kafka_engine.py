@@ -13,19 +13,19 @@ from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 
-from engine.config import Config, KafkaRole
-from engine.log import clients
-from engine.log.admin import admin_client
-from engine.log.security import KafkaAccess
-from engine.log.topics import TopicSpec, apply_topics
-from engine.processing import Engine
-from engine.processing.job.push import JobPush
-from engine.protocol.codec import PRODUCER_MAX_BYTES
-from engine.protocol.headers import CORRELATION_ID, ReplyTo, header, record_headers
-from engine.protocol.records import Record
-from engine.state import KeyGenerator, PartitionDb
-from engine.stream.processing import ProcessingStateMachine
-from engine.stream.replay import ReplayStateMachine
+from partita.config import Config, KafkaRole
+from partita.log import clients
+from partita.log.admin import admin_client
+from partita.log.security import KafkaAccess
+from partita.log.topics import TopicSpec, apply_topics
+from partita.processing import Engine
+from partita.processing.job.push import JobPush
+from partita.protocol.codec import PRODUCER_MAX_BYTES
+from partita.protocol.headers import CORRELATION_ID, ReplyTo, header, record_headers
+from partita.protocol.records import Record
+from partita.state import KeyGenerator, PartitionDb
+from partita.stream.processing import ProcessingStateMachine
+from partita.stream.replay import ReplayStateMachine
 from tests.support.memory import CODEC, Harness, reply_routes
 
 

@@ -9,17 +9,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from engine.processing import Engine
-from engine.processing.job.push import JobPush
-from engine.protocol.codec import RecordCodec
-from engine.protocol.enums import RecordType
-from engine.protocol.headers import ReplyTo, record_headers
-from engine.protocol.records import Record
-from engine.state import KeyGenerator, PartitionDb
-from engine.stream.metrics import ProcessingMetrics
-from engine.stream.processing import ProcessingStateMachine
-from engine.stream.replies import ReplyRoutes
-from engine.stream.transaction import BatchTransaction
+from partita.processing import Engine
+from partita.processing.job.push import JobPush
+from partita.protocol.codec import RecordCodec
+from partita.protocol.enums import RecordType
+from partita.protocol.headers import ReplyTo, record_headers
+from partita.protocol.records import Record
+from partita.state import KeyGenerator, PartitionDb
+from partita.stream.metrics import ProcessingMetrics
+from partita.stream.processing import ProcessingStateMachine
+from partita.stream.replies import ReplyRoutes
+from partita.stream.transaction import BatchTransaction
 
 CODEC = RecordCodec()
 

@@ -19,14 +19,14 @@ from typing import Any
 
 from msgspec.structs import replace
 
-from engine.processing import Engine, ProcessingContext, RejectionError, banning
-from engine.protocol.enums import BpmnElementType, RejectionType
-from engine.protocol.intents import ProcessInstanceCreationIntent as Creation
-from engine.protocol.intents import ProcessInstanceIntent as Instance
-from engine.protocol.records import Record, command
-from engine.protocol.values import ProcessInstanceCreationValue, ProcessInstanceValue
-from engine.state import ColumnFamilies, PartitionDb
-from engine.state.view import StateView
+from partita.processing import Engine, ProcessingContext, RejectionError, banning
+from partita.protocol.enums import BpmnElementType, RejectionType
+from partita.protocol.intents import ProcessInstanceCreationIntent as Creation
+from partita.protocol.intents import ProcessInstanceIntent as Instance
+from partita.protocol.records import Record, command
+from partita.protocol.values import ProcessInstanceCreationValue, ProcessInstanceValue
+from partita.state import ColumnFamilies, PartitionDb
+from partita.state.view import StateView
 
 TOY_INSTANCES = ColumnFamilies.VARIABLE
 """The toy keeps an instance as a JSON text under (instance key, "toy")."""

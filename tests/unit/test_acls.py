@@ -11,12 +11,12 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AclBinding
 
-from engine import cli
-from engine.analytics.export import export_group
-from engine.config import Config, KafkaRole
-from engine.log.clients import engine_group, transactional_id
-from engine.log.topics import export_topic_name
-from engine.ops.acls import (
+from partita import cli
+from partita.analytics.export import export_group
+from partita.config import Config, KafkaRole
+from partita.log.clients import engine_group, transactional_id
+from partita.log.topics import export_topic_name
+from partita.ops.acls import (
     Acl,
     AclError,
     Operation,
@@ -25,8 +25,8 @@ from engine.ops.acls import (
     kafka_acls_commands,
     role_acls,
 )
-from engine.ops.acls_apply import apply_acls
-from engine.protocol.enums import ValueType
+from partita.ops.acls_apply import apply_acls
+from partita.protocol.enums import ValueType
 
 NS = "shop"
 CONFIG = Config(namespace=NS)
@@ -168,8 +168,8 @@ def test_the_analytics_read_the_log_and_own_only_faust_s_names() -> None:
     import faust
     from faust.transport.consumer import TransactionManager
 
-    from engine.analytics.app import group_id
-    from engine.analytics.appliers import Tables
+    from partita.analytics.app import group_id
+    from partita.analytics.appliers import Tables
 
     app = faust.App(group_id(NS), store="memory://")
     changelogs = [app.Table(name).changelog_topic_name for name in Tables.names()]

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from engine.processing.awaiting import AwaitedResults
-from engine.protocol.headers import ReplyTo
+from partita.processing.awaiting import AwaitedResults
+from partita.protocol.headers import ReplyTo
 
 
 def _reply(n: int) -> ReplyTo:

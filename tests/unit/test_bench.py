@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from engine.bench import e2e
-from engine.bench.codec import typical_documents, typical_records
-from engine.bench.e2e import side_by_side
-from engine.cli import main
-from engine.config import Config
-from engine.protocol.codec import RecordCodec
+from partita.bench import e2e
+from partita.bench.codec import typical_documents, typical_records
+from partita.bench.e2e import side_by_side
+from partita.cli import main
+from partita.config import Config
+from partita.protocol.codec import RecordCodec
 
 
 def test_bench_codec_prints_encode_and_decode_figures(capsys: pytest.CaptureFixture[str]) -> None:
@@ -159,7 +159,7 @@ def test_bench_loop_rounds_report_the_median_and_every_round(
 ) -> None:
     """Each round runs the engine and the raw loop in a namespace of its own; the printed
     figures are the rounds' medians, each round's ratio beside them."""
-    from engine.bench import loop  # lazy: the bench module the test replaces a part of
+    from partita.bench import loop  # lazy: the bench module the test replaces a part of
 
     rates = iter([(100_000, 200_000), (150_000, 250_000), (120_000, 400_000)])
     namespaces = []
@@ -212,7 +212,7 @@ class _FailingCommit:
 
 
 def test_the_relays_background_commit_hands_its_error_to_the_relay() -> None:
-    from engine.bench.journey import _Committer
+    from partita.bench.journey import _Committer
 
     committer, producer = _Committer(), _FailingCommit()
     committer.start(producer)  # type: ignore[arg-type]

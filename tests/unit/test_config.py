@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.config import Config
-from engine.errors import ConfigError
+from partita.config import Config
+from partita.errors import ConfigError
 
 
 def test_defaults_use_a_local_broker_on_9092() -> None:

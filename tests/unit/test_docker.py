@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 import yaml
 
-from engine.cli import build_parser
-from engine.config import Config, KafkaRole
-from engine.log.properties import read_properties
-from engine.log.security import kafka_access
+from partita.cli import build_parser
+from partita.config import Config, KafkaRole
+from partita.log.properties import read_properties
+from partita.log.security import kafka_access
 
 ROOT = Path(__file__).resolve().parents[2]
 PLAIN = "compose.yaml"

@@ -5,17 +5,17 @@ from __future__ import annotations
 
 import pytest
 
-from engine.processing import Engine
-from engine.protocol.intents import JobIntent
-from engine.stream.worker import load_engine
+from partita.processing import Engine
+from partita.protocol.intents import JobIntent
+from partita.stream.worker import load_engine
 
 
 @pytest.mark.parametrize(
     "spec",
     [
-        "engine.processing.builtin:build_engine",
+        "partita.processing.builtin:build_engine",
         "tests.support.processors:build_engine",
-        "engine.bench.loop:bench_engine",
+        "partita.bench.loop:bench_engine",
     ],
 )
 def test_engine_factories_build(spec: str) -> None:
@@ -31,7 +31,7 @@ def test_a_second_processor_for_one_intent_is_refused() -> None:
 
 
 def test_a_bad_engine_spec_says_what_is_expected() -> None:
-    from engine.errors import PartitaError
+    from partita.errors import PartitaError
 
     with pytest.raises(PartitaError, match="expected MODULE:FUNCTION"):
         load_engine("no.such.module:build")

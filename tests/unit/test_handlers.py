@@ -1,5 +1,5 @@
-"""The rooms of engine/processing: docs/handlers.md is the table the engine's registry gives,
-every handler is registered by the module that defines it, and the processing modules import
+"""The rooms of engine/partita/processing: docs/handlers.md is the table the engine's registry
+gives, every handler is registered by the module that defines it, and the processing modules import
 each other without a cycle: rooms' `state` and the shared `behavior` import no room's logic, and
 no module but the build imports one that registers handlers."""
 
@@ -11,24 +11,24 @@ from pathlib import Path
 
 from msgspec.structs import replace
 
-from engine.processing import ProcessingContext
-from engine.processing.builtin import HANDLER_MODULES, build_engine
-from engine.processing.engine import Engine, Handlers
-from engine.processing.handlers_doc import render
-from engine.protocol.enums import RecordType, ValueType
-from engine.protocol.intents import JobIntent
-from engine.protocol.records import Record, command
-from engine.protocol.values import JobValue
+from partita.processing import ProcessingContext
+from partita.processing.builtin import HANDLER_MODULES, build_engine
+from partita.processing.engine import Engine, Handlers
+from partita.processing.handlers_doc import render
+from partita.protocol.enums import RecordType, ValueType
+from partita.protocol.intents import JobIntent
+from partita.protocol.records import Record, command
+from partita.protocol.values import JobValue
 
 ROOT = Path(__file__).resolve().parents[2]
-PROCESSING = ROOT / "engine" / "processing"
+PROCESSING = ROOT / "engine" / "partita" / "processing"
 
 
 def test_the_handlers_table_in_docs_is_generated_from_the_engine() -> None:
     committed = (ROOT / "docs" / "handlers.md").read_text()
     assert committed == render(), (
         "docs/handlers.md is stale: run"
-        " `python -m engine.processing.handlers_doc > docs/handlers.md`"
+        " `python -m partita.processing.handlers_doc > docs/handlers.md`"
     )
 
 
@@ -36,7 +36,7 @@ def test_the_table_names_each_handler_and_its_module() -> None:
     page = render()
     assert (
         "| `COMPLETE` | client command | `complete` | [job/processors.py]"
-        "(../engine/processing/job/processors.py) |"
+        "(../engine/partita/processing/job/processors.py) |"
     ) in page
     assert "| `COMPLETED` | event | `apply_removed` | [job/appliers.py]" in page
     assert "| `UPDATE_TIMEOUT` | client command | - | - |" in page  # no processor yet
@@ -96,7 +96,7 @@ def _module_name(path: Path) -> str:
 
 
 def _runtime_imports(path: Path, known: set[str]) -> set[str]:
-    """The engine.processing modules `path` imports when it is imported (annotations-only
+    """The partita.processing modules `path` imports when it is imported (annotations-only
     imports under TYPE_CHECKING aside)."""
     found: set[str] = set()
 
@@ -116,7 +116,7 @@ def _runtime_imports(path: Path, known: set[str]) -> set[str]:
 
 
 def _graph() -> dict[str, set[str]]:
-    """engine.processing module -> the engine.processing modules it imports at run time."""
+    """partita.processing module -> the partita.processing modules it imports at run time."""
     paths = {_module_name(p): p for p in sorted(PROCESSING.rglob("*.py"))}
     return {name: _runtime_imports(path, set(paths)) - {name} for name, path in paths.items()}
 
@@ -124,20 +124,20 @@ def _graph() -> dict[str, set[str]]:
 def test_shared_behaviours_and_state_modules_import_no_room_logic() -> None:
     """A room's `state` imports only other rooms' state; `behavior` only state, other
     behaviours and the machinery: so any room can use them without a cycle."""
-    machinery = {"engine.processing.context", "engine.processing.engine"}
+    machinery = {"partita.processing.context", "partita.processing.engine"}
     packages = {name for name in _graph() if (ROOT / name.replace(".", "/")).is_dir()}
 
     def allowed(imported: str, *, behavior: bool) -> bool:
         if imported in packages or imported.endswith(".state"):
             return True
         return behavior and (
-            imported.startswith("engine.processing.behavior.") or imported in machinery
+            imported.startswith("partita.processing.behavior.") or imported in machinery
         )
 
     for name, imports in _graph().items():
         if name.endswith(".state"):
             wrong = {i for i in imports if not allowed(i, behavior=False)}
-        elif name.startswith("engine.processing.behavior."):
+        elif name.startswith("partita.processing.behavior."):
             wrong = {i for i in imports if not allowed(i, behavior=True)}
         else:
             continue
@@ -156,7 +156,7 @@ def test_processing_modules_import_each_other_without_a_cycle() -> None:
         (name, imported)
         for name, imports in graph.items()
         for imported in imports & handler_modules
-        if name != "engine.processing.builtin"
+        if name != "partita.processing.builtin"
     }
     assert not importers, f"modules that register handlers are imported by others: {importers}"
 

@@ -1,4 +1,4 @@
-"""The engine's layers, read from its imports (every `import engine...` of every module, at any
+"""The engine's layers, read from its imports (every `import partita...` of every module, at any
 depth), so a dependency that crosses a layer fails here instead of in a review:
 
     protocol <- state <- processing <- stream <- cli
@@ -20,9 +20,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-ENGINE = ROOT / "engine"
+ENGINE = ROOT / "engine" / "partita"
 
-SHARED = {"errors", "config", "resources", "elements", "engine"}
+SHARED = {"errors", "config", "resources", "elements", "partita"}
 """Imported by every layer: the error base classes, the one Config, contract file lookup, and
 the BPMN element and event types the model and the records share."""
 
@@ -43,17 +43,17 @@ ALLOWED: dict[str, set[str]] = {
 bench, demo) are applications on top and may import anything."""
 
 PROCESSING_CORE = {
-    "engine.processing",
-    "engine.processing.engine",
-    "engine.processing.context",
-    "engine.processing.awaiting",
-    "engine.processing.banning",
+    "partita.processing",
+    "partita.processing.engine",
+    "partita.processing.context",
+    "partita.processing.awaiting",
+    "partita.processing.banning",
 }
 """What of processing the stream layer may import: the generic core (dispatch, context, awaited
 results, banned instances). Domain rooms (job, message, ...) reach it only as TopicHooks."""
 
 CONFIG_ALLOWED = {"errors", "log", "bpmn"}
-"""engine.config reads properties files (log.properties) and ISO-8601 durations (bpmn)."""
+"""partita.config reads properties files (log.properties) and ISO-8601 durations (bpmn)."""
 
 KNOWN_VIOLATIONS: set[tuple[str, str]] = set()
 """None left; a violation the code cannot lose at once is listed here with the item to fix it."""
@@ -66,7 +66,7 @@ def _module_name(path: Path, root: Path) -> str:
 
 def _package(module: str) -> str:
     parts = module.split(".")
-    return parts[1] if len(parts) > 1 else "engine"
+    return parts[1] if len(parts) > 1 else "partita"
 
 
 def _imports(path: Path) -> Iterator[tuple[str, bool, int]]:
@@ -79,11 +79,11 @@ def _imports(path: Path) -> Iterator[tuple[str, bool, int]]:
             nested = in_function or isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef)
             if isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test):
                 continue  # annotations only: never imported at run time
-            if isinstance(child, ast.ImportFrom) and (child.module or "").startswith("engine"):
+            if isinstance(child, ast.ImportFrom) and (child.module or "").startswith("partita"):
                 yield str(child.module), in_function, child.lineno
             elif isinstance(child, ast.Import):
                 for alias in child.names:
-                    if alias.name.startswith("engine"):
+                    if alias.name.startswith("partita"):
                         yield alias.name, in_function, child.lineno
             yield from walk(child, nested)
 
@@ -105,7 +105,7 @@ def violations(engine: Path = ENGINE) -> set[tuple[str, str]]:
                 continue
             if package == "stream" and target == "processing" and imported not in PROCESSING_CORE:
                 found.add((module, imported))
-            if module == "engine.config":
+            if module == "partita.config":
                 if target not in CONFIG_ALLOWED:
                     found.add((module, imported))
                 continue
@@ -127,15 +127,15 @@ def test_the_known_violations_are_still_there() -> None:
 
 
 def test_the_check_sees_a_crossing(tmp_path: Path) -> None:
-    (tmp_path / "engine" / "client").mkdir(parents=True)
-    (tmp_path / "engine" / "client" / "probe.py").write_text(
-        "from engine.processing import Engine\n"
-        "from engine.log.clients import new_consumer\n\n"
+    (tmp_path / "partita" / "client").mkdir(parents=True)
+    (tmp_path / "partita" / "client" / "probe.py").write_text(
+        "from partita.processing import Engine\n"
+        "from partita.log.clients import new_consumer\n\n"
         "def f():\n"
-        "    from engine.client import x\n"
-        "    from engine.client import y  # lazy: an optional dependency\n"
+        "    from partita.client import x\n"
+        "    from partita.client import y  # lazy: an optional dependency\n"
     )
-    assert violations(tmp_path / "engine") == {
-        ("engine.client.probe", "engine.processing"),
-        ("engine.client.probe", "lazy engine.client"),
+    assert violations(tmp_path / "partita") == {
+        ("partita.client.probe", "partita.processing"),
+        ("partita.client.probe", "lazy partita.client"),
     }

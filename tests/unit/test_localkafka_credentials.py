@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from engine.config import Config, KafkaRole
-from engine.localkafka.credentials import ADMIN, USERS, ClientFiles, Login, Secrets, user_of
-from engine.log.security import kafka_access
+from partita.config import Config, KafkaRole
+from partita.localkafka.credentials import ADMIN, USERS, ClientFiles, Login, Secrets, user_of
+from partita.log.security import kafka_access
 
 
 @pytest.fixture

@@ -1,11 +1,12 @@
-"""docs/security.md shows the ACLs `partita acls` prints, generated from engine/ops/acls.py."""
+"""docs/security.md shows the ACLs `partita acls` prints, generated from
+engine/partita/ops/acls.py."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from engine.config import KafkaRole
-from engine.ops.acls import DOCS_BEGIN, DOCS_END, update_docs
+from partita.config import KafkaRole
+from partita.ops.acls import DOCS_BEGIN, DOCS_END, update_docs
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "security.md"
 
@@ -13,7 +14,7 @@ DOCS = Path(__file__).resolve().parents[2] / "docs" / "security.md"
 def test_the_acls_in_docs_security_md_are_generated_from_the_code() -> None:
     committed = DOCS.read_text()
     assert update_docs(committed) == committed, (
-        "docs/security.md is stale: run `python -m engine.ops.acls docs/security.md`"
+        "docs/security.md is stale: run `python -m partita.ops.acls docs/security.md`"
     )
 
 

@@ -13,8 +13,8 @@ ROOT = Path(__file__).resolve().parents[2]
 def _mypy(tmp_path: Path, body: str) -> str:
     source = tmp_path / "probe.py"
     source.write_text(
-        "from engine.processing.context import ProcessingContext\n"
-        "from engine.state import ColumnFamilies, PartitionDb\n\n" + body
+        "from partita.processing.context import ProcessingContext\n"
+        "from partita.state import ColumnFamilies, PartitionDb\n\n" + body
     )
     result = subprocess.run(
         [sys.executable, "-m", "mypy", "--strict", "--no-error-summary", str(source)],

@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from engine.config import Config
-from engine.log.topics import TopicSpecError, load_specs
+from partita.config import Config
+from partita.log.topics import TopicSpecError, load_specs
 
 
 def test_specs_resolve_namespace_and_log_partitions() -> None:

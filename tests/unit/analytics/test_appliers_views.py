@@ -3,8 +3,8 @@ the served figures; redeliveries ignored; windows bounded."""
 
 from __future__ import annotations
 
-from engine.analytics import views
-from engine.analytics.appliers import (
+from partita.analytics import views
+from partita.analytics.appliers import (
     RECENT_PER_PARTITION,
     TIMELINE_BUCKET_MS,
     TIMELINE_BUCKETS,
@@ -12,16 +12,16 @@ from engine.analytics.appliers import (
     apply,
     wanted,
 )
-from engine.protocol.enums import BpmnElementType, ErrorType, RecordType
-from engine.protocol.headers import INTENT, RECORD_TYPE, VALUE_TYPE, header, record_headers
-from engine.protocol.intents import (
+from partita.protocol.enums import BpmnElementType, ErrorType, RecordType
+from partita.protocol.headers import INTENT, RECORD_TYPE, VALUE_TYPE, header, record_headers
+from partita.protocol.intents import (
     IncidentIntent,
     JobIntent,
     ProcessInstanceCreationIntent,
     ProcessInstanceIntent,
 )
-from engine.protocol.records import Record, command, event
-from engine.protocol.values import (
+from partita.protocol.records import Record, command, event
+from partita.protocol.values import (
     IncidentValue,
     JobValue,
     ProcessInstanceCreationValue,

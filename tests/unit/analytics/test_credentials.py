@@ -16,10 +16,10 @@ import pytest
 from faust.auth import SASLCredentials, SSLCredentials
 from faust.transport.drivers.aiokafka import credentials_to_aiokafka_auth
 
-from engine.analytics.credentials import broker_credentials, faust_broker_settings, ssl_context
-from engine.config import Config, KafkaRole
-from engine.errors import ConfigError
-from engine.log.security import KafkaAccess, kafka_access
+from partita.analytics.credentials import broker_credentials, faust_broker_settings, ssl_context
+from partita.config import Config, KafkaRole
+from partita.errors import ConfigError
+from partita.log.security import KafkaAccess, kafka_access
 
 BOOTSTRAP = "kafka-1:9094,kafka-2:9094"
 

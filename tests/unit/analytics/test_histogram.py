@@ -9,7 +9,7 @@ import random
 
 import pytest
 
-from engine.analytics.histogram import GROWTH, RELATIVE_ERROR, Histogram, bucket_of
+from partita.analytics.histogram import GROWTH, RELATIVE_ERROR, Histogram, bucket_of
 
 
 def nearest_rank(values: list[float], q: float) -> float:

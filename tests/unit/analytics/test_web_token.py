@@ -10,13 +10,13 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 
-from engine.analytics.app import AnalyticsSettings
-from engine.analytics.web_token import authorized, check_token, token_middleware
-from engine.cli import build_parser
-from engine.cli.analytics import analytics_settings
-from engine.cli.common import build_config
-from engine.config import KafkaRole
-from engine.errors import ConfigError
+from partita.analytics.app import AnalyticsSettings
+from partita.analytics.web_token import authorized, check_token, token_middleware
+from partita.cli import build_parser
+from partita.cli.analytics import analytics_settings
+from partita.cli.common import build_config
+from partita.config import KafkaRole
+from partita.errors import ConfigError
 
 TOKEN = "a-token-of-24-characters"
 

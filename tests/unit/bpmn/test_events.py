@@ -6,9 +6,9 @@ from datetime import UTC, datetime
 
 import pytest
 
-from engine.bpmn import BpmnValidationError, EventNode, parse_bpmn
-from engine.bpmn.schedule import ScheduleError, after, cycle, date, first_due
-from engine.protocol.enums import BpmnElementType, BpmnEventType
+from partita.bpmn import BpmnValidationError, EventNode, parse_bpmn
+from partita.bpmn.schedule import ScheduleError, after, cycle, date, first_due
+from partita.protocol.enums import BpmnElementType, BpmnEventType
 
 
 def _ms(text: str) -> int:

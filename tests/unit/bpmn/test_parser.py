@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from engine.bpmn import BpmnValidationError, ExclusiveGateway, ServiceTask, parse_bpmn
-from engine.bpmn.xml import MAX_BYTES
-from engine.protocol.enums import BpmnElementType
+from partita.bpmn import BpmnValidationError, ExclusiveGateway, ServiceTask, parse_bpmn
+from partita.bpmn.xml import MAX_BYTES
+from partita.protocol.enums import BpmnElementType
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "bpmn"
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import time
 
-from engine.bpmn import parse_bpmn
-from engine.bpmn.xml import MAX_BYTES, parse_xml
+from partita.bpmn import parse_bpmn
+from partita.bpmn.xml import MAX_BYTES, parse_xml
 
 BPMN = "http://www.omg.org/spec/BPMN/20100524/MODEL"
 HEAD = f'<bpmn:definitions xmlns:bpmn="{BPMN}" id="d"><bpmn:documentation>'.encode()

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from engine.cli import build_parser
+from partita.cli import build_parser
 
 
 def parsers(
@@ -86,7 +86,7 @@ def test_examples_keep_their_lines_while_descriptions_wrap() -> None:
 
 
 def test_a_command_without_examples_cannot_be_added() -> None:
-    from engine.cli.common import add_command
+    from partita.cli.common import add_command
 
     commands = argparse.ArgumentParser().add_subparsers()
     with pytest.raises(ValueError, match="examples"):
@@ -94,9 +94,9 @@ def test_a_command_without_examples_cannot_be_added() -> None:
 
 
 def test_help_is_fast_because_the_engine_is_not_loaded() -> None:
-    heavy = ("confluent_kafka", "rocksdict", "faust", "fastavro", "engine.bpmn", "engine.client")
+    heavy = ("confluent_kafka", "rocksdict", "faust", "fastavro", "partita.bpmn", "partita.client")
     script = (
-        "import sys; from engine.cli import build_parser; build_parser().format_help();"
+        "import sys; from partita.cli import build_parser; build_parser().format_help();"
         f" print([m for m in sys.modules if m.split('.')[0] in {heavy!r} or m in {heavy!r}])"
     )
     loaded = subprocess.run(
@@ -107,7 +107,7 @@ def test_help_is_fast_because_the_engine_is_not_loaded() -> None:
 
 def test_python_dash_m_engine_cli_runs_partita() -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "engine.cli", "--version"],
+        [sys.executable, "-m", "partita.cli", "--version"],
         check=False,
         capture_output=True,
         text=True,

@@ -11,16 +11,16 @@ from typing import Any
 
 import pytest
 
-from engine.client import aio
-from engine.client import client as client_module
-from engine.client.commands import Request
-from engine.client.errors import NotFoundError, ResourceExhaustedError, rejection_error
-from engine.client.retry import RetryPolicy, is_backpressure
-from engine.config import Config
-from engine.protocol.enums import RecordType, RejectionType, ValueType
-from engine.protocol.intents import JobIntent, ProcessInstanceCreationIntent
-from engine.protocol.records import Record
-from engine.protocol.values import JobValue, ProcessInstanceCreationValue
+from partita.client import aio
+from partita.client import client as client_module
+from partita.client.commands import Request
+from partita.client.errors import NotFoundError, ResourceExhaustedError, rejection_error
+from partita.client.retry import RetryPolicy, is_backpressure
+from partita.config import Config
+from partita.protocol.enums import RecordType, RejectionType, ValueType
+from partita.protocol.intents import JobIntent, ProcessInstanceCreationIntent
+from partita.protocol.records import Record
+from partita.protocol.values import JobValue, ProcessInstanceCreationValue
 
 FAST = RetryPolicy(retry_for=5.0, first_delay=0.001, max_delay=0.002)
 

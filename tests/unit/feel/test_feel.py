@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from engine.feel import (
+from partita.feel import (
     FeelEvaluationError,
     FeelSyntaxError,
     compile_expression,

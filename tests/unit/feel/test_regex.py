@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from engine.feel import FeelEvaluationError, evaluate
-from engine.feel.evaluator import MAX_STEPS, MAX_STRING_LENGTH
-from engine.feel.regex import MAX_WORK
+from partita.feel import FeelEvaluationError, evaluate
+from partita.feel.evaluator import MAX_STEPS, MAX_STRING_LENGTH
+from partita.feel.regex import MAX_WORK
 
 CASES: list[tuple[str, dict[str, Any], Any]] = [
     ('=matches("order-42", "^order-[0-9]+$")', {}, True),

@@ -1,12 +1,12 @@
-"""Kafka clients are made in one factory module (engine/log/clients.py); every other module of
-the engine asks it, so security settings reach every client."""
+"""Kafka clients are made in one factory module (engine/partita/log/clients.py); every other
+module of the engine asks it, so security settings reach every client."""
 
 from __future__ import annotations
 
 import ast
 from pathlib import Path
 
-ENGINE = Path(__file__).resolve().parents[3] / "engine"
+ENGINE = Path(__file__).resolve().parents[3] / "engine" / "partita"
 CLIENT_CLASSES = {"Consumer", "Producer", "AdminClient", "AIOKafkaConsumer", "AIOKafkaProducer"}
 FACTORY = ENGINE / "log" / "clients.py"
 
@@ -39,7 +39,7 @@ def test_no_module_but_the_factory_constructs_a_kafka_client() -> None:
         if path != FACTORY
         for where in _constructions(path)
     ]
-    assert offenders == [], "use engine.log.clients.new_consumer/new_producer/new_admin"
+    assert offenders == [], "use partita.log.clients.new_consumer/new_producer/new_admin"
 
 
 def test_the_check_sees_a_construction() -> None:

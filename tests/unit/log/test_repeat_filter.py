@@ -6,9 +6,9 @@ import logging
 import socket
 import time
 
-from engine.config import KafkaRole
-from engine.log.clients import RepeatFilter, new_consumer
-from engine.log.security import KafkaAccess
+from partita.config import KafkaRole
+from partita.log.clients import RepeatFilter, new_consumer
+from partita.log.security import KafkaAccess
 
 
 def _record(message: str) -> logging.LogRecord:

@@ -7,11 +7,11 @@ from pathlib import Path
 import pytest
 from confluent_kafka import KafkaError
 
-from engine.config import Config, KafkaRole
-from engine.errors import ConfigError
-from engine.log.clients import ErrorReporter, client_settings, explain, new_admin
-from engine.log.properties import parse_properties
-from engine.log.security import KafkaAccess, kafka_access, librdkafka_settings
+from partita.config import Config, KafkaRole
+from partita.errors import ConfigError
+from partita.log.clients import ErrorReporter, client_settings, explain, new_admin
+from partita.log.properties import parse_properties
+from partita.log.security import KafkaAccess, kafka_access, librdkafka_settings
 
 SCRAM = (
     "org.apache.kafka.common.security.scram.ScramLoginModule required"

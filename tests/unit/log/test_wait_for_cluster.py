@@ -9,11 +9,11 @@ import time
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
-from engine.config import KafkaRole
-from engine.log import admin
-from engine.log.admin import KafkaAccessError, KafkaUnavailableError, cluster_metadata
-from engine.log.clients import ErrorReporter
-from engine.log.security import KafkaAccess
+from partita.config import KafkaRole
+from partita.log import admin
+from partita.log.admin import KafkaAccessError, KafkaUnavailableError, cluster_metadata
+from partita.log.clients import ErrorReporter
+from partita.log.security import KafkaAccess
 
 # a port nothing listens on: the probe of open ports at the deadline finds it closed
 _ACCESS = KafkaAccess("127.0.0.1:1", KafkaRole.OPERATOR)

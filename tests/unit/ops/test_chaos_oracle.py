@@ -1,4 +1,4 @@
-"""The chaos oracle (`engine.ops.chaos_log`, `engine.ops.chaos.passed`) on doctored logs.
+"""The chaos oracle (`partita.ops.chaos_log`, `partita.ops.chaos.passed`) on doctored logs.
 
 A chaos run is only as good as its oracle: if the tracker stopped counting something, every
 run would pass. Each test writes a small log by hand onto the in-memory log, lets a
@@ -16,29 +16,29 @@ from typing import Any
 
 import pytest
 
-from engine.config import KafkaRole
-from engine.log.security import KafkaAccess
-from engine.ops import chaos_log
-from engine.ops.chaos import passed
-from engine.ops.chaos_log import Findings, LogTracker, replay_seen
-from engine.processing.builtin import build_engine
-from engine.protocol.enums import BpmnElementType
-from engine.protocol.headers import INGRESS_OFFSET, RECORD_TYPE, record_headers
-from engine.protocol.intents import (
+from partita.config import KafkaRole
+from partita.log.security import KafkaAccess
+from partita.ops import chaos_log
+from partita.ops.chaos import passed
+from partita.ops.chaos_log import Findings, LogTracker, replay_seen
+from partita.processing.builtin import build_engine
+from partita.protocol.enums import BpmnElementType
+from partita.protocol.headers import INGRESS_OFFSET, RECORD_TYPE, record_headers
+from partita.protocol.intents import (
     JobIntent,
     ProcessInstanceCreationIntent,
     ProcessInstanceIntent,
     VariableIntent,
 )
-from engine.protocol.keys import partition_id_of_kafka
-from engine.protocol.records import Record, event
-from engine.protocol.values import (
+from partita.protocol.keys import partition_id_of_kafka
+from partita.protocol.records import Record, event
+from partita.protocol.values import (
     JobValue,
     ProcessInstanceCreationValue,
     ProcessInstanceValue,
     VariableValue,
 )
-from engine.state import KeyGenerator, PartitionDb
+from partita.state import KeyGenerator, PartitionDb
 from tests.support.memory import CODEC, MemoryKafka
 from tests.support.memory_consumer import MemoryConsumer
 

@@ -11,13 +11,13 @@ from typing import Any
 from msgspec import Struct
 from msgspec.structs import fields
 
-from engine.protocol import enums, values
-from engine.protocol.convert import snake_case
-from engine.protocol.enums import RecordType, ValueType
-from engine.protocol.intents import INTENTS_BY_VALUE_TYPE
-from engine.protocol.records import Record
-from engine.protocol.schemas import current_schema, named_types
-from engine.protocol.values import VALUE_CLASSES
+from partita.protocol import enums, values
+from partita.protocol.convert import snake_case
+from partita.protocol.enums import RecordType, ValueType
+from partita.protocol.intents import INTENTS_BY_VALUE_TYPE
+from partita.protocol.records import Record
+from partita.protocol.schemas import current_schema, named_types
+from partita.protocol.values import VALUE_CLASSES
 
 
 def _avro_int_fields() -> set[tuple[str, str]]:

@@ -10,20 +10,20 @@ import fastavro
 import pytest
 from msgspec.structs import replace
 
-from engine.protocol import errors
-from engine.protocol.codec import MAGIC, RecordCodec
-from engine.protocol.enums import RecordType, RejectionType, ValueType
-from engine.protocol.intents import JobIntent, MessageIntent, ProcessInstanceCreationIntent
-from engine.protocol.records import Record, command
-from engine.protocol.schemas import (
+from partita.protocol import errors
+from partita.protocol.codec import MAGIC, RecordCodec
+from partita.protocol.enums import RecordType, RejectionType, ValueType
+from partita.protocol.intents import JobIntent, MessageIntent, ProcessInstanceCreationIntent
+from partita.protocol.records import Record, command
+from partita.protocol.schemas import (
     crc64_avro,
     current_schema,
     known_schemas,
     load_schema,
     named_types,
 )
-from engine.protocol.values import JobValue, MessageValue, ProcessInstanceCreationValue
-from engine.resources import contract_dir
+from partita.protocol.values import JobValue, MessageValue, ProcessInstanceCreationValue
+from partita.resources import contract_dir
 from tests.unit.protocol.samples import sample_record
 
 CODEC = RecordCodec()

@@ -11,13 +11,13 @@ import pytest
 from msgspec import NODEFAULT
 from msgspec.structs import fields
 
-from engine.protocol import enums
-from engine.protocol.convert import snake_case
-from engine.protocol.docgen import render
-from engine.protocol.enums import ValueType
-from engine.protocol.intents import ALL_INTENT_NAMES, INTENTS_BY_VALUE_TYPE
-from engine.protocol.schemas import current_schema, named_types
-from engine.protocol.values import VALUE_CLASSES
+from partita.protocol import enums
+from partita.protocol.convert import snake_case
+from partita.protocol.docgen import render
+from partita.protocol.enums import ValueType
+from partita.protocol.intents import ALL_INTENT_NAMES, INTENTS_BY_VALUE_TYPE
+from partita.protocol.schemas import current_schema, named_types
+from partita.protocol.values import VALUE_CLASSES
 
 ROOT = Path(__file__).resolve().parents[3]
 RAW = json.loads(current_schema().path.read_text())
@@ -90,5 +90,5 @@ def test_value_dataclasses_match_their_avro_records(cls: type[Any]) -> None:
 def test_the_records_reference_in_docs_is_generated_from_the_schema() -> None:
     committed = (ROOT / "docs" / "records.md").read_text()
     assert committed == render(), (
-        "docs/records.md is stale: run `python -m engine.protocol.docgen > docs/records.md`"
+        "docs/records.md is stale: run `python -m partita.protocol.docgen > docs/records.md`"
     )

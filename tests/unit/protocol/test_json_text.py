@@ -1,4 +1,4 @@
-"""The variables' JSON text (engine.protocol.json_text): what it accepts, what it refuses and
+"""The variables' JSON text (partita.protocol.json_text): what it accepts, what it refuses and
 why, and what it writes back. Property tests against the standard library are in
 tests/fuzz/test_json_text_properties.py."""
 
@@ -8,9 +8,9 @@ import re
 
 import pytest
 
-from engine.processing.behavior.variables import variables_document
-from engine.processing.context import RejectionError
-from engine.protocol import json_text
+from partita.processing.behavior.variables import variables_document
+from partita.processing.context import RejectionError
+from partita.protocol import json_text
 
 
 def test_integers_keep_every_digit_past_64_bits() -> None:

@@ -4,24 +4,24 @@ import struct
 
 import pytest
 
-from engine.protocol import headers
-from engine.protocol.errors import InvalidKeyError
-from engine.protocol.intents import JobIntent
-from engine.protocol.keys import (
+from partita.protocol import headers
+from partita.protocol.errors import InvalidKeyError
+from partita.protocol.intents import JobIntent
+from partita.protocol.keys import (
     counter_of_key,
     encode_key,
     kafka_partition_of_key,
     partition_id_of_kafka,
     partition_id_of_key,
 )
-from engine.protocol.records import command, event
-from engine.protocol.routing import (
+from partita.protocol.records import command, event
+from partita.protocol.routing import (
     murmur2,
     partition_for_correlation_key,
     partition_for_key,
     to_positive,
 )
-from engine.protocol.values import JobValue
+from partita.protocol.values import JobValue
 
 
 def test_keys_encode_the_partition_in_the_top_13_bits() -> None:

@@ -7,11 +7,11 @@ import sys
 
 import pytest
 
-from engine.errors import ConfigError
-from engine.protocol.codec import RecordCodec
-from engine.protocol.enums import ValueType
-from engine.protocol.native import mode, native_decoder
-from engine.protocol.schemas import current_schema
+from partita.errors import ConfigError
+from partita.protocol.codec import RecordCodec
+from partita.protocol.enums import ValueType
+from partita.protocol.native import mode, native_decoder
+from partita.protocol.schemas import current_schema
 from tests.unit.protocol.samples import sample_record
 
 

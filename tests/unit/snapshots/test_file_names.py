@@ -7,7 +7,7 @@ from pathlib import Path, PurePosixPath
 
 import pytest
 
-from engine.snapshots.store import SnapshotError, checked_name
+from partita.snapshots.store import SnapshotError, checked_name
 
 
 @pytest.mark.parametrize(

@@ -8,11 +8,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-from engine.state import ColumnFamilies, PartitionDb
+from partita.state import ColumnFamilies, PartitionDb
 
 CHILD = """
 import sys, time
-from engine.state import ColumnFamilies, PartitionDb
+from partita.state import ColumnFamilies, PartitionDb
 db = PartitionDb(sys.argv[1])
 jobs = db.column(ColumnFamilies.JOB_STATE)
 for batch in range(1, 1000):

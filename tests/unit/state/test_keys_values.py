@@ -5,9 +5,9 @@ from enum import Enum
 import pytest
 from msgspec import Struct
 
-from engine.state.errors import EncodingError
-from engine.state.keys import CompositeKey, IntKey, LongKey, NilKey, StrKey
-from engine.state.values import ValueCodec
+from partita.state.errors import EncodingError
+from partita.state.keys import CompositeKey, IntKey, LongKey, NilKey, StrKey
+from partita.state.values import ValueCodec
 
 
 def test_strings_have_no_prefix_collisions() -> None:

@@ -17,14 +17,14 @@ from typing import Any
 import pytest
 from rocksdict import Options, Rdict
 
-from engine.processing.builtin import build_engine
-from engine.protocol.enums import BpmnElementType, ErrorType, RecordType
-from engine.state import ColumnFamilies as CF  # noqa: N817 - reads like Zeebe's ZbColumnFamilies
-from engine.state import KeyGenerator, PartitionDb
-from engine.state.db import LAST_PROCESSED_POSITION, STATE_FORMAT
-from engine.state.errors import EncodingError, StateError, StoreLockedError
-from engine.state.migrate import open_current, readable
-from engine.state.stored import ElementInstance, Incident, Job
+from partita.processing.builtin import build_engine
+from partita.protocol.enums import BpmnElementType, ErrorType, RecordType
+from partita.state import ColumnFamilies as CF  # noqa: N817 - reads like Zeebe's ZbColumnFamilies
+from partita.state import KeyGenerator, PartitionDb
+from partita.state.db import LAST_PROCESSED_POSITION, STATE_FORMAT
+from partita.state.errors import EncodingError, StateError, StoreLockedError
+from partita.state.migrate import open_current, readable
+from partita.state.stored import ElementInstance, Incident, Job
 from tests.support.memory import CODEC
 
 FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "state" / "layout-2.tar.gz"

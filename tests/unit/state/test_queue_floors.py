@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.state import ColumnFamilies, PartitionDb
-from engine.state.transaction import _KeyIndex
+from partita.state import ColumnFamilies, PartitionDb
+from partita.state.transaction import _KeyIndex
 
 QUEUE = ColumnFamilies.JOB_DEADLINE
 ACTIVATABLE = ColumnFamilies.JOB_ACTIVATABLE

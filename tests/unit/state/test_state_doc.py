@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from engine.state.columns import ColumnFamilies
-from engine.state.state_doc import render
+from partita.state.columns import ColumnFamilies
+from partita.state.state_doc import render
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parents[3]
 def test_docs_state_md_is_current() -> None:
     committed = (ROOT / "docs" / "state.md").read_text()
     assert committed == render(), (
-        "docs/state.md is stale: run `python -m engine.state.state_doc > docs/state.md`"
+        "docs/state.md is stale: run `python -m partita.state.state_doc > docs/state.md`"
     )
 
 

@@ -8,18 +8,18 @@ from typing import Any
 
 import pytest
 
-from engine.protocol.keys import encode_key
-from engine.state import ColumnFamilies as CF  # noqa: N817 - reads like Zeebe's ZbColumnFamilies
-from engine.state import KeyGenerator, PartitionDb
-from engine.state.db import LAST_PROCESSED_POSITION, STATE_FORMAT, STATE_FORMAT_KEY
-from engine.state.errors import (
+from partita.protocol.keys import encode_key
+from partita.state import ColumnFamilies as CF  # noqa: N817 - reads like Zeebe's ZbColumnFamilies
+from partita.state import KeyGenerator, PartitionDb
+from partita.state.db import LAST_PROCESSED_POSITION, STATE_FORMAT, STATE_FORMAT_KEY
+from partita.state.errors import (
     EncodingError,
     KeyExistsError,
     KeyNotFoundError,
     SavepointError,
     StateError,
 )
-from engine.state.migrate import open_current
+from partita.state.migrate import open_current
 
 
 @pytest.fixture

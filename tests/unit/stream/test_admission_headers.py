@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from engine.bench.loop import bench_command
-from engine.protocol.codec import RecordCodec
-from engine.protocol.headers import RECORD_TYPE, ReplyTo, record_headers
-from engine.stream.ingress import Admitted, Refused, admit
+from partita.bench.loop import bench_command
+from partita.protocol.codec import RecordCodec
+from partita.protocol.headers import RECORD_TYPE, ReplyTo, record_headers
+from partita.stream.ingress import Admitted, Refused, admit
 from tests.support.memory import Message
 
 CODEC = RecordCodec()

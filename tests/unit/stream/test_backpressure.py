@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from engine.protocol.enums import ValueType
-from engine.protocol.intents import (
+from partita.protocol.enums import ValueType
+from partita.protocol.intents import (
     INTENTS_BY_VALUE_TYPE,
     Intent,
     JobIntent,
@@ -13,7 +13,7 @@ from engine.protocol.intents import (
     ProcessInstanceCreationIntent,
     ProcessInstanceIntent,
 )
-from engine.stream.backpressure import Backpressure, applies_to
+from partita.stream.backpressure import Backpressure, applies_to
 
 NEW_WORK = {
     (ValueType.PROCESS_INSTANCE_CREATION, ProcessInstanceCreationIntent.CREATE),

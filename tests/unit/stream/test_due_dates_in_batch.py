@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 
-from engine.processing.builtin import build_engine
-from engine.protocol.enums import RecordType
-from engine.protocol.intents import DeploymentIntent, JobBatchIntent, JobIntent
-from engine.protocol.intents import ProcessInstanceCreationIntent as Creation
-from engine.protocol.records import Record, command
-from engine.protocol.values import (
+from partita.processing.builtin import build_engine
+from partita.protocol.enums import RecordType
+from partita.protocol.intents import DeploymentIntent, JobBatchIntent, JobIntent
+from partita.protocol.intents import ProcessInstanceCreationIntent as Creation
+from partita.protocol.records import Record, command
+from partita.protocol.values import (
     DeploymentResource,
     DeploymentValue,
     JobBatchValue,

@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
-from engine.processing import ProcessingOutput
-from engine.stream.errors import AbortedBatchError, TaskFencedError
-from engine.stream.transaction import BatchTransaction
+from partita.processing import ProcessingOutput
+from partita.stream.errors import AbortedBatchError, TaskFencedError
+from partita.stream.transaction import BatchTransaction
 from tests.support.memory import QuietProducer, batch_transaction
 
 

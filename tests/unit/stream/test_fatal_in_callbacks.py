@@ -10,9 +10,9 @@ from __future__ import annotations
 import pytest
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
-from engine.log.clients import fatal_errors
-from engine.processing import ProcessingOutput
-from engine.stream.errors import TaskFencedError
+from partita.log.clients import fatal_errors
+from partita.processing import ProcessingOutput
+from partita.stream.errors import TaskFencedError
 from tests.support.memory import QuietProducer, batch_transaction
 
 _FENCED = "Failed to add partitions to transaction: Local: This instance has been fenced"

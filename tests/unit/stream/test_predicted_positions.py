@@ -20,20 +20,20 @@ from typing import Any
 import pytest
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
-from engine.processing import Engine, ProcessingContext, ProcessingOutput
-from engine.protocol.codec import RecordCodec
-from engine.protocol.headers import record_headers
-from engine.protocol.intents import ProcessInstanceCreationIntent as Creation
-from engine.protocol.records import Record, command, event
-from engine.protocol.values import ProcessInstanceCreationValue
-from engine.state import KeyGenerator, PartitionDb
-from engine.state.db import LAST_PROCESSED_POSITION
-from engine.stream.errors import AbortedBatchError
-from engine.stream.ingress import Copy
-from engine.stream.metrics import ProcessingMetrics
-from engine.stream.processing import ProcessingStateMachine
-from engine.stream.replies import ReplyRoutes
-from engine.stream.transaction import BatchTransaction
+from partita.processing import Engine, ProcessingContext, ProcessingOutput
+from partita.protocol.codec import RecordCodec
+from partita.protocol.headers import record_headers
+from partita.protocol.intents import ProcessInstanceCreationIntent as Creation
+from partita.protocol.records import Record, command, event
+from partita.protocol.values import ProcessInstanceCreationValue
+from partita.state import KeyGenerator, PartitionDb
+from partita.state.db import LAST_PROCESSED_POSITION
+from partita.stream.errors import AbortedBatchError
+from partita.stream.ingress import Copy
+from partita.stream.metrics import ProcessingMetrics
+from partita.stream.processing import ProcessingStateMachine
+from partita.stream.replies import ReplyRoutes
+from partita.stream.transaction import BatchTransaction
 from tests.support.memory import Message, Produced, ProducerDouble
 
 TOPIC, PARTITION = "t.log", 0

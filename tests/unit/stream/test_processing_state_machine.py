@@ -1,4 +1,4 @@
-"""The processing state machine (`engine.stream.processing`) on the in-memory log: what a batch
+"""The processing state machine (`partita.stream.processing`) on the in-memory log: what a batch
 leaves on the log, in the replies and in state when a command's processor raises, rejects,
 writes records too large for Kafka, or causes more follow-up commands than a batch takes.
 
@@ -18,26 +18,26 @@ from pathlib import Path
 import pytest
 from msgspec.structs import replace
 
-from engine.processing import Engine, ProcessingContext, RejectionError, banning
-from engine.processing.banning import is_banned
-from engine.protocol.enums import BpmnElementType, RecordType, RejectionType
-from engine.protocol.headers import ReplyTo, record_headers
-from engine.protocol.intents import (
+from partita.processing import Engine, ProcessingContext, RejectionError, banning
+from partita.processing.banning import is_banned
+from partita.protocol.enums import BpmnElementType, RecordType, RejectionType
+from partita.protocol.headers import ReplyTo, record_headers
+from partita.protocol.intents import (
     ErrorIntent,
     JobIntent,
     ProcessInstanceCreationIntent,
     ProcessInstanceIntent,
     VariableIntent,
 )
-from engine.protocol.records import Record, command
-from engine.protocol.values import (
+from partita.protocol.records import Record, command
+from partita.protocol.values import (
     ErrorValue,
     JobValue,
     ProcessInstanceCreationValue,
     ProcessInstanceValue,
     VariableValue,
 )
-from engine.state import ColumnFamilies, PartitionDb
+from partita.state import ColumnFamilies, PartitionDb
 from tests.support.memory import CODEC, MemoryEngine
 
 INSTANCES = ColumnFamilies.VARIABLE

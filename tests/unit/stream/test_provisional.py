@@ -6,14 +6,14 @@ from __future__ import annotations
 import pytest
 from msgspec.structs import replace
 
-from engine.processing import ProcessingOutput
-from engine.protocol.encoder import zigzag
-from engine.protocol.enums import RejectionType
-from engine.protocol.headers import ReplyTo
-from engine.protocol.intents import ErrorIntent, JobBatchIntent, ProcessInstanceCreationIntent
-from engine.protocol.records import Record, command, event
-from engine.protocol.values import ErrorValue, JobBatchValue, ProcessInstanceCreationValue
-from engine.stream.provisional import PROVISIONAL, describe, provisional, settle
+from partita.processing import ProcessingOutput
+from partita.protocol.encoder import zigzag
+from partita.protocol.enums import RejectionType
+from partita.protocol.headers import ReplyTo
+from partita.protocol.intents import ErrorIntent, JobBatchIntent, ProcessInstanceCreationIntent
+from partita.protocol.records import Record, command, event
+from partita.protocol.values import ErrorValue, JobBatchValue, ProcessInstanceCreationValue
+from partita.stream.provisional import PROVISIONAL, describe, provisional, settle
 
 REPLY = ReplyTo("app.replies", None, b"corr-1")
 

@@ -1,4 +1,4 @@
-"""Read-only batches (`engine.stream.processing`): a batch that reads only records the engine
+"""Read-only batches (`partita.stream.processing`): a batch that reads only records the engine
 skips (its own events read back) commits no transaction of its own. Its log offsets ride on
 the next batch's transaction, or on one of their own once they waited READ_ONLY_COMMIT_S, or
 at once when the worker stops gracefully."""
@@ -8,22 +8,22 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from engine.processing.builtin import build_engine
-from engine.protocol.headers import processed_header, processed_positions, record_headers
-from engine.protocol.intents import (
+from partita.processing.builtin import build_engine
+from partita.protocol.headers import processed_header, processed_positions, record_headers
+from partita.protocol.intents import (
     DeploymentIntent,
     ProcessInstanceCreationIntent,
     ProcessInstanceIntent,
 )
-from engine.protocol.keys import encode_key
-from engine.protocol.records import command
-from engine.protocol.values import (
+from partita.protocol.keys import encode_key
+from partita.protocol.records import command
+from partita.protocol.values import (
     DeploymentResource,
     DeploymentValue,
     ProcessInstanceCreationValue,
     ProcessInstanceValue,
 )
-from engine.stream.processing import READ_ONLY_COMMIT_S
+from partita.stream.processing import READ_ONLY_COMMIT_S
 from tests.support.memory import CODEC, MemoryEngine, MemoryKafka, MemoryProducer
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "bpmn"

@@ -6,17 +6,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from engine.processing.builtin import build_engine
-from engine.protocol.codec import RecordCodec
-from engine.protocol.headers import INGRESS_OFFSET, record_headers
-from engine.protocol.intents import JobIntent, ProcessInstanceIntent
-from engine.protocol.keys import encode_key
-from engine.protocol.records import command
-from engine.protocol.values import JobValue, ProcessInstanceValue
-from engine.state import KeyGenerator, PartitionDb
-from engine.stream.replay import ReplayStateMachine
-from engine.stream.skips import NO_SKIPS
-from engine.stream.transaction import command_key
+from partita.processing.builtin import build_engine
+from partita.protocol.codec import RecordCodec
+from partita.protocol.headers import INGRESS_OFFSET, record_headers
+from partita.protocol.intents import JobIntent, ProcessInstanceIntent
+from partita.protocol.keys import encode_key
+from partita.protocol.records import command
+from partita.protocol.values import JobValue, ProcessInstanceValue
+from partita.state import KeyGenerator, PartitionDb
+from partita.stream.replay import ReplayStateMachine
+from partita.stream.skips import NO_SKIPS
+from partita.stream.transaction import command_key
 from tests.support.memory import MemoryKafka
 from tests.support.memory_consumer import MemoryConsumer
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from engine.stream.restorer import Plan, decide
-from engine.stream.task import _TRANSITIONS, IllegalTaskStateError, PartitionTask, TaskState
+from partita.stream.restorer import Plan, decide
+from partita.stream.task import _TRANSITIONS, IllegalTaskStateError, PartitionTask, TaskState
 
 
 @pytest.mark.parametrize(

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from engine.stream.supervisor import (
+from partita.stream.supervisor import (
     GaveUpError,
     RestartPolicy,
     Restarts,

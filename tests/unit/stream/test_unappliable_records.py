@@ -8,27 +8,27 @@ from pathlib import Path
 
 import pytest
 
-from engine.config import Config, KafkaRole
-from engine.errors import ConfigError
-from engine.log.security import KafkaAccess
-from engine.processing.builtin import build_engine
-from engine.protocol.headers import record_headers
-from engine.protocol.intents import JobBatchIntent, VariableIntent
-from engine.protocol.keys import partition_id_of_kafka
-from engine.protocol.records import event
-from engine.protocol.values import JobBatchValue, JobValue, VariableValue
-from engine.state import KeyGenerator, PartitionDb
-from engine.state.db import LAST_APPLIED_POSITION
-from engine.stream import restorer as restorer_module
-from engine.stream import standby as standby_module
-from engine.stream import verify as verify_module
-from engine.stream.errors import UnappliableRecordError
-from engine.stream.replay import ReplayStateMachine
-from engine.stream.skips import NO_SKIPS, SkipList, from_env, parse
-from engine.stream.standby import Standby
-from engine.stream.stopped import StoppedMarker, decode, encode
-from engine.stream.task import state_dir
-from engine.stream.verify import verify_replay
+from partita.config import Config, KafkaRole
+from partita.errors import ConfigError
+from partita.log.security import KafkaAccess
+from partita.processing.builtin import build_engine
+from partita.protocol.headers import record_headers
+from partita.protocol.intents import JobBatchIntent, VariableIntent
+from partita.protocol.keys import partition_id_of_kafka
+from partita.protocol.records import event
+from partita.protocol.values import JobBatchValue, JobValue, VariableValue
+from partita.state import KeyGenerator, PartitionDb
+from partita.state.db import LAST_APPLIED_POSITION
+from partita.stream import restorer as restorer_module
+from partita.stream import standby as standby_module
+from partita.stream import verify as verify_module
+from partita.stream.errors import UnappliableRecordError
+from partita.stream.replay import ReplayStateMachine
+from partita.stream.skips import NO_SKIPS, SkipList, from_env, parse
+from partita.stream.standby import Standby
+from partita.stream.stopped import StoppedMarker, decode, encode
+from partita.stream.task import state_dir
+from partita.stream.verify import verify_replay
 from tests.support.memory import CODEC, MemoryKafka
 from tests.support.memory_consumer import MemoryConsumer
 

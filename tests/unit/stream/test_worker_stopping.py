@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 from confluent_kafka import KafkaError, TopicPartition
 
-from engine.config import Config
-from engine.log.clients import close_consumer
-from engine.processing.builtin import build_engine
-from engine.stream.worker import Worker
+from partita.config import Config
+from partita.log.clients import close_consumer
+from partita.processing.builtin import build_engine
+from partita.stream.worker import Worker
 
 
 class _RefusingConsumer:

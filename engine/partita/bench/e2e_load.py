@@ -1,0 +1,64 @@
+"""The load generator of `partita bench e2e`, run in its own process:
+
+    python -m partita.bench.e2e_load BOOTSTRAP NAMESPACE PROCESS_ID INSTANCES RATE IN_FLIGHT
+
+Creates INSTANCES instances of PROCESS_ID with CREATE_WITH_AWAITING_RESULT, at RATE per second
+(0: as fast as the engine takes them, at most IN_FLIGHT unanswered), and prints one JSON line:
+completed, rejected, unanswered, seconds, instances/s, create-to-complete latency percentiles
+and this process's CPU and peak RSS.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+
+from partita.bench.procstats import sample, usage
+from partita.client import Client
+from partita.config import Config
+from partita.demo import AwaitedCreations, percentile
+
+
+def run(  # noqa: PLR0917 - the command line, spelled out
+    bootstrap: str, namespace: str, process_id: str, instances: int, rate: float, in_flight: int
+) -> dict[str, float | int]:
+    config = Config.from_env().with_overrides(bootstrap_servers=bootstrap, namespace=namespace)
+    with Client(config, timeout=120) as client:
+        awaited = AwaitedCreations(client)
+        cpu_before = sample()
+        started = time.monotonic()
+        for n in range(instances):
+            if rate > 0:
+                due = started + n / rate
+                while (wait := due - time.monotonic()) > 0:
+                    awaited.collect(min(wait, 0.005))
+            while len(awaited.sent) >= in_flight:
+                awaited.collect(0.005)
+            awaited.create(process_id, {"n": n})
+            if n % 50 == 0:
+                awaited.collect(0)
+        latencies = awaited.finish(120)
+        seconds = time.monotonic() - started
+    return {
+        "completed": len(latencies),
+        "rejected": awaited.rejected,
+        "unanswered": len(awaited.sent),
+        "seconds": round(seconds, 2),
+        "instances_per_s": round(len(latencies) / seconds, 1),
+        "latency_ms_p50": round(percentile(latencies, 0.50), 1),
+        "latency_ms_p95": round(percentile(latencies, 0.95), 1),
+        "latency_ms_p99": round(percentile(latencies, 0.99), 1),
+        **usage(cpu_before, sample(), seconds),
+    }
+
+
+def main(argv: list[str]) -> int:
+    bootstrap, namespace, process_id, instances, rate, in_flight = argv
+    result = run(bootstrap, namespace, process_id, int(instances), float(rate), int(in_flight))
+    print(json.dumps(result), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,45 @@
+"""BPMN 2.0 XML (as Camunda Modeler writes it) -> a validated executable model.
+
+No Kafka, no state: `parse_bpmn(bytes)` returns the executable processes of a resource or
+raises `BpmnValidationError` listing every problem with its element id.
+"""
+
+from partita.bpmn.errors import BpmnError, BpmnValidationError, Problem
+from partita.bpmn.model import (
+    CallActivity,
+    ErrorDefinition,
+    EventBasedGateway,
+    EventNode,
+    ExclusiveGateway,
+    FlowNode,
+    IoMapping,
+    MessageDefinition,
+    MultiInstance,
+    Process,
+    SequenceFlow,
+    ServiceTask,
+    SubProcess,
+    TimerDefinition,
+)
+from partita.bpmn.parser import parse_bpmn
+
+__all__ = [
+    "BpmnError",
+    "BpmnValidationError",
+    "CallActivity",
+    "ErrorDefinition",
+    "EventBasedGateway",
+    "EventNode",
+    "ExclusiveGateway",
+    "FlowNode",
+    "IoMapping",
+    "MessageDefinition",
+    "MultiInstance",
+    "Problem",
+    "Process",
+    "SequenceFlow",
+    "ServiceTask",
+    "SubProcess",
+    "TimerDefinition",
+    "parse_bpmn",
+]

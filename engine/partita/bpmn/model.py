@@ -1,0 +1,211 @@
+"""The executable model: what the engine needs of a BPMN process, validated and immutable.
+
+Expressions are kept as written (`=` prefix for FEEL, anything else static); the FEEL package
+compiles them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from partita.elements import BpmnElementType, BpmnEventType
+
+
+@dataclass(frozen=True, slots=True)
+class IoMapping:
+    """`zeebe:input` / `zeebe:output`: evaluate `source`, store it as `target`."""
+
+    source: str
+    target: str
+
+
+@dataclass(frozen=True, slots=True)
+class SequenceFlow:
+    id: str
+    source: str
+    target: str
+    condition: str | None = None
+    """The condition expression (FEEL with a leading `=`), or None for an unconditional flow."""
+
+
+@dataclass(frozen=True, slots=True)
+class MultiInstance:
+    """`bpmn:multiInstanceLoopCharacteristics` with `zeebe:loopCharacteristics`."""
+
+    sequential: bool
+    input_collection: str
+    """A FEEL expression yielding a list."""
+    input_element: str = ""
+    output_collection: str = ""
+    output_element: str = ""
+    completion_condition: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class FlowNode:
+    """A start or end event, task, manual task or parallel gateway: nothing beyond the flow."""
+
+    id: str
+    element_type: BpmnElementType
+    name: str = ""
+    event_type: BpmnEventType = BpmnEventType.UNSPECIFIED
+    incoming: tuple[str, ...] = ()
+    outgoing: tuple[str, ...] = ()
+    inputs: tuple[IoMapping, ...] = ()
+    outputs: tuple[IoMapping, ...] = ()
+    scope: str = ""
+    """The id of the process or subprocess the element is directly in."""
+    multi_instance: MultiInstance | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ServiceTask(FlowNode):
+    job_type: str = ""
+    """`zeebe:taskDefinition type`: static text or a FEEL expression."""
+    retries: str = "3"
+    headers: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ExclusiveGateway(FlowNode):
+    default_flow: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class MessageDefinition:
+    """A `bpmn:message`: its name and `zeebe:subscription correlationKey` (static or FEEL);
+    the correlation key is empty for message start events."""
+
+    name: str
+    correlation_key: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class TimerDefinition:
+    """A `bpmn:timerEventDefinition`: `timeDuration`, `timeDate` or `timeCycle` (ISO-8601 text
+    or a FEEL expression that yields it)."""
+
+    kind: str
+    """"duration", "date" or "cycle"."""
+    expression: str
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorDefinition:
+    """A `bpmn:error` caught or thrown by an event; an empty code on a catch event catches
+    every error."""
+
+    code: str
+
+
+@dataclass(frozen=True, slots=True)
+class SubProcess(FlowNode):
+    """An embedded subprocess (its own variable scope) or, `triggered_by_event`, an event
+    subprocess started by its message, timer or error start event."""
+
+    start_event: str = ""
+    triggered_by_event: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class CallActivity(FlowNode):
+    """`zeebe:calledElement`: start the latest version of another process and wait for it."""
+
+    process_id: str = ""
+    """Static text or a FEEL expression."""
+    propagate_all_child_variables: bool = True
+    propagate_all_parent_variables: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class EventNode(FlowNode):
+    """An element that waits for a message or a timer: a message or timer start event, an
+    intermediate catch event, a boundary event or a receive task."""
+
+    message: MessageDefinition | None = None
+    timer: TimerDefinition | None = None
+    error: ErrorDefinition | None = None
+    attached_to: str | None = None
+    """Boundary events: the activity they are attached to."""
+    interrupting: bool = True
+    """Boundary events (`cancelActivity`) and start events of event subprocesses."""
+
+
+@dataclass(frozen=True, slots=True)
+class EventBasedGateway(FlowNode):
+    """Waits for the first of the catch events its flows lead to."""
+
+
+@dataclass(frozen=True, slots=True)
+class Process:
+    """One executable `<bpmn:process>`."""
+
+    id: str
+    name: str
+    elements: dict[str, FlowNode] = field(default_factory=dict)
+    flows: dict[str, SequenceFlow] = field(default_factory=dict)
+    start_event: str = ""
+    """The id of the none start event a created instance starts from ("" when none)."""
+    event_starts: tuple[str, ...] = ()
+    """Message and timer start events."""
+    boundaries: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    """Activity id -> the boundary events attached to it."""
+    _events: dict[str, list[EventNode]] = field(default_factory=dict, compare=False, repr=False)
+    """`events_of` answers, computed once per element (the model never changes)."""
+
+    def element(self, element_id: str) -> FlowNode:
+        return self.elements[element_id]
+
+    def event_subprocesses(self, scope_id: str) -> list[SubProcess]:
+        return [
+            e
+            for e in self.elements.values()
+            if isinstance(e, SubProcess) and e.triggered_by_event and e.scope == scope_id
+        ]
+
+    def boundary_events(self, element_id: str) -> list[EventNode]:
+        """The message and timer boundary events of an activity (a multi-instance body waits
+        for these; its inner instances do not)."""
+        found = [self.elements[b] for b in self.boundaries.get(element_id, ())]
+        return [e for e in found if isinstance(e, EventNode) and (e.message or e.timer) is not None]
+
+    def events_of(self, element_id: str) -> list[EventNode]:
+        """The message and timer events an active element waits for: itself (catch event,
+        receive task), its boundary events, the catch events after an event-based gateway,
+        and the start events of the event subprocesses of a scope (process or subprocess)."""
+        found = self._events.get(element_id)
+        if found is None:
+            found = self._events[element_id] = self._find_events(element_id)
+        return found
+
+    def _find_events(self, element_id: str) -> list[EventNode]:
+        starts = [
+            self.elements[sub.start_event]
+            for sub in self.event_subprocesses(element_id)
+            if sub.start_event
+        ]
+        scoped = [
+            e for e in starts if isinstance(e, EventNode) and (e.message or e.timer) is not None
+        ]
+        if element_id == self.id:
+            return scoped
+        element = self.elements[element_id]
+        if isinstance(element, EventBasedGateway):
+            targets = [self.elements[self.flows[f].target] for f in element.outgoing]
+            return [t for t in targets if isinstance(t, EventNode)]
+        found = [self.elements[b] for b in self.boundaries.get(element_id, ())]
+        events = [
+            e for e in found if isinstance(e, EventNode) and (e.message or e.timer) is not None
+        ]
+        events += scoped
+        if (
+            isinstance(element, EventNode)
+            and element.attached_to is None
+            and element.element_type is not BpmnElementType.START_EVENT
+            and (element.message or element.timer) is not None
+        ):
+            events.insert(0, element)
+        return events
+
+    def outgoing(self, element_id: str) -> list[SequenceFlow]:
+        return [self.flows[f] for f in self.elements[element_id].outgoing]

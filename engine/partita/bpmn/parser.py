@@ -1,0 +1,363 @@
+"""BPMN XML -> `Process` models, reporting every problem at once.
+
+Supported: none start and end events, service task (`zeebe:taskDefinition`,
+`zeebe:taskHeaders`, `zeebe:ioMapping`), task and manual task (pass through), exclusive gateway
+(conditions, default flow), parallel gateway, sequence flows; message and timer start,
+intermediate catch and boundary events, receive tasks and the event-based gateway (`events`).
+Any other flow element is rejected by name, never ignored. Diagram interchange, documentation
+and extension elements of other vendors are ignored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from partita.bpmn import activities, events
+from partita.bpmn.errors import BpmnValidationError, Problem
+from partita.bpmn.model import (
+    CallActivity,
+    EventNode,
+    ExclusiveGateway,
+    FlowNode,
+    Process,
+    SequenceFlow,
+    ServiceTask,
+    SubProcess,
+)
+from partita.bpmn.xml import Node, parse_xml
+from partita.elements import BpmnElementType
+
+BPMN = "{http://www.omg.org/spec/BPMN/20100524/MODEL}"
+ZEEBE = "{http://camunda.org/schema/zeebe/1.0}"
+
+_SIMPLE = {
+    "task": BpmnElementType.TASK,
+    "manualTask": BpmnElementType.MANUAL_TASK,
+    "parallelGateway": BpmnElementType.PARALLEL_GATEWAY,
+}
+_IGNORED = {
+    "documentation",
+    "multiInstanceLoopCharacteristics",  # read by the element it marks
+    "standardLoopCharacteristics",
+    "incoming",
+    "outgoing",
+    "extensionElements",
+    "laneSet",
+    "textAnnotation",
+    "association",
+    "dataObject",
+    "dataObjectReference",
+    "dataStoreReference",
+    "group",
+    "category",
+}
+
+
+ExpressionCheck = Callable[[str], str | None]
+"""Returns why an expression is invalid, or None; lets the caller plug in FEEL."""
+
+
+def parse_bpmn(
+    data: bytes,
+    resource_name: str = "resource.bpmn",
+    check_expression: ExpressionCheck | None = None,
+) -> list[Process]:
+    """The executable processes of a BPMN resource.
+
+    Raises BpmnValidationError listing every problem (element id and reason) when the XML is
+    unsafe or malformed, when an element is not supported, or when the model is inconsistent.
+    """
+    root = parse_xml(data, resource_name)
+    if root.tag != BPMN + "definitions":
+        raise BpmnValidationError(
+            resource_name, [Problem(root.local, "the root element must be bpmn:definitions")]
+        )
+    problems: list[Problem] = []
+    processes = []
+    context = _Context(events.messages_of(root), events.errors_of(root))
+    for node in root.find_all(BPMN + "process"):
+        if node.attributes.get("isExecutable", "false").lower() != "true":
+            continue
+        process = _process(node, problems, context)
+        if process is not None:
+            processes.append(process)
+            if check_expression is not None:
+                _check_expressions(process, check_expression, problems)
+    if not processes and not problems:
+        problems.append(Problem("(resource)", 'no executable process (isExecutable="true")'))
+    if problems:
+        raise BpmnValidationError(resource_name, problems)
+    return processes
+
+
+def _process(node: Node, problems: list[Problem], context: _Context) -> Process | None:
+    process_id = node.attributes.get("id", "")
+    if not process_id:
+        problems.append(Problem(f"line {node.line}", "a process needs an id"))
+        return None
+    elements = context.elements = {}
+    flows = context.flows = {}
+    direct = _scope(node, process_id, problems, context)
+    starts = [e for e in direct if e.element_type is BpmnElementType.START_EVENT]
+    none_starts = [e.id for e in starts if not isinstance(e, EventNode)]
+    event_starts = tuple(e.id for e in starts if isinstance(e, EventNode))
+    if not starts:
+        problems.append(Problem(process_id, "the process has no start event"))
+    elif len(none_starts) > 1:
+        problems.append(
+            Problem(process_id, f"more than one none start event: {', '.join(none_starts)}")
+        )
+    _validate(elements, flows, problems)
+    boundaries = events.validate_events(elements, flows, problems)
+    return Process(
+        process_id,
+        node.attributes.get("name", ""),
+        elements,
+        flows,
+        none_starts[0] if none_starts else "",
+        event_starts,
+        boundaries,
+    )
+
+
+@dataclass(slots=True)
+class _Context:
+    messages: events.Messages
+    errors: dict[str, str]
+    seen: set[str] = field(default_factory=set)
+    elements: dict[str, FlowNode] = field(default_factory=dict)
+    """The elements of the process being parsed, subprocesses' included (ids are unique)."""
+    flows: dict[str, SequenceFlow] = field(default_factory=dict)
+
+
+def _scope(node: Node, scope_id: str, problems: list[Problem], context: _Context) -> list[FlowNode]:
+    """Parse the flow elements directly in `node` (a process or subprocess) into the
+    context's flat elements and flows, subprocesses recursively; returns this scope's."""
+    nodes: list[Node] = []
+    local_flows: dict[str, SequenceFlow] = {}
+    for child in node.children:
+        if child.namespace != BPMN[1:-1] or child.local in _IGNORED:
+            continue
+        element_id = child.attributes.get("id", "")
+        if not element_id:
+            problems.append(Problem(f"line {child.line}", f"bpmn:{child.local} needs an id"))
+            continue
+        if element_id in context.seen:
+            problems.append(Problem(element_id, "the id is used twice"))
+            continue
+        context.seen.add(element_id)
+        if child.local == "sequenceFlow":
+            local_flows[element_id] = _flow(child)
+        else:
+            nodes.append(child)
+    node_ids = {n.attributes["id"] for n in nodes}
+    incoming: dict[str, list[str]] = {i: [] for i in node_ids}
+    outgoing: dict[str, list[str]] = {i: [] for i in node_ids}
+    for flow in list(local_flows.values()):
+        for ref, end in ((flow.source, "sourceRef"), (flow.target, "targetRef")):
+            if ref not in node_ids:
+                problems.append(
+                    Problem(flow.id, f"{end} '{ref}' is not a flow node of the same scope")
+                )
+                del local_flows[flow.id]
+                break
+        else:
+            outgoing[flow.source].append(flow.id)
+            incoming[flow.target].append(flow.id)
+    context.flows.update(local_flows)
+    direct: list[FlowNode] = []
+    for child in nodes:
+        element_id = child.attributes["id"]
+        links = {
+            "incoming": tuple(incoming[element_id]),
+            "outgoing": tuple(outgoing[element_id]),
+            "scope": scope_id,
+        }
+        if child.local == "subProcess":
+            element: FlowNode | None = _subprocess(child, links, problems, context)
+        else:
+            element = _element(child, problems, links, context)
+        if element is not None:
+            context.elements[element_id] = element
+            direct.append(element)
+    return direct
+
+
+def _subprocess(
+    node: Node, links: dict[str, Any], problems: list[Problem], context: _Context
+) -> FlowNode | None:
+    element_id = node.attributes["id"]
+    inputs, outputs = activities.io_mappings(node, problems)
+    if activities.multi_instance(node, problems):
+        return None
+    direct = _scope(node, element_id, problems, context)
+    starts = [e for e in direct if e.element_type is BpmnElementType.START_EVENT]
+    by_event = node.attributes.get("triggeredByEvent", "false").lower() == "true"
+    if by_event:
+        start = starts[0] if len(starts) == 1 else None
+        if isinstance(start, EventNode) and start.message and not start.message.correlation_key:
+            problems.append(
+                Problem(
+                    start.id,
+                    "the message of an event subprocess start needs"
+                    ' <zeebe:subscription correlationKey="..."/>',
+                )
+            )
+        if len(starts) != 1 or not isinstance(starts[0], EventNode):
+            problems.append(
+                Problem(
+                    element_id, "an event subprocess needs one message, timer or error start event"
+                )
+            )
+        if links["incoming"] or links["outgoing"]:
+            problems.append(Problem(element_id, "an event subprocess cannot have sequence flows"))
+    elif len(starts) != 1 or isinstance(starts[0], EventNode):
+        problems.append(
+            Problem(element_id, "an embedded subprocess needs exactly one none start event")
+        )
+    return SubProcess(
+        id=element_id,
+        element_type=BpmnElementType.EVENT_SUB_PROCESS if by_event else BpmnElementType.SUB_PROCESS,
+        name=node.attributes.get("name", ""),
+        inputs=inputs,
+        outputs=outputs,
+        start_event=starts[0].id if len(starts) == 1 else "",
+        triggered_by_event=by_event,
+        multi_instance=activities.loop(node, problems),
+        **links,
+    )
+
+
+def _flow(node: Node) -> SequenceFlow:
+    condition = node.find(BPMN + "conditionExpression")
+    text = condition.text.strip() if condition is not None else ""
+    return SequenceFlow(
+        node.attributes["id"],
+        node.attributes.get("sourceRef", ""),
+        node.attributes.get("targetRef", ""),
+        text or None,
+    )
+
+
+def _element(
+    node: Node,
+    problems: list[Problem],
+    links: dict[str, Any],
+    context: _Context,
+) -> FlowNode | None:
+    element_id = node.attributes["id"]
+    inputs, outputs = activities.io_mappings(node, problems)
+    common: dict[str, Any] = {
+        "id": element_id,
+        "name": node.attributes.get("name", ""),
+        "inputs": inputs,
+        "outputs": outputs,
+        "multi_instance": activities.loop(node, problems),
+        **links,
+    }
+    local = node.local
+    if activities.multi_instance(node, problems):
+        return None
+    if local in ("endEvent", "intermediateThrowEvent"):
+        return events.throw_event(node, common, context.errors, problems)
+    if local in ("startEvent", "intermediateCatchEvent", "boundaryEvent", "receiveTask"):
+        return events.event_node(node, common, context.messages, context.errors, problems)
+    if local == "callActivity":
+        return activities.call_activity(node, problems, common)
+    if local == "eventBasedGateway":
+        return events.event_based_gateway(common)
+    if local in _SIMPLE:
+        return FlowNode(element_type=_SIMPLE[local], **common)
+    if local == "exclusiveGateway":
+        return ExclusiveGateway(
+            element_type=BpmnElementType.EXCLUSIVE_GATEWAY,
+            default_flow=node.attributes.get("default") or None,
+            **common,
+        )
+    if local == "serviceTask":
+        return activities.service_task(node, problems, common)
+    problems.append(Problem(element_id, f"bpmn:{local} is not supported"))
+    return None
+
+
+def _validate(
+    elements: dict[str, FlowNode], flows: dict[str, SequenceFlow], problems: list[Problem]
+) -> None:
+    for element in elements.values():
+        kind = element.element_type
+        if kind is BpmnElementType.START_EVENT and element.incoming:
+            problems.append(
+                Problem(element.id, "a start event cannot have incoming sequence flows")
+            )
+        if kind is BpmnElementType.END_EVENT and element.outgoing:
+            problems.append(Problem(element.id, "an end event cannot have outgoing sequence flows"))
+        if (
+            kind not in (BpmnElementType.END_EVENT, BpmnElementType.EVENT_SUB_PROCESS)
+            and not element.outgoing
+        ):
+            problems.append(Problem(element.id, "has no outgoing sequence flow"))
+        if isinstance(element, ExclusiveGateway):
+            _validate_gateway(element, flows, problems)
+        elif kind is not BpmnElementType.EXCLUSIVE_GATEWAY:
+            for flow_id in element.outgoing:
+                if flows[flow_id].condition is not None:
+                    problems.append(
+                        Problem(
+                            flow_id, "only flows leaving an exclusive gateway can have conditions"
+                        )
+                    )
+
+
+def _validate_gateway(
+    gateway: ExclusiveGateway, flows: dict[str, SequenceFlow], problems: list[Problem]
+) -> None:
+    if gateway.default_flow is not None and gateway.default_flow not in gateway.outgoing:
+        problems.append(
+            Problem(
+                gateway.id,
+                f"default flow '{gateway.default_flow}' is not one of its outgoing flows",
+            )
+        )
+    if len(gateway.outgoing) > 1:
+        for flow_id in gateway.outgoing:
+            if flow_id != gateway.default_flow and flows[flow_id].condition is None:
+                problems.append(
+                    Problem(
+                        flow_id,
+                        "a flow leaving an exclusive gateway needs a condition unless it is"
+                        " the default flow",
+                    )
+                )
+    default = flows.get(gateway.default_flow or "")
+    if default is not None and default.id in gateway.outgoing and default.condition is not None:
+        problems.append(Problem(default.id, "the default flow cannot have a condition"))
+
+
+def _check_expressions(process: Process, check: ExpressionCheck, problems: list[Problem]) -> None:
+    found = [(flow.id, flow.condition) for flow in process.flows.values() if flow.condition]
+    for element in process.elements.values():
+        found += [(element.id, m.source) for m in (*element.inputs, *element.outputs)]
+        if isinstance(element, ServiceTask):
+            found += [(element.id, element.job_type), (element.id, element.retries)]
+        if isinstance(element, CallActivity):
+            found.append((element.id, element.process_id))
+        loop = element.multi_instance
+        if loop is not None:
+            found += [
+                (element.id, text)
+                for text in (loop.input_collection, loop.output_element, loop.completion_condition)
+                if text
+            ]
+        if isinstance(element, EventNode) and element.message is not None:
+            found += [
+                (element.id, element.message.name),
+                (element.id, element.message.correlation_key),
+            ]
+        if isinstance(element, EventNode) and element.timer is not None:
+            found.append((element.id, element.timer.expression))
+    for element_id, text in found:
+        reason = check(text)
+        if reason is not None:
+            problems.append(Problem(element_id, f"invalid expression '{text}': {reason}"))

@@ -1,0 +1,150 @@
+"""The commands a client sends, built once for the synchronous and the asyncio client.
+
+Each function returns a `Request`: the intent, the value and the key of one COMMAND record, and
+the partition when the command must go to a particular one (otherwise the client routes it as
+docs/producing.md says). Nothing here touches Kafka.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from partita.protocol.enums import VariableDocumentUpdateSemantic
+from partita.protocol.intents import (
+    DeploymentIntent,
+    IncidentIntent,
+    Intent,
+    JobBatchIntent,
+    JobIntent,
+    MessageIntent,
+    ProcessInstanceCreationIntent,
+    ProcessInstanceIntent,
+    VariableDocumentIntent,
+)
+from partita.protocol.values import (
+    DeploymentResource,
+    DeploymentValue,
+    IncidentValue,
+    JobBatchValue,
+    JobValue,
+    MessageValue,
+    ProcessInstanceCreationValue,
+    ProcessInstanceValue,
+    RecordValue,
+    VariableDocumentValue,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    intent: Intent
+    value: RecordValue
+    key: int = -1
+    partition: int | None = None
+
+
+def _document(variables: dict[str, Any] | None) -> str:
+    return json.dumps(variables or {})
+
+
+def deploy(resources: Sequence[Path | tuple[str, bytes]]) -> Request:
+    """BPMN files by path, or (name, content) pairs."""
+    parts = tuple(
+        DeploymentResource(r.name, r.read_bytes())
+        if isinstance(r, Path)
+        else DeploymentResource(*r)
+        for r in resources
+    )
+    return Request(DeploymentIntent.CREATE, DeploymentValue(resources=parts))
+
+
+def create_instance(
+    bpmn_process_id: str,
+    variables: dict[str, Any] | None = None,
+    *,
+    version: int = -1,
+    await_result: bool = False,
+    fetch_variables: Sequence[str] = (),
+) -> Request:
+    intent = (
+        ProcessInstanceCreationIntent.CREATE_WITH_AWAITING_RESULT
+        if await_result
+        else ProcessInstanceCreationIntent.CREATE
+    )
+    value = ProcessInstanceCreationValue(
+        bpmn_process_id=bpmn_process_id,
+        version=version,
+        variables=_document(variables),
+        fetch_variables=tuple(fetch_variables),
+    )
+    return Request(intent, value)
+
+
+def cancel_instance(key: int) -> Request:
+    value = ProcessInstanceValue(process_instance_key=key)
+    return Request(ProcessInstanceIntent.CANCEL, value, key)
+
+
+def activate_jobs(
+    job_type: str, partition: int, worker: str, max_jobs: int, timeout_ms: int
+) -> Request:
+    batch = JobBatchValue(
+        type=job_type, worker=worker, timeout=timeout_ms, max_jobs_to_activate=max_jobs
+    )
+    return Request(JobBatchIntent.ACTIVATE, batch, partition=partition)
+
+
+def complete_job(key: int, variables: dict[str, Any] | None = None) -> Request:
+    return Request(JobIntent.COMPLETE, JobValue(variables=_document(variables)), key)
+
+
+def fail_job(key: int, retries: int, message: str = "", backoff_ms: int = 0) -> Request:
+    value = JobValue(retries=retries, error_message=message, retry_backoff=backoff_ms)
+    return Request(JobIntent.FAIL, value, key)
+
+
+def throw_error(
+    key: int, code: str, message: str = "", variables: dict[str, Any] | None = None
+) -> Request:
+    value = JobValue(error_code=code, error_message=message, variables=_document(variables))
+    return Request(JobIntent.THROW_ERROR, value, key)
+
+
+def update_job_retries(key: int, retries: int) -> Request:
+    return Request(JobIntent.UPDATE_RETRIES, JobValue(retries=retries), key)
+
+
+def publish_message(
+    name: str,
+    correlation_key: str,
+    variables: dict[str, Any] | None = None,
+    *,
+    ttl_ms: int = -1,
+    message_id: str = "",
+) -> Request:
+    value = MessageValue(
+        name=name,
+        correlation_key=correlation_key,
+        time_to_live=ttl_ms,
+        message_id=message_id,
+        variables=_document(variables),
+    )
+    return Request(MessageIntent.PUBLISH, value)
+
+
+def set_variables(scope_key: int, variables: dict[str, Any], *, local: bool = False) -> Request:
+    semantic = (
+        VariableDocumentUpdateSemantic.LOCAL if local else VariableDocumentUpdateSemantic.PROPAGATE
+    )
+    value = VariableDocumentValue(
+        scope_key=scope_key, update_semantics=semantic, variables=json.dumps(variables)
+    )
+    return Request(VariableDocumentIntent.UPDATE, value)
+
+
+def resolve_incident(key: int) -> Request:
+    return Request(IncidentIntent.RESOLVE, IncidentValue(), key)

@@ -1,0 +1,62 @@
+"""Terminating element instances: PROCESS_INSTANCE CANCEL, interrupting events, terminate end
+events and met completion conditions end what runs before it completes."""
+
+from __future__ import annotations
+
+from partita import __version__
+from partita.processing.behavior.subscriptions import close_events
+from partita.processing.context import ProcessingContext
+from partita.processing.instance import state as instance_state
+from partita.processing.job.state import JOBS, job_value
+from partita.protocol.enums import RecordType, RejectionType, ValueType
+from partita.protocol.intents import JobIntent, ProcessInstanceCreationIntent
+from partita.protocol.intents import ProcessInstanceIntent as Instance
+from partita.protocol.records import Record
+from partita.protocol.values import ProcessInstanceCreationValue
+from partita.state.stored import ElementInstance
+
+
+def terminate_element(
+    ctx: ProcessingContext, key: int, stored: ElementInstance, *, respond: bool = False
+) -> None:
+    """Terminate element instance `key` and what runs in it, depth-first: TERMINATING, the
+    children, the element's job, its events, a called instance, TERMINATED. `respond` makes
+    TERMINATING the command's reply. A client awaiting the instance's result is answered with
+    a rejection: it ended without one."""
+    value = instance_state.value_of(stored)
+    ctx.append_event(Instance.ELEMENT_TERMINATING, value, key, respond=respond)
+    for child in instance_state.children(ctx.state, key):
+        child_stored = instance_state.instance(ctx.state, child)
+        if child_stored is not None:
+            terminate_element(ctx, child, child_stored)
+    job_key = stored.job_key
+    job = ctx.state.column(JOBS).get(job_key) if job_key > 0 else None
+    if job is not None:
+        ctx.append_event(JobIntent.CANCELED, job_value(job), job_key)
+    close_events(ctx, key)
+    called_key = stored.called_child_key
+    called = instance_state.instance(ctx.state, called_key) if called_key > 0 else None
+    if called is not None:  # a call activity: its child instance goes with it
+        terminate_element(ctx, called_key, called)
+    ctx.append_event(Instance.ELEMENT_TERMINATED, value, key)
+    waiting = ctx.awaiting.pop(key)
+    if waiting is not None:  # the awaited instance ended without a result
+        request = ProcessInstanceCreationValue(
+            bpmn_process_id=value.bpmn_process_id,
+            version=value.version,
+            process_definition_key=value.process_definition_key,
+            process_instance_key=key,
+        )
+        rejection = Record(
+            RecordType.COMMAND_REJECTION,
+            ValueType.PROCESS_INSTANCE_CREATION,
+            ProcessInstanceCreationIntent.CREATE_WITH_AWAITING_RESULT,
+            request,
+            key,
+            ctx.partition_id,
+            timestamp=ctx.now,
+            rejection_type=RejectionType.INVALID_STATE,
+            rejection_reason=f"process instance {key} was terminated before it completed",
+            engine_version=__version__,
+        )
+        ctx.output.replies.append((waiting.reply_to, rejection))

@@ -1,0 +1,204 @@
+"""PROCESS_INSTANCE ACTIVATE_ELEMENT / COMPLETE_ELEMENT: the lifecycle of BPMN elements.
+
+Activation writes ELEMENT_ACTIVATING, the element's own work, and ELEMENT_ACTIVATED; elements
+that wait for nothing complete at once (a follow-up COMPLETE_ELEMENT). Completion writes
+ELEMENT_COMPLETING and ELEMENT_COMPLETED, then takes the outgoing sequence flows
+(SEQUENCE_FLOW_TAKEN + ACTIVATE_ELEMENT of the target; a parallel join activates once every
+incoming flow has arrived). A scope with no active children and no flows in transit completes.
+What is particular to an element is in its family's module (`process`, `gateways`, `tasks`,
+`events`, `subprocesses`, `call_activities`, `multi_instance`).
+"""
+
+from __future__ import annotations
+
+from msgspec.structs import replace
+
+from partita.bpmn import (
+    CallActivity,
+    EventBasedGateway,
+    EventNode,
+    ExclusiveGateway,
+    Process,
+    SequenceFlow,
+    ServiceTask,
+    SubProcess,
+)
+from partita.processing.behavior.expressions import ExpressionError
+from partita.processing.behavior.incidents import element_incident
+from partita.processing.behavior.subscriptions import close_events, open_events, prepare
+from partita.processing.behavior.variables import map_io, merge_event_variables
+from partita.processing.context import ProcessingContext, RejectionError
+from partita.processing.deployment import state as deployment_state
+from partita.processing.element import (
+    call_activities,
+    events,
+    gateways,
+    multi_instance,
+    process,
+    subprocesses,
+    tasks,
+)
+from partita.processing.engine import Handlers
+from partita.processing.instance import state as instance_state
+from partita.processing.variable.state import visible_variables
+from partita.protocol.enums import BpmnElementType, BpmnEventType, ErrorType, RejectionType
+from partita.protocol.intents import ProcessInstanceIntent as Instance
+from partita.protocol.records import Record
+from partita.protocol.values import ProcessInstanceValue
+
+handlers = Handlers()
+
+END = BpmnElementType.END_EVENT
+_WAITS = {
+    BpmnElementType.SERVICE_TASK,
+    BpmnElementType.PROCESS,
+    BpmnElementType.RECEIVE_TASK,
+    BpmnElementType.INTERMEDIATE_CATCH_EVENT,
+    BpmnElementType.EVENT_BASED_GATEWAY,
+    BpmnElementType.SUB_PROCESS,
+    BpmnElementType.EVENT_SUB_PROCESS,
+    BpmnElementType.CALL_ACTIVITY,
+}
+"""Elements that stay active after ACTIVATED until something completes them."""
+
+
+def model_of(ctx: ProcessingContext, value: ProcessInstanceValue) -> Process:
+    deployed = deployment_state.by_key(ctx.state, value.process_definition_key)
+    if deployed is None:
+        raise RejectionError(
+            RejectionType.NOT_FOUND, f"no process definition {value.process_definition_key}"
+        )
+    return deployed.model(ctx.state)
+
+
+@handlers.processor(Instance.ACTIVATE_ELEMENT)
+def activate_element(command: Record, ctx: ProcessingContext) -> None:
+    value = command.value
+    assert isinstance(value, ProcessInstanceValue)
+    model = model_of(ctx, value)
+    key = command.key
+    existing = instance_state.instance(ctx.state, key)
+    if existing is None:
+        ctx.append_event(Instance.ELEMENT_ACTIVATING, value, key)
+    elif existing.state != Instance.ELEMENT_ACTIVATING.name:
+        raise RejectionError(RejectionType.INVALID_STATE, f"element instance {key} is active")
+    # else: an incident stopped the activation and was resolved: continue it
+    kind = value.bpmn_element_type
+    if kind is BpmnElementType.PROCESS:
+        process.activate(ctx, model, key, value)
+        return
+    element = model.element(value.element_id)
+    if kind is multi_instance.BODY:
+        multi_instance.activate_body(ctx, element, key, value, model)
+        return
+    if element.inputs:
+        variables = visible_variables(ctx.state, value.flow_scope_key)
+        if not map_io(ctx, element.inputs, variables, key, value, local=True):
+            return
+    triggered = events.take_trigger(ctx, model, element, key, value)
+    if triggered is not None:  # a boundary or start event, or a catch event after a gateway
+        merge_event_variables(ctx, element, key, value, triggered)
+        ctx.append_event(Instance.ELEMENT_ACTIVATED, value, key)
+        ctx.append_command(Instance.COMPLETE_ELEMENT, value, key)
+        return
+    if isinstance(element, EventNode) and element.error is not None and kind is END:
+        events.throw_from_end_event(ctx, element, key, value)
+        return
+    try:
+        openings = prepare(ctx, model, element.id, key)
+        called = call_activities.called_process(ctx, element, key)
+    except ExpressionError as error:
+        element_incident(ctx, ErrorType.EXTRACT_VALUE_ERROR, error.reason, value, key)
+        return
+    except call_activities.CalledElementError as error:
+        element_incident(ctx, ErrorType.CALLED_ELEMENT_ERROR, str(error), value, key)
+        return
+    if isinstance(element, ServiceTask) and not tasks.create_job(ctx, element, key, value):
+        return
+    open_events(ctx, openings, key, value)
+    ctx.append_event(Instance.ELEMENT_ACTIVATED, value, key)
+    if isinstance(element, SubProcess):
+        subprocesses.start_inside(ctx, element, key, value, model)
+    elif isinstance(element, CallActivity) and called is not None:
+        call_activities.call(ctx, element, key, value, called)
+    elif kind not in _WAITS:
+        ctx.append_command(Instance.COMPLETE_ELEMENT, value, key)
+
+
+@handlers.processor(Instance.COMPLETE_ELEMENT)
+def complete_element(command: Record, ctx: ProcessingContext) -> None:
+    value = command.value
+    assert isinstance(value, ProcessInstanceValue)
+    key = command.key
+    current = instance_state.instance(ctx.state, key)
+    if current is None or current.state != Instance.ELEMENT_ACTIVATED.name:
+        raise RejectionError(RejectionType.INVALID_STATE, f"element instance {key} is not active")
+    model = model_of(ctx, value)
+    if value.bpmn_element_type is BpmnElementType.PROCESS:
+        process.complete(ctx, current, key, value)
+        return
+    element = model.element(value.element_id)
+    flows = model.outgoing(element.id)
+    events.take_caught_trigger(ctx, element, key, value)
+    if isinstance(element, EventBasedGateway):
+        flows = gateways.fired_flows(ctx, flows, value)
+    if isinstance(element, ExclusiveGateway):
+        chosen = gateways.choose_flow(ctx, element, flows, value, key)
+        if chosen is None:
+            return
+        flows = [chosen]
+    body = value.bpmn_element_type is multi_instance.BODY
+    inner = element.multi_instance is not None and not body  # an instance inside a body
+    if element.outputs and not body:
+        variables = visible_variables(ctx.state, key)
+        if not map_io(ctx, element.outputs, variables, key, value, local=False):
+            return
+    if inner:
+        if not multi_instance.collect_output(ctx, element, key, value):
+            return
+        counter, flows = multi_instance.loop_counter(ctx, key), []  # the body takes the flows
+    if body:
+        multi_instance.hand_over_output(ctx, element, key, value)
+    ctx.append_event(Instance.ELEMENT_COMPLETING, value, key)
+    if model.events_of(element.id):  # nothing else can hold subscriptions or timers
+        close_events(ctx, key)
+    ctx.append_event(Instance.ELEMENT_COMPLETED, value, key)
+    for flow in flows:
+        _take(ctx, model, flow, value)
+    if element.event_type is BpmnEventType.TERMINATE:
+        events.terminate_siblings(ctx, value.flow_scope_key, key)
+    if inner:
+        multi_instance.inner_completed(ctx, element, counter, value)
+    else:
+        _complete_scope_if_done(ctx, value.flow_scope_key)
+
+
+def _take(
+    ctx: ProcessingContext, model: Process, flow: SequenceFlow, value: ProcessInstanceValue
+) -> None:
+    taken = replace(
+        value,
+        element_id=flow.id,
+        bpmn_element_type=BpmnElementType.SEQUENCE_FLOW,
+        bpmn_event_type=BpmnEventType.UNSPECIFIED,
+    )
+    ctx.append_event(Instance.SEQUENCE_FLOW_TAKEN, taken, ctx.keys.next_key())
+    target = model.element(flow.target)
+    if gateways.join_waits(ctx, target, value.flow_scope_key):
+        return  # wait for the other branches
+    activation = replace(
+        value,
+        element_id=target.id,
+        bpmn_element_type=multi_instance.BODY if target.multi_instance else target.element_type,
+        bpmn_event_type=target.event_type,
+    )
+    ctx.append_command(Instance.ACTIVATE_ELEMENT, activation, ctx.keys.next_key())
+
+
+def _complete_scope_if_done(ctx: ProcessingContext, scope_key: int) -> None:
+    scope = instance_state.instance(ctx.state, scope_key)
+    if scope is None or scope.active_flows > 0 or instance_state.children(ctx.state, scope_key):
+        return
+    if scope.state != Instance.ELEMENT_ACTIVATED.name:
+        return
+    ctx.append_command(Instance.COMPLETE_ELEMENT, instance_state.value_of(scope), scope_key)

@@ -1,0 +1,48 @@
+"""The appliers of INCIDENT events. Resolving a job's incident makes the job activatable again
+when it stopped for lack of retries or an uncaught error."""
+
+from __future__ import annotations
+
+from partita.processing.engine import Handlers
+from partita.processing.incident.state import BY_ELEMENT, INCIDENTS
+from partita.processing.job import state as job_state
+from partita.processing.job.state import JOBS
+from partita.protocol.intents import IncidentIntent
+from partita.protocol.records import Record
+from partita.protocol.values import IncidentValue
+from partita.state import PartitionDb
+from partita.state.stored import Incident
+
+handlers = Handlers()
+
+
+@handlers.applier(IncidentIntent.CREATED)
+def apply_created(record: Record, db: PartitionDb) -> None:
+    value = record.value
+    assert isinstance(value, IncidentValue)
+    db.column(INCIDENTS).insert(
+        record.key,
+        Incident(
+            error_type=value.error_type,
+            error_message=value.error_message,
+            element_instance_key=value.element_instance_key,
+            job_key=value.job_key,
+            process_instance_key=value.process_instance_key,
+        ),
+    )
+    if value.element_instance_key > 0:
+        db.column(BY_ELEMENT).upsert(value.element_instance_key, record.key)
+
+
+@handlers.applier(IncidentIntent.RESOLVED)
+def apply_resolved(record: Record, db: PartitionDb) -> None:
+    stored = db.column(INCIDENTS).get(record.key)
+    if stored is None:
+        return
+    db.column(INCIDENTS).delete_existing(record.key)
+    job_key = stored.job_key
+    job = db.column(JOBS).get(job_key) if job_key > 0 else None
+    if job is not None and db.column(job_state.STATES).get(job_key) in ("FAILED", "ERROR_THROWN"):
+        job_state.make_activatable(db, job_key, job)  # a worker can take it again
+    if db.column(BY_ELEMENT).get(stored.element_instance_key) == record.key:
+        db.column(BY_ELEMENT).delete(stored.element_instance_key)

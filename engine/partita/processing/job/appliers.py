@@ -1,0 +1,92 @@
+"""The appliers of JOB and JOB_BATCH events: every change goes through `job.state`, which keeps
+the indexes and per-type counters right."""
+
+from __future__ import annotations
+
+from msgspec.structs import replace
+
+from partita.processing.engine import Handlers
+from partita.processing.instance import state as instance_state
+from partita.processing.job import state as job_state
+from partita.processing.job.state import JOBS, PUSH_WORKER, stored_job
+from partita.protocol.intents import JobBatchIntent, JobIntent
+from partita.protocol.records import Record
+from partita.protocol.values import JobBatchValue, JobValue
+from partita.state import PartitionDb
+
+handlers = Handlers()
+
+
+@handlers.applier(JobIntent.CREATED)
+def apply_created(record: Record, db: PartitionDb) -> None:
+    value = record.value
+    assert isinstance(value, JobValue)
+    job_state.make_created(db, record.key, stored_job(value))
+    element = instance_state.instance(db, value.element_instance_key)
+    if element is not None:
+        db.column(instance_state.INSTANCES).upsert(
+            value.element_instance_key, replace(element, job_key=record.key)
+        )
+
+
+@handlers.applier(JobIntent.COMPLETED, JobIntent.CANCELED)
+def apply_removed(record: Record, db: PartitionDb) -> None:
+    job_state.remove(db, record.key)
+
+
+@handlers.applier(JobIntent.FAILED)
+def apply_failed(record: Record, db: PartitionDb) -> None:
+    """Retries left: activatable again (after the back-off, when the worker asked for one);
+    none left: FAILED until an incident resolution."""
+    value = record.value
+    assert isinstance(value, JobValue)
+    stored = db.column(JOBS).get(record.key)
+    if stored is None:
+        return
+    stored = replace(stored, retries=value.retries)
+    db.column(JOBS).upsert(record.key, stored)
+    if value.retries <= 0:
+        job_state.make_inactive(db, record.key, stored, "FAILED")
+    elif value.recurring_time >= 0:
+        job_state.make_backoff(db, record.key, stored, value.recurring_time)
+    else:
+        job_state.make_activatable(db, record.key, stored)
+
+
+@handlers.applier(JobIntent.RETRIES_UPDATED)
+def apply_retries_updated(record: Record, db: PartitionDb) -> None:
+    value = record.value
+    assert isinstance(value, JobValue)
+    stored = db.column(JOBS).get(record.key)
+    if stored is not None:
+        db.column(JOBS).upsert(record.key, replace(stored, retries=value.retries))
+
+
+@handlers.applier(JobIntent.ERROR_THROWN)
+def apply_error_thrown(record: Record, db: PartitionDb) -> None:
+    stored = db.column(JOBS).get(record.key)
+    if stored is not None:
+        job_state.make_inactive(db, record.key, stored, "ERROR_THROWN")
+
+
+@handlers.applier(JobIntent.RECURRED_AFTER_BACKOFF)
+def apply_recurred(record: Record, db: PartitionDb) -> None:
+    stored = db.column(JOBS).get(record.key)
+    if stored is not None:
+        job_state.make_activatable(db, record.key, stored)
+
+
+@handlers.applier(JobIntent.TIMED_OUT)
+def apply_timed_out(record: Record, db: PartitionDb) -> None:
+    stored = db.column(JOBS).get(record.key)
+    if stored is not None:
+        job_state.make_activatable(db, record.key, stored)
+
+
+@handlers.applier(JobBatchIntent.ACTIVATED)
+def apply_batch_activated(record: Record, db: PartitionDb) -> None:
+    value = record.value
+    assert isinstance(value, JobBatchValue)
+    pushed = value.worker == PUSH_WORKER
+    for key, job in zip(value.job_keys, value.jobs, strict=True):
+        job_state.make_activated(db, key, job.worker, job.deadline, pushed=pushed)

@@ -1,0 +1,249 @@
+"""The commands of jobs and job batches.
+
+JOB COMPLETE merges the completion variables with Zeebe's default semantics and completes the
+service task. FAIL takes the retries the worker says are left: none -> an incident; some, with
+a back-off -> the job waits (RECUR_AFTER_BACKOFF from the due-date checker), without -> it is
+activatable at once. THROW_ERROR is caught by the nearest matching error catch event, else an
+UNHANDLED_ERROR_EVENT incident names the code; resolving it makes the job activatable again.
+A command for a job that no longer exists is rejected NOT_FOUND; one for a job that is
+waiting (an incident, a back-off) is rejected INVALID_STATE.
+
+JOB_BATCH ACTIVATE takes up to `maxJobsToActivate` activatable jobs of one type, oldest key
+first, gives each the worker name, a deadline (now + timeout) and the variables visible to its
+task, and answers with JOB_BATCH ACTIVATED listing them. An activated job whose deadline passes
+is timed out by the due-date checker (JOB TIME_OUT -> TIMED_OUT) and becomes activatable again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from msgspec.structs import replace
+
+from partita.processing.behavior.errors import catch_error
+from partita.processing.behavior.incidents import job_incident
+from partita.processing.behavior.variables import propagate_variables, variables_document
+from partita.processing.context import MAX_DEADLINE, ProcessingContext, RejectionError
+from partita.processing.engine import MAX_DUE_COMMANDS, Handlers
+from partita.processing.instance import state as instance_state
+from partita.processing.job import state as job_state
+from partita.processing.job.activation import MAX_JOB_VARIABLES_BYTES, activated_job
+from partita.processing.job.state import (
+    ACTIVATABLE,
+    DEADLINES,
+    JOBS,
+    PUSH_WORKER,
+    STATES,
+    activatable_count,
+    job_value,
+)
+from partita.protocol.enums import ErrorType, RejectionType
+from partita.protocol.intents import JobBatchIntent, JobIntent
+from partita.protocol.intents import ProcessInstanceIntent as Instance
+from partita.protocol.records import Record
+from partita.protocol.records import command as record_command
+from partita.protocol.values import JobBatchValue, JobValue
+from partita.state import PartitionDb
+from partita.state.stored import Job
+
+handlers = Handlers()
+
+_MAX_BATCH_BYTES = MAX_JOB_VARIABLES_BYTES  # one batch record carries them all
+
+
+def _active_job(ctx: ProcessingContext, key: int, *, any_state: bool = False) -> Job:
+    stored = ctx.state.column(JOBS).get(key)
+    if stored is None:
+        raise RejectionError(
+            RejectionType.NOT_FOUND,
+            f"job {key} does not exist or is no longer active (completed or cancelled)",
+        )
+    state = ctx.state.column(STATES).get(key)
+    if not any_state and state not in job_state.ACTIVE_STATES:
+        why = {
+            "FAILED": "it failed with no retries left; update its retries and resolve the incident",
+            "ERROR_THROWN": "a worker threw an uncaught error; resolve the incident first",
+            "BACKOFF": "it is waiting out its retry back-off",
+        }.get(str(state), f"it is {state}")
+        raise RejectionError(RejectionType.INVALID_STATE, f"job {key} cannot be used: {why}")
+    return stored
+
+
+@handlers.processor(JobIntent.COMPLETE)
+def complete(command: Record, ctx: ProcessingContext) -> None:
+    value = command.value
+    assert isinstance(value, JobValue)
+    stored = _active_job(ctx, command.key)
+    variables = variables_document(value.variables)
+    job = replace(job_value(stored), variables=value.variables or "{}")
+    ctx.append_event(JobIntent.COMPLETED, job, command.key, respond=True)
+    element = instance_state.instance(ctx.state, job.element_instance_key)
+    if element is None:
+        return
+    task = instance_state.value_of(element)
+    propagate_variables(ctx, job.element_instance_key, variables, task)
+    ctx.append_command(Instance.COMPLETE_ELEMENT, task, job.element_instance_key)
+
+
+@handlers.processor(JobIntent.FAIL)
+def fail(command: Record, ctx: ProcessingContext) -> None:
+    """JOB FAIL: remaining retries from the worker; at 0 an incident stops the task."""
+    value = command.value
+    assert isinstance(value, JobValue)
+    stored = _active_job(ctx, command.key)
+    if value.retry_backoff < 0:
+        raise RejectionError(
+            RejectionType.INVALID_ARGUMENT,
+            f"retryBackOff must not be negative, got {value.retry_backoff}",
+        )
+    if ctx.now + value.retry_backoff > MAX_DEADLINE:
+        raise RejectionError(
+            RejectionType.INVALID_ARGUMENT,
+            f"a retryBackOff of {value.retry_backoff} ms puts the retry past {MAX_DEADLINE}",
+        )
+    retries = max(value.retries, 0)
+    failed = replace(
+        job_value(stored),
+        retries=retries,
+        error_message=value.error_message,
+        retry_backoff=value.retry_backoff,
+        recurring_time=ctx.now + value.retry_backoff
+        if value.retry_backoff > 0 and retries > 0
+        else -1,
+        variables="{}",
+    )
+    ctx.append_event(JobIntent.FAILED, failed, command.key, respond=True)
+    if retries <= 0:
+        message = value.error_message or f"job {command.key} failed with no retries left"
+        job_incident(ctx, command.key, failed, ErrorType.JOB_NO_RETRIES, message)
+
+
+@handlers.processor(JobIntent.THROW_ERROR)
+def throw_error(command: Record, ctx: ProcessingContext) -> None:
+    """JOB THROW_ERROR: a business error, caught by the nearest matching error boundary event
+    or error event subprocess (the task is interrupted), else an UNHANDLED_ERROR_EVENT incident
+    naming the code."""
+    value = command.value
+    assert isinstance(value, JobValue)
+    stored = _active_job(ctx, command.key)
+    if not value.error_code:
+        raise RejectionError(RejectionType.INVALID_ARGUMENT, "errorCode must not be empty")
+    thrown = replace(
+        job_value(stored), error_code=value.error_code, error_message=value.error_message
+    )
+    ctx.append_event(JobIntent.ERROR_THROWN, thrown, command.key, respond=True)
+    variables = value.variables if value.variables not in ("", "{}") else "{}"
+    if catch_error(ctx, thrown.element_instance_key, value.error_code, variables):
+        return
+    detail = f": {value.error_message}" if value.error_message else ""
+    message = (
+        f"an error with code '{value.error_code}' was thrown by job {command.key} on element"
+        f" '{thrown.element_id}' but no error catch event handles it{detail}"
+    )
+    job_incident(ctx, command.key, thrown, ErrorType.UNHANDLED_ERROR_EVENT, message)
+
+
+@handlers.processor(JobIntent.UPDATE_RETRIES)
+def update_retries(command: Record, ctx: ProcessingContext) -> None:
+    value = command.value
+    assert isinstance(value, JobValue)
+    stored = _active_job(ctx, command.key, any_state=True)
+    if value.retries < 1:
+        raise RejectionError(
+            RejectionType.INVALID_ARGUMENT, f"retries must be at least 1, got {value.retries}"
+        )
+    updated = replace(job_value(stored), retries=value.retries)
+    ctx.append_event(JobIntent.RETRIES_UPDATED, updated, command.key, respond=True)
+
+
+@handlers.processor(JobIntent.RECUR_AFTER_BACKOFF)
+def recur_after_backoff(command: Record, ctx: ProcessingContext) -> None:
+    stored = ctx.state.column(JOBS).get(command.key)
+    if stored is None or ctx.state.column(STATES).get(command.key) != "BACKOFF":
+        raise RejectionError(RejectionType.NOT_FOUND, f"no job {command.key} in back-off")
+    if stored.recurring_time > ctx.now:
+        raise RejectionError(
+            RejectionType.INVALID_STATE, f"job {command.key} is still in its back-off"
+        )
+    ctx.append_event(JobIntent.RECURRED_AFTER_BACKOFF, job_value(stored), command.key)
+
+
+@handlers.due_date_checker
+def backoffs_due(db: PartitionDb, now: int) -> Iterable[Record]:
+    """The due-date checker: RECUR_AFTER_BACKOFF for the jobs whose back-off ended first, at
+    most MAX_DUE_COMMANDS."""
+    due: list[Record] = []
+    for (recurring, key), _unused in db.column(job_state.BACKOFFS).items():
+        if recurring > now or len(due) == MAX_DUE_COMMANDS:
+            break
+        due.append(record_command(JobIntent.RECUR_AFTER_BACKOFF, JobValue(), key=key))
+    return due
+
+
+@handlers.processor(JobBatchIntent.ACTIVATE)
+def activate_batch(record: Record, ctx: ProcessingContext) -> None:
+    value = record.value
+    assert isinstance(value, JobBatchValue)
+    problems = []
+    if not value.type:
+        problems.append("the job type is empty")
+    if value.max_jobs_to_activate < 1:
+        problems.append(f"maxJobsToActivate must be at least 1, got {value.max_jobs_to_activate}")
+    if value.timeout < 1:
+        problems.append(f"timeout must be at least 1 ms, got {value.timeout}")
+    elif ctx.now + value.timeout > MAX_DEADLINE:
+        problems.append(f"a timeout of {value.timeout} ms puts the deadline past {MAX_DEADLINE}")
+    if value.worker == PUSH_WORKER:
+        problems.append(f"the worker name {PUSH_WORKER!r} is reserved for pushed activations")
+    if problems:
+        raise RejectionError(RejectionType.INVALID_ARGUMENT, "; ".join(problems))
+    deadline = ctx.now + value.timeout
+    keys: list[int] = []
+    jobs: list[JobValue] = []
+    size = 0
+    truncated = False
+    prefix = ACTIVATABLE.key.prefix(value.type)
+    waiting = (
+        ctx.state.column(ACTIVATABLE).items(prefix)
+        if activatable_count(ctx.state, value.type)
+        else ()
+    )
+    candidates: list[int] = []
+    for (_, key), _unused in waiting:
+        if len(candidates) >= value.max_jobs_to_activate:
+            break
+        candidates.append(key)
+    for key in candidates:  # collected first: a job too large fails, which changes the index
+        job = activated_job(ctx, key, value.worker, deadline)
+        if job is None:
+            continue  # too large for any batch: failed with an incident instead
+        if size + len(job.variables) > _MAX_BATCH_BYTES and keys:
+            truncated = True
+            break
+        size += len(job.variables)
+        keys.append(key)
+        jobs.append(job)
+    batch = replace(value, job_keys=tuple(keys), jobs=tuple(jobs), truncated=truncated)
+    ctx.append_event(JobBatchIntent.ACTIVATED, batch, ctx.keys.next_key(), respond=True)
+
+
+@handlers.processor(JobIntent.TIME_OUT)
+def time_out(record: Record, ctx: ProcessingContext) -> None:
+    stored = ctx.state.column(JOBS).get(record.key)
+    if stored is None or ctx.state.column(STATES).get(record.key) != "ACTIVATED":
+        raise RejectionError(RejectionType.NOT_FOUND, f"no activated job {record.key}")
+    if stored.deadline > ctx.now:
+        raise RejectionError(RejectionType.INVALID_STATE, f"job {record.key} has not timed out")
+    ctx.append_event(JobIntent.TIMED_OUT, job_value(stored), record.key)
+
+
+@handlers.due_date_checker
+def expired_jobs(db: PartitionDb, now: int) -> Iterable[Record]:
+    """The due-date checker: TIME_OUT for the activated jobs longest past their deadline, at
+    most MAX_DUE_COMMANDS."""
+    due: list[Record] = []
+    for (deadline, key), _unused in db.column(DEADLINES).items():
+        if deadline > now or len(due) == MAX_DUE_COMMANDS:
+            break
+        due.append(record_command(JobIntent.TIME_OUT, JobValue(), key=key))
+    return due

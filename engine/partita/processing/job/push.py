@@ -1,0 +1,126 @@
+"""Push activation: jobs produced to `<ns>.jobs.<type>` in the transaction that activates them.
+
+A job type is pushed when its job topic exists (the worker discovers job topics and keeps
+`JobPush.topics` current). Whenever a command changes a job of a pushed type (created, failed
+with retries, timed out, recurred, completed, cancelled), the partition activates activatable
+jobs of that type, oldest first, while fewer than `limit` pushed jobs of the type are
+unfinished: one JOB_BATCH ACTIVATED event per job (worker `partita.push`, deadline now +
+`timeout_ms`), and the same record on the job topic, keyed by the job key. A pushed job whose
+deadline passes times out like a polled one and is pushed again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from partita.config import Config
+from partita.processing.context import ProcessingContext
+from partita.processing.engine import Handlers
+from partita.processing.job.activation import activated_job
+from partita.processing.job.state import (
+    ACTIVATABLE,
+    PUSH_WORKER,
+    activatable_count,
+    pushed_count,
+)
+from partita.protocol.enums import RecordType, ValueType
+from partita.protocol.intents import JobBatchIntent
+from partita.protocol.records import Record
+from partita.protocol.values import JobBatchValue
+
+handlers = Handlers()
+
+DEFAULT_LIMIT = 256
+DEFAULT_TIMEOUT_MS = 300_000
+
+
+@handlers.topic_hook
+@dataclass(slots=True)
+class JobPush:
+    """The job types this worker pushes and how: the engine's TopicHook for `<ns>.jobs.*`.
+    `topics` maps a job type to its topic and that topic's partition count; the worker keeps
+    it current from the cluster's metadata (`topics_found`)."""
+
+    topics: dict[str, tuple[str, int]] = field(default_factory=dict)
+    limit: int = DEFAULT_LIMIT
+    """Pushed, unfinished jobs per type and partition; the flow control of push."""
+    timeout_ms: int = DEFAULT_TIMEOUT_MS
+
+    def configure(self, config: Config) -> None:
+        self.limit = config.job_push_limit
+        self.timeout_ms = config.job_push_timeout_ms
+
+    def topic_prefix(self, namespace: str) -> str:
+        return f"{namespace}.jobs."
+
+    def topics_found(self, topics: Mapping[str, int]) -> list[str]:
+        """Job topics that exist now; returns the job types newly pushed."""
+        found: dict[str, tuple[str, int]] = {}
+        for name, partitions in topics.items():
+            job_type = name.split(".jobs.", 1)[1] if ".jobs." in name else ""
+            if job_type:
+                found[job_type] = (name, partitions)
+        new = sorted(set(found) - set(self.topics))
+        self.topics.clear()
+        self.topics.update(found)
+        return new
+
+    def bind(self, ctx: ProcessingContext) -> None:
+        ctx.hooks[JobPush] = self
+
+    def catch_up(self, ctx: ProcessingContext, names: Sequence[str], now: int) -> None:
+        """Push the jobs that were activatable before their type's job topic existed."""
+        trigger = Record(
+            RecordType.COMMAND, ValueType.JOB_BATCH, JobBatchIntent.ACTIVATE, JobBatchValue()
+        )
+        ctx.begin(trigger, None, now)
+        for job_type in names:
+            push(ctx, job_type)
+
+
+def push(ctx: ProcessingContext, job_type: str) -> int:
+    """Push activatable jobs of `job_type` up to the bound; returns how many."""
+    settings = ctx.hook(JobPush)
+    assert settings is not None
+    target = settings.topics.get(job_type)
+    if target is None:
+        return 0
+    room = settings.limit - pushed_count(ctx.state, job_type)
+    if room <= 0 or not activatable_count(ctx.state, job_type):
+        return 0
+    keys = []
+    for (_, key), _unused in ctx.state.column(ACTIVATABLE).items(ACTIVATABLE.key.prefix(job_type)):
+        keys.append(key)
+        if len(keys) >= room:
+            break
+    topic, partitions = target
+    deadline = ctx.now + settings.timeout_ms
+    pushed = 0
+    for key in keys:
+        job = activated_job(ctx, key, PUSH_WORKER, deadline)
+        if job is None:
+            continue
+        pushed += 1
+        batch = JobBatchValue(
+            type=job_type,
+            worker=PUSH_WORKER,
+            timeout=settings.timeout_ms,
+            max_jobs_to_activate=1,
+            job_keys=(key,),
+            jobs=(job,),
+        )
+        event = ctx.append_event(JobBatchIntent.ACTIVATED, batch, ctx.keys.next_key())
+        ctx.output.pushed.append((topic, ctx.partition % partitions, key, event))
+    return pushed
+
+
+@handlers.after_command
+def after_command(_command: Record, ctx: ProcessingContext) -> None:
+    """Runs after every command: push for the job types the command touched."""
+    if not ctx.touched_job_types or ctx.hook(JobPush) is None:
+        return
+    touched = sorted(ctx.touched_job_types)
+    ctx.touched_job_types.clear()
+    for job_type in touched:
+        push(ctx, job_type)
