@@ -1,4 +1,4 @@
-"""The batch key index of the overlay (partita.state.transaction._KeyIndex) against a sorted
+"""The batch key index of the overlay (partita.state.overlay._KeyIndex) against a sorted
 set: every prefix finds exactly the keys added with it, in order, each once, whatever the
 order and the repetitions of the adds (a savepoint rollback can add a key again)."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from partita.state.transaction import _KeyIndex
+from partita.state.overlay import _KeyIndex
 from tests.fuzz import fuzz_settings
 
 _KEYS = st.binary(min_size=0, max_size=12).map(lambda tail: b"\x00\x00\x00\x00\x00\x00\x00" + tail)

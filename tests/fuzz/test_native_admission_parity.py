@@ -26,9 +26,9 @@ from partita.protocol.intents import CLIENT_COMMANDS
 from partita.protocol.keys import encode_key
 from partita.protocol.records import Record
 from partita.protocol.routing import partition_for_command
-from partita.stream.backpressure import Backpressure
-from partita.stream.ingress import Admission
 from partita.stream.metrics import ProcessingMetrics
+from partita.stream.processing.admission import Admission
+from partita.stream.processing.backpressure import Backpressure
 from tests.fuzz import fuzz_settings
 from tests.fuzz.test_codec_fuzz import records
 from tests.fuzz.test_native_codec_parity import _compiled

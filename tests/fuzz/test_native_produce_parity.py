@@ -26,10 +26,10 @@ from partita.protocol.headers import processed_header, record_headers
 from partita.protocol.intents import JobIntent
 from partita.protocol.records import Record, command, event
 from partita.protocol.values import JobValue
-from partita.stream import transaction
 from partita.stream.metrics import ProcessingMetrics
-from partita.stream.replies import ReplyRoutes
-from partita.stream.transaction import BatchTransaction
+from partita.stream.processing import transaction
+from partita.stream.processing.replies import ReplyRoutes
+from partita.stream.processing.transaction import BatchTransaction
 from tests.fuzz import fuzz_settings
 from tests.fuzz.test_codec_fuzz import records
 from tests.fuzz.test_native_codec_parity import _compiled

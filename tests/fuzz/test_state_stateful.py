@@ -1,7 +1,7 @@
 """Hypothesis drives the store (writes, inserts, savepoints, commits, rollbacks, reopen) and
 compares every read, of present and absent keys and prefix scans included, with a plain dict
 model. Negative scopes sort above positive ones in the key encoding, so the committed keys'
-ceiling (partita.state.transaction.Overlay.ceilings) is crossed both ways."""
+ceiling (partita.state.overlay.Overlay.ceilings) is crossed both ways."""
 
 from __future__ import annotations
 

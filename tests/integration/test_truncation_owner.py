@@ -26,7 +26,7 @@ from partita.protocol.codec import RecordCodec
 from partita.snapshots import SnapshotSettings
 from partita.state.db import LAST_PROCESSED_POSITION
 from partita.stream.errors import TaskFencedError
-from partita.stream.task import PartitionTask
+from partita.stream.partition.task import PartitionTask
 from tests.integration.workers import create_topics, creation, produce, wait_until
 from tests.support.processors import build_engine
 

@@ -33,7 +33,7 @@ from partita.protocol.intents import ProcessInstanceCreationIntent, ProcessInsta
 from partita.protocol.records import event
 from partita.protocol.values import ProcessInstanceValue
 from partita.stream.errors import UnappliableRecordError
-from partita.stream.stopped import StoppedMarker, commit_stopped, encode
+from partita.stream.partition.stopped import StoppedMarker, commit_stopped, encode
 from tests.integration.workers import (
     WorkerProcess,
     create_topics,

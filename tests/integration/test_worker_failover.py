@@ -26,7 +26,7 @@ from partita.protocol.intents import TimerIntent
 from partita.protocol.keys import encode_key
 from partita.protocol.records import command, event
 from partita.protocol.values import ProcessInstanceValue, TimerValue
-from partita.stream.transaction import command_key
+from partita.stream.processing.transaction import command_key
 from tests.integration.workers import (
     CODEC,
     Load,

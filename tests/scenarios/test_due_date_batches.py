@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from partita.processing.builtin import build_engine
-from partita.processing.engine import MAX_DUE_COMMANDS
+from partita.processing.dispatch import MAX_DUE_COMMANDS
 from partita.processing.message.processors import expired_messages
 from partita.processing.timer.processors import due_timers
 from partita.protocol.enums import RecordType

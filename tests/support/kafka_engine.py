@@ -24,8 +24,8 @@ from partita.protocol.codec import PRODUCER_MAX_BYTES
 from partita.protocol.headers import CORRELATION_ID, ReplyTo, header, record_headers
 from partita.protocol.records import Record
 from partita.state import KeyGenerator, PartitionDb
-from partita.stream.processing import ProcessingStateMachine
-from partita.stream.replay import ReplayStateMachine
+from partita.stream.processing.state_machine import ProcessingStateMachine
+from partita.stream.replay.state_machine import ReplayStateMachine
 from tests.support.memory import CODEC, Harness, reply_routes
 
 

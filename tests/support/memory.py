@@ -17,9 +17,9 @@ from partita.protocol.headers import ReplyTo, record_headers
 from partita.protocol.records import Record
 from partita.state import KeyGenerator, PartitionDb
 from partita.stream.metrics import ProcessingMetrics
-from partita.stream.processing import ProcessingStateMachine
-from partita.stream.replies import ReplyRoutes
-from partita.stream.transaction import BatchTransaction
+from partita.stream.processing.replies import ReplyRoutes
+from partita.stream.processing.state_machine import ProcessingStateMachine
+from partita.stream.processing.transaction import BatchTransaction
 
 CODEC = RecordCodec()
 

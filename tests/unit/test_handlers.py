@@ -1,6 +1,6 @@
-"""The rooms of engine/partita/processing: docs/handlers.md is the table the engine's registry
+"""The domains of engine/partita/processing: docs/handlers.md is the table the engine's registry
 gives, every handler is registered by the module that defines it, and the processing modules import
-each other without a cycle: rooms' `state` and the shared `behavior` import no room's logic, and
+each other without a cycle: domains' `state` and the shared `behavior` import no domain's logic, and
 no module but the build imports one that registers handlers."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from msgspec.structs import replace
 
 from partita.processing import ProcessingContext
 from partita.processing.builtin import HANDLER_MODULES, build_engine
-from partita.processing.engine import Engine, Handlers
+from partita.processing.dispatch import Engine, Handlers
 from partita.processing.handlers_doc import render
 from partita.protocol.enums import RecordType, ValueType
 from partita.protocol.intents import JobIntent
@@ -122,9 +122,9 @@ def _graph() -> dict[str, set[str]]:
 
 
 def test_shared_behaviours_and_state_modules_import_no_room_logic() -> None:
-    """A room's `state` imports only other rooms' state; `behavior` only state, other
-    behaviours and the machinery: so any room can use them without a cycle."""
-    machinery = {"partita.processing.context", "partita.processing.engine"}
+    """A domain's `state` imports only other domains' state; `behavior` only state, other
+    behaviours and the machinery: so any domain can use them without a cycle."""
+    machinery = {"partita.processing.context", "partita.processing.dispatch"}
     packages = {name for name in _graph() if (ROOT / name.replace(".", "/")).is_dir()}
 
     def allowed(imported: str, *, behavior: bool) -> bool:

@@ -2,7 +2,7 @@
 depth), so a dependency that crosses a layer fails here instead of in a review:
 
     protocol <- state <- processing <- stream <- cli
-    stream: processing's generic core only, never a domain room (job, message, ...)
+    stream: processing's generic core only, never a domain package (job, message, ...)
     bpmn, feel: nothing else of the engine (its shared errors aside)
     client, analytics: protocol and log (and the shared config and errors) only
 
@@ -44,13 +44,13 @@ bench, demo) are applications on top and may import anything."""
 
 PROCESSING_CORE = {
     "partita.processing",
-    "partita.processing.engine",
+    "partita.processing.dispatch",
     "partita.processing.context",
     "partita.processing.awaiting",
     "partita.processing.banning",
 }
 """What of processing the stream layer may import: the generic core (dispatch, context, awaited
-results, banned instances). Domain rooms (job, message, ...) reach it only as TopicHooks."""
+results, banned instances). Domain packages (job, message, ...) reach it only as TopicHooks."""
 
 CONFIG_ALLOWED = {"errors", "log", "bpmn"}
 """partita.config reads properties files (log.properties) and ISO-8601 durations (bpmn)."""

@@ -26,7 +26,7 @@ from partita.bench.loop import bench_command, bench_engine
 from partita.protocol.codec import RecordCodec
 from partita.protocol.headers import Headers, record_headers
 from partita.state import KeyGenerator, PartitionDb
-from partita.stream.processing import ProcessingStateMachine
+from partita.stream.processing.state_machine import ProcessingStateMachine
 from partita.stream.worker import GC_THRESHOLDS
 
 _LOG, _INGRESS = "bench.log", "bench.commands"

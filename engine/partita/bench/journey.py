@@ -13,8 +13,8 @@ A one-task instance created with an awaited result crosses Kafka like this:
 
 The raw journey puts a relay in the engine's place. It uses the engine's transactional producer
 and consumer settings and makes the Kafka calls of a batch whose copies' positions are
-predicted (`partita.stream.transaction`), in the same order: produce the copies, then the events
-and the job or the reply; send the offsets; wait for every delivery (where the engine checks
+predicted (`partita.stream.processing.transaction`), in the same order: produce the copies, then the
+events and the job or the reply; send the offsets; wait for every delivery (where the engine checks
 its copies' positions); commit. Nothing is processed before or between those calls, and the
 relay reads its log back as the engine does. A bare job worker answers each job at once, and
 the client times each journey from create to reply. Next to the engine's latency at the same

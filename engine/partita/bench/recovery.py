@@ -43,7 +43,7 @@ from partita.protocol.values import ProcessInstanceCreationValue
 from partita.snapshots import restore, store
 from partita.state import PartitionDb
 from partita.state.db import LAST_APPLIED_POSITION, LAST_PROCESSED_POSITION, STATE_FORMAT
-from partita.stream.task import state_dir
+from partita.stream.partition.task import state_dir
 
 BPMN = """<?xml version="1.0" encoding="UTF-8"?>
 <bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL"

@@ -13,7 +13,7 @@ from partita.processing.builtin import build_engine
 from partita.protocol.codec import RecordCodec
 from partita.protocol.keys import partition_id_of_kafka
 from partita.state import KeyGenerator, PartitionDb
-from partita.stream.replay import ReplayStateMachine
+from partita.stream.replay.state_machine import ReplayStateMachine
 
 
 def replay_partition(config: Config, partition: int) -> dict[str, float]:

@@ -141,7 +141,7 @@ def child_command(args: argparse.Namespace) -> list[str]:
 def cmd_verify_replay(args: argparse.Namespace) -> int:
     from partita.log.admin import admin_client
     from partita.stream.errors import UnappliableRecordError
-    from partita.stream.verify import verify_replay
+    from partita.stream.replay.verify import verify_replay
     from partita.stream.worker import load_engine
 
     config = build_config(args)

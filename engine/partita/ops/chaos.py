@@ -55,8 +55,8 @@ from partita.protocol.headers import record_headers
 from partita.protocol.intents import ProcessInstanceCreationIntent
 from partita.protocol.records import command
 from partita.protocol.values import ProcessInstanceCreationValue
-from partita.stream.task import state_dir
-from partita.stream.verify import verify_replay
+from partita.stream.partition.task import state_dir
+from partita.stream.replay.verify import verify_replay
 
 Progress = Callable[[str], None]
 BPMN = Path(__file__).resolve().parent / "chaos.bpmn"

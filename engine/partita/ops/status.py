@@ -4,7 +4,7 @@
   owns it (consumer group `<ns>.engine`) and how far behind the engine is; a partition the
   engine stopped at a record it cannot apply shows as STOPPED, with the record's offset, value
   type, intent and the reason (the marker in the group's committed offset metadata, see
-  `partita.stream.stopped`);
+  `partita.stream.partition.stopped`);
 - every other consumer group of the namespace that reads the log (analytics, export, the groups
   in PARTITA_DOWNSTREAM_GROUPS): its lag per partition, which also holds back truncation;
 - job topics: jobs pushed and not yet taken by the workers of each type;
@@ -29,8 +29,8 @@ from partita.log.clients import ErrorReporter, engine_group, new_consumer
 from partita.log.security import kafka_access
 from partita.snapshots.store import manifests
 from partita.stream.counters import decode as decode_counters
-from partita.stream.stopped import StoppedMarker
-from partita.stream.stopped import decode as decode_stopped
+from partita.stream.partition.stopped import StoppedMarker
+from partita.stream.partition.stopped import decode as decode_stopped
 
 _TIMEOUT = 30.0
 

@@ -8,8 +8,8 @@ batch). Replay runs the appliers only.
 The machinery is in this package's own modules: `engine` (the dispatch maps, and `Handlers`,
 the decorators a module registers its processors, appliers and due-date checkers with),
 `context` (what a processor sees), `awaiting` (requests awaiting a result), `banning` (ERROR
-events ban their instance) and `builtin` (the default engine: every room installed). Each
-domain is a room, a package laid out alike: `processors` (the commands; a room with several
+events ban their instance) and `builtin` (the default engine: every domain installed). Each
+domain is a package laid out alike: `processors` (the commands; a domain with several
 kinds of commands has one module per kind, e.g. `message.subscriptions`), `appliers` (the
 events) and `state` (its column families and how they are read):
 
@@ -20,17 +20,17 @@ events) and `state` (its column families and how they are read):
 - `element/`: ACTIVATE_ELEMENT / COMPLETE_ELEMENT, with one module per element family
   (process, gateways, tasks, events, subprocesses, call activities, multi-instance);
 - `job/`, `message/`, `timer/`, `incident/`, `variable/`;
-- `behavior/`: what several rooms share (variable mapping, incidents, event subscriptions and
-  triggers, termination, BPMN errors, results). It imports rooms' `state` modules only.
+- `behavior/`: what several domains share (variable mapping, incidents, event subscriptions and
+  triggers, termination, BPMN errors, results). It imports domains' `state` modules only.
 
-Nothing imports a room's processors or appliers but `builtin`. User tasks, decisions and
-signals get rooms of their own (`user_task/`, `decision/`, `signal/`) laid out the same way
-and added to `builtin.HANDLER_MODULES`. `docs/handlers.md` lists the function that handles each
+Nothing imports a domain's processors or appliers but `builtin`. User tasks, decisions and
+signals get domain packages of their own (`user_task/`, `decision/`, `signal/`) laid out the same
+way and added to `builtin.HANDLER_MODULES`. `docs/handlers.md` lists the function that handles each
 (value type, intent); regenerate it with `python -m partita.processing.handlers_doc`.
 """
 
 from partita.processing.context import ProcessingContext, ProcessingOutput, RejectionError
-from partita.processing.engine import Applier, Engine, Processor
+from partita.processing.dispatch import Applier, Engine, Processor
 
 __all__ = [
     "Applier",

@@ -5,7 +5,7 @@ Banned instances live in state (column family `banned_instance`), so replay rest
 
 from __future__ import annotations
 
-from partita.processing.engine import Engine, Handlers
+from partita.processing.dispatch import Engine, Handlers
 from partita.protocol.intents import ErrorIntent
 from partita.protocol.records import Record
 from partita.protocol.values import ErrorValue
@@ -30,5 +30,5 @@ def is_banned(db: PartitionDb, process_instance_key: int) -> bool:
 
 def register(engine: Engine) -> None:
     """Install the core every engine build needs (engines for tests and benchmarks that have
-    no rooms of their own install only this)."""
+    no domain packages of their own install only this)."""
     engine.install(handlers)

@@ -1,4 +1,4 @@
-"""The engine this build runs by default (`partita worker --engine`): every room installed."""
+"""The engine this build runs by default (`partita worker --engine`): every domain installed."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from types import ModuleType
 from partita.processing import banning
 from partita.processing.deployment import appliers as deployment_appliers
 from partita.processing.deployment import processors as deployment_processors
+from partita.processing.dispatch import Engine
 from partita.processing.element import lifecycle
-from partita.processing.engine import Engine
 from partita.processing.incident import appliers as incident_appliers
 from partita.processing.incident import processors as incident_processors
 from partita.processing.instance import appliers as instance_appliers

@@ -10,7 +10,7 @@ from msgspec.structs import replace
 
 from partita import __version__
 from partita.processing.awaiting import AwaitedResults
-from partita.processing.engine import Engine
+from partita.processing.dispatch import Engine
 from partita.protocol.enums import RecordType, RejectionType
 from partita.protocol.headers import Headers, ReplyTo
 from partita.protocol.intents import Intent

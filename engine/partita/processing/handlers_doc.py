@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from partita.processing.builtin import build_engine
-from partita.processing.engine import Engine
+from partita.processing.dispatch import Engine
 from partita.protocol.enums import RecordType
 from partita.protocol.intents import CLIENT_COMMANDS, INTENTS_BY_VALUE_TYPE
 
@@ -42,7 +42,7 @@ def render(engine: Engine | None = None) -> str:
         "registers it (`@handlers.processor(...)` / `@handlers.applier(...)` on the function;",
         "modules are under `engine/partita/processing/`).",
         "A command without a processor is rejected (`no processor ... in this engine`); an event",
-        "without an applier changes no state. Where the rooms are and what they share:",
+        "without an applier changes no state. Where the domains are and what they share:",
         "`engine/partita/processing/__init__.py`.",
         "",
         "Generated from the engine's registry by",

@@ -152,7 +152,8 @@ class RecordCodec:
         )
         """The compiled codec's loop over a batch's (partition, record) pairs that encodes
         them all, then hands each to a producer's `produce` (native/src/lib.rs says how);
-        None without it. `partita.stream.transaction` writes a batch's records with it."""
+        None without it. `partita.stream.processing.transaction` writes a batch's records with
+        it."""
         compiled = native_decoder(self.current.raw, native)
         self.native = compiled is not None
         """Whether records of the current schema are encoded and decoded in compiled code
@@ -176,7 +177,7 @@ class RecordCodec:
             else None
         )
         """The compiled record decoder and batch encoder (`partita.protocol.native`), for
-        compiled loops built on them (`partita.stream.ingress`); None without them."""
+        compiled loops built on them (`partita.stream.processing.admission`); None without them."""
         self._writers: dict[bytes, WriterSchema] = {s.fingerprint_bytes: s for s in schemas}
         self._values: dict[str, RecordConverter] = {}
         self._by_class: dict[type[Any], RecordConverter] = {}

@@ -26,7 +26,8 @@ PROCESSED = "partitaProcessed"
 header: `<log offset>,<ingress offset>`, the last offsets of the log and of ingress the partition
 had processed once that transaction commits (-1: none). Committed atomically with the batch's
 events, it tells replay and standbys where processing resumes, also when the engine group's
-offsets trail (the engine sends them at most every 100 ms, `partita.stream.processing`)."""
+offsets trail (the engine sends them at most every 100 ms,
+`partita.stream.processing.state_machine`)."""
 
 REPLY_TOPIC = "kafka_replyTopic"
 REPLY_PARTITION = "kafka_replyPartition"

@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Generic, TypeVar
 
 from partita.state.errors import KeyExistsError, KeyNotFoundError
-from partita.state.transaction import ABSENT, DELETED, Overlay
+from partita.state.overlay import ABSENT, DELETED, Overlay
 
 if TYPE_CHECKING:
     from partita.state.columns import ColumnFamilyDef

@@ -1,6 +1,6 @@
 """One RocksDB per partition (rocksdict, raw mode) with the declared column families.
 
-All reads and writes go through the batch overlay (`partita.state.transaction`); `commit` writes
+All reads and writes go through the batch overlay (`partita.state.overlay`); `commit` writes
 the overlay and the meta positions in one `WriteBatch` with the WAL on, so after a crash the
 store holds exactly the last committed batch. `rollback` discards the overlay.
 """
@@ -19,7 +19,7 @@ from rocksdict import AccessType, Checkpoint, Options, Rdict, WriteBatch, WriteO
 from partita.state.column_family import ColumnFamily
 from partita.state.columns import ColumnFamilies, ColumnFamilyDef
 from partita.state.errors import StateError, StoreLockedError
-from partita.state.transaction import Overlay
+from partita.state.overlay import Overlay
 
 _LOG = logging.getLogger("partita.state")
 

@@ -35,11 +35,11 @@ from partita.log.security import kafka_access
 from partita.processing import Engine
 from partita.protocol.codec import RecordCodec
 from partita.snapshots import SnapshotError, SnapshotSettings
-from partita.stream.backpressure import Backpressure
 from partita.stream.errors import AbortedBatchError, TaskFencedError
-from partita.stream.replies import ReplyRoutes
-from partita.stream.standby import Standby
-from partita.stream.task import PartitionTask, TaskState, state_dir
+from partita.stream.partition.task import PartitionTask, TaskState, state_dir
+from partita.stream.processing.backpressure import Backpressure
+from partita.stream.processing.replies import ReplyRoutes
+from partita.stream.replay.standby import Standby
 
 _LOG = logging.getLogger("partita.worker")
 _CONNECT_TIMEOUT_S = 60.0

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from partita.state import ColumnFamilies, PartitionDb
-from partita.state.transaction import _KeyIndex
+from partita.state.overlay import _KeyIndex
 
 QUEUE = ColumnFamilies.JOB_DEADLINE
 ACTIVATABLE = ColumnFamilies.JOB_ACTIVATABLE

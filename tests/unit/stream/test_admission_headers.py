@@ -12,7 +12,7 @@ import pytest
 from partita.bench.loop import bench_command
 from partita.protocol.codec import RecordCodec
 from partita.protocol.headers import RECORD_TYPE, ReplyTo, record_headers
-from partita.stream.ingress import Admitted, Refused, admit
+from partita.stream.processing.admission import Admitted, Refused, admit
 from tests.support.memory import Message
 
 CODEC = RecordCodec()

@@ -13,7 +13,7 @@ from partita.protocol.intents import (
     ProcessInstanceCreationIntent,
     ProcessInstanceIntent,
 )
-from partita.stream.backpressure import Backpressure, applies_to
+from partita.stream.processing.backpressure import Backpressure, applies_to
 
 NEW_WORK = {
     (ValueType.PROCESS_INSTANCE_CREATION, ProcessInstanceCreationIntent.CREATE),

@@ -14,7 +14,7 @@ from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
 from partita.processing import ProcessingOutput
 from partita.stream.errors import AbortedBatchError, TaskFencedError
-from partita.stream.transaction import BatchTransaction
+from partita.stream.processing.transaction import BatchTransaction
 from tests.support.memory import QuietProducer, batch_transaction
 
 

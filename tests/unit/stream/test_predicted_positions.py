@@ -29,11 +29,11 @@ from partita.protocol.values import ProcessInstanceCreationValue
 from partita.state import KeyGenerator, PartitionDb
 from partita.state.db import LAST_PROCESSED_POSITION
 from partita.stream.errors import AbortedBatchError
-from partita.stream.ingress import Copy
 from partita.stream.metrics import ProcessingMetrics
-from partita.stream.processing import ProcessingStateMachine
-from partita.stream.replies import ReplyRoutes
-from partita.stream.transaction import BatchTransaction
+from partita.stream.processing.admission import Copy
+from partita.stream.processing.replies import ReplyRoutes
+from partita.stream.processing.state_machine import ProcessingStateMachine
+from partita.stream.processing.transaction import BatchTransaction
 from tests.support.memory import Message, Produced, ProducerDouble
 
 TOPIC, PARTITION = "t.log", 0

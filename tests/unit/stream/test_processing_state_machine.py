@@ -1,6 +1,6 @@
-"""The processing state machine (`partita.stream.processing`) on the in-memory log: what a batch
-leaves on the log, in the replies and in state when a command's processor raises, rejects,
-writes records too large for Kafka, or causes more follow-up commands than a batch takes.
+"""The processing state machine (`partita.stream.processing.state_machine`) on the in-memory log:
+what a batch leaves on the log, in the replies and in state when a command's processor raises,
+rejects, writes records too large for Kafka, or causes more follow-up commands than a batch takes.
 
 The engine here is a toy of its own, so each behaviour is chosen by the command and nothing
 of the workflow engine is involved. Its instances live in the VARIABLE column family under

@@ -13,7 +13,7 @@ from partita.protocol.headers import ReplyTo
 from partita.protocol.intents import ErrorIntent, JobBatchIntent, ProcessInstanceCreationIntent
 from partita.protocol.records import Record, command, event
 from partita.protocol.values import ErrorValue, JobBatchValue, ProcessInstanceCreationValue
-from partita.stream.provisional import PROVISIONAL, describe, provisional, settle
+from partita.stream.processing.provisional import PROVISIONAL, describe, provisional, settle
 
 REPLY = ReplyTo("app.replies", None, b"corr-1")
 

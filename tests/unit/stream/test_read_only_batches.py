@@ -1,6 +1,6 @@
-"""Read-only batches (`partita.stream.processing`): a batch that reads only records the engine
-skips (its own events read back) commits no transaction of its own. Its log offsets ride on
-the next batch's transaction, or on one of their own once they waited READ_ONLY_COMMIT_S, or
+"""Read-only batches (`partita.stream.processing.state_machine`): a batch that reads only records
+the engine skips (its own events read back) commits no transaction of its own. Its log offsets ride
+on the next batch's transaction, or on one of their own once they waited READ_ONLY_COMMIT_S, or
 at once when the worker stops gracefully."""
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from partita.protocol.values import (
     ProcessInstanceCreationValue,
     ProcessInstanceValue,
 )
-from partita.stream.processing import READ_ONLY_COMMIT_S
+from partita.stream.processing.state_machine import READ_ONLY_COMMIT_S
 from tests.support.memory import CODEC, MemoryEngine, MemoryKafka, MemoryProducer
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "bpmn"

@@ -14,9 +14,9 @@ from partita.protocol.keys import encode_key
 from partita.protocol.records import command
 from partita.protocol.values import JobValue, ProcessInstanceValue
 from partita.state import KeyGenerator, PartitionDb
-from partita.stream.replay import ReplayStateMachine
+from partita.stream.processing.transaction import command_key
+from partita.stream.replay.state_machine import ReplayStateMachine
 from partita.stream.skips import NO_SKIPS
-from partita.stream.transaction import command_key
 from tests.support.memory import MemoryKafka
 from tests.support.memory_consumer import MemoryConsumer
 

@@ -4,8 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from partita.stream.restorer import Plan, decide
-from partita.stream.task import _TRANSITIONS, IllegalTaskStateError, PartitionTask, TaskState
+from partita.stream.partition.task import (
+    _TRANSITIONS,
+    IllegalTaskStateError,
+    PartitionTask,
+    TaskState,
+)
+from partita.stream.replay.restorer import Plan, decide
 
 
 @pytest.mark.parametrize(

@@ -19,16 +19,16 @@ from partita.protocol.records import event
 from partita.protocol.values import JobBatchValue, JobValue, VariableValue
 from partita.state import KeyGenerator, PartitionDb
 from partita.state.db import LAST_APPLIED_POSITION
-from partita.stream import restorer as restorer_module
-from partita.stream import standby as standby_module
-from partita.stream import verify as verify_module
 from partita.stream.errors import UnappliableRecordError
-from partita.stream.replay import ReplayStateMachine
+from partita.stream.partition.stopped import StoppedMarker, decode, encode
+from partita.stream.partition.task import state_dir
+from partita.stream.replay import restorer as restorer_module
+from partita.stream.replay import standby as standby_module
+from partita.stream.replay import verify as verify_module
+from partita.stream.replay.standby import Standby
+from partita.stream.replay.state_machine import ReplayStateMachine
+from partita.stream.replay.verify import verify_replay
 from partita.stream.skips import NO_SKIPS, SkipList, from_env, parse
-from partita.stream.standby import Standby
-from partita.stream.stopped import StoppedMarker, decode, encode
-from partita.stream.task import state_dir
-from partita.stream.verify import verify_replay
 from tests.support.memory import CODEC, MemoryKafka
 from tests.support.memory_consumer import MemoryConsumer
 

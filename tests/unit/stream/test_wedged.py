@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from partita.stream import transaction
-from partita.stream.wedged import EXIT_WEDGED, CallWatch
+from partita.stream.partition.wedged import EXIT_WEDGED, CallWatch
+from partita.stream.processing import transaction
 
 
 def test_a_call_blocked_past_its_timeout_and_grace_is_reported_once() -> None:
@@ -55,7 +55,7 @@ def test_the_batch_transaction_sends_offsets_under_the_watch(
 def test_the_default_action_says_why_and_exits_for_a_restart() -> None:
     script = (
         "import time\n"
-        "from partita.stream.wedged import CallWatch\n"
+        "from partita.stream.partition.wedged import CallWatch\n"
         "watch = CallWatch(grace_s=0.1, every_s=0.05)\n"
         "with watch.guard('partition 0: send_offsets_to_transaction', 0.05):\n"
         "    time.sleep(10)\n"

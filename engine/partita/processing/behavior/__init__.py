@@ -1,6 +1,6 @@
-"""Behaviours several rooms share. Each writes records through the `ProcessingContext` (never
-state directly) and imports only other behaviours and the rooms' `state` modules, never a
-room's processors or appliers, so every room can use them without an import cycle:
+"""Behaviours several domains share. Each writes records through the `ProcessingContext` (never
+state directly) and imports only other behaviours and the domains' `state` modules, never a
+domain's processors or appliers, so every domain can use them without an import cycle:
 
 - `variables`: a command's variables document, setting variables, Zeebe's default merge,
   input and output mappings;

@@ -1,5 +1,5 @@
 """Raising incidents: an element or a job that cannot go on writes INCIDENT CREATED and stays
-where it stopped until INCIDENT RESOLVE (the incident room) lets it continue."""
+where it stopped until INCIDENT RESOLVE (the incident domain) lets it continue."""
 
 from __future__ import annotations
 

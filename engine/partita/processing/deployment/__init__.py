@@ -1,4 +1,4 @@
-"""The deployment room: BPMN resources become versioned process definitions on every
+"""The deployment domain: BPMN resources become versioned process definitions on every
 partition.
 
 - `processors`: DEPLOYMENT CREATE (partition 0) and DISTRIBUTE (every other partition);

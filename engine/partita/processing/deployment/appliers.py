@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from partita.processing.deployment.state import BY_ID_AND_VERSION, BY_KEY, LATEST, RESOURCES
-from partita.processing.engine import Handlers
+from partita.processing.dispatch import Handlers
 from partita.protocol.intents import ProcessIntent
 from partita.protocol.records import Record
 from partita.protocol.values import ProcessValue

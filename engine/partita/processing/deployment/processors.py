@@ -21,7 +21,7 @@ from partita.processing.context import ProcessingContext, RejectionError
 from partita.processing.deployment import start_events
 from partita.processing.deployment import state as deployment_state
 from partita.processing.deployment.validation import processes_of
-from partita.processing.engine import Handlers
+from partita.processing.dispatch import Handlers
 from partita.protocol.enums import RejectionType
 from partita.protocol.intents import DeploymentIntent, ProcessIntent
 from partita.protocol.records import Record

@@ -3,7 +3,7 @@ deployed or distributed there), replacing those of the version before.
 
 Every partition keeps a MESSAGE_START_EVENT_SUBSCRIPTION for each message start event of the
 latest version of every process: a message published there starts an instance (the message
-room's `start_events`). Timer start events run on partition 0: their timers are created with
+domain's `start_events`). Timer start events run on partition 0: their timers are created with
 the version and cancelled by the next one.
 """
 

@@ -1,4 +1,4 @@
-"""The element room: what BPMN elements do when they activate and complete.
+"""The element domain: what BPMN elements do when they activate and complete.
 
 - `lifecycle`: PROCESS_INSTANCE ACTIVATE_ELEMENT and COMPLETE_ELEMENT, the steps every element
   goes through (mappings, events, ACTIVATED / COMPLETED, outgoing flows, the scope's
@@ -13,5 +13,5 @@
 - `subprocesses`, `call_activities`, `multi_instance`.
 
 Terminating elements, events, variables and incidents are shared behaviours (`behavior/`).
-The lifecycle events' appliers are the process instance room's (`instance.appliers`).
+The lifecycle events' appliers are the process instance domain's (`instance.appliers`).
 """

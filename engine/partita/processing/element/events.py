@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from partita.bpmn import EventNode, FlowNode, Process
-from partita.processing.behavior.errors import catch_error
+from partita.processing.behavior.error_catching import catch_error
 from partita.processing.behavior.incidents import element_incident
 from partita.processing.behavior.termination import terminate_element
 from partita.processing.behavior.triggers import consume_trigger

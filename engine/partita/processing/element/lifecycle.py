@@ -29,6 +29,7 @@ from partita.processing.behavior.subscriptions import close_events, open_events,
 from partita.processing.behavior.variables import map_io, merge_event_variables
 from partita.processing.context import ProcessingContext, RejectionError
 from partita.processing.deployment import state as deployment_state
+from partita.processing.dispatch import Handlers
 from partita.processing.element import (
     call_activities,
     events,
@@ -38,7 +39,6 @@ from partita.processing.element import (
     subprocesses,
     tasks,
 )
-from partita.processing.engine import Handlers
 from partita.processing.instance import state as instance_state
 from partita.processing.variable.state import visible_variables
 from partita.protocol.enums import BpmnElementType, BpmnEventType, ErrorType, RejectionType

@@ -1,6 +1,6 @@
 """Tasks. A service task creates a job (JOB CREATED) when it activates, with its type and
 retries evaluated (FEEL allowed) and its headers, and waits until the job completes (the job
-room). A receive task waits for its message like a catch event (`events`)."""
+domain). A receive task waits for its message like a catch event (`events`)."""
 
 from __future__ import annotations
 

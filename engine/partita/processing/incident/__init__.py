@@ -1,9 +1,9 @@
-"""The incident room: an element or a job that cannot go on (a failing expression, a job out
+"""The incident domain: an element or a job that cannot go on (a failing expression, a job out
 of retries, an uncaught error) has an incident until INCIDENT RESOLVE lets it continue.
 
 - `processors`: INCIDENT RESOLVE;
 - `appliers`: INCIDENT CREATED and RESOLVED;
 - `state`: incidents by key and by element instance.
 
-Incidents are raised by `behavior.incidents`, from whichever room hit the problem.
+Incidents are raised by `behavior.incidents`, from whichever domain hit the problem.
 """

@@ -3,7 +3,7 @@ when it stopped for lack of retries or an uncaught error."""
 
 from __future__ import annotations
 
-from partita.processing.engine import Handlers
+from partita.processing.dispatch import Handlers
 from partita.processing.incident.state import BY_ELEMENT, INCIDENTS
 from partita.processing.job import state as job_state
 from partita.processing.job.state import JOBS

@@ -9,7 +9,7 @@ otherwise.
 from __future__ import annotations
 
 from partita.processing.context import ProcessingContext, RejectionError
-from partita.processing.engine import Handlers
+from partita.processing.dispatch import Handlers
 from partita.processing.incident.state import INCIDENTS, incident_value
 from partita.processing.instance import state as instance_state
 from partita.processing.job.state import JOBS

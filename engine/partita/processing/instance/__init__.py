@@ -1,4 +1,4 @@
-"""The process instance room: instances as a whole and the element instances in them.
+"""The process instance domain: instances as a whole and the element instances in them.
 
 - `creation`: PROCESS_INSTANCE_CREATION CREATE and CREATE_WITH_AWAITING_RESULT;
 - `cancel`: PROCESS_INSTANCE CANCEL;
@@ -7,5 +7,5 @@
 - `state`: element instances, their scopes and children, taken flows and event triggers;
 - `queries`: read-only views for tools (an instance as a tree, with its incidents).
 
-What an element does when it activates or completes is the element room (`element/`).
+What an element does when it activates or completes is the element domain (`element/`).
 """

@@ -7,7 +7,7 @@ from __future__ import annotations
 from msgspec.structs import replace
 
 from partita.processing.deployment import state as deployment_state
-from partita.processing.engine import Handlers
+from partita.processing.dispatch import Handlers
 from partita.processing.instance.state import (
     CHILDREN,
     INSTANCES,

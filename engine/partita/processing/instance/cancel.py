@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from partita.processing.behavior.termination import terminate_element
 from partita.processing.context import ProcessingContext, RejectionError
-from partita.processing.engine import Handlers
+from partita.processing.dispatch import Handlers
 from partita.processing.instance import state as instance_state
 from partita.protocol.enums import RejectionType
 from partita.protocol.intents import ProcessInstanceIntent as Instance

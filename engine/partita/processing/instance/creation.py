@@ -16,7 +16,7 @@ from msgspec.structs import replace
 from partita.processing.behavior.variables import set_variable, variables_document
 from partita.processing.context import HandOverError, ProcessingContext, RejectionError
 from partita.processing.deployment import state as deployment_state
-from partita.processing.engine import Handlers
+from partita.processing.dispatch import Handlers
 from partita.protocol.enums import BpmnElementType, RejectionType
 from partita.protocol.intents import ProcessInstanceCreationIntent as Creation
 from partita.protocol.intents import ProcessInstanceIntent as Instance

@@ -1,4 +1,4 @@
-"""The job room: jobs that service tasks create and workers take, complete or fail.
+"""The job domain: jobs that service tasks create and workers take, complete or fail.
 
 - `processors`: JOB COMPLETE, FAIL, THROW_ERROR, UPDATE_RETRIES, RECUR_AFTER_BACKOFF,
   TIME_OUT and JOB_BATCH ACTIVATE (polling), with the due-date checkers of time-outs and

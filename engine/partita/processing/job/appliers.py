@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from msgspec.structs import replace
 
-from partita.processing.engine import Handlers
+from partita.processing.dispatch import Handlers
 from partita.processing.instance import state as instance_state
 from partita.processing.job import state as job_state
 from partita.processing.job.state import JOBS, PUSH_WORKER, stored_job

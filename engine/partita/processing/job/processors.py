@@ -20,11 +20,11 @@ from collections.abc import Iterable
 
 from msgspec.structs import replace
 
-from partita.processing.behavior.errors import catch_error
+from partita.processing.behavior.error_catching import catch_error
 from partita.processing.behavior.incidents import job_incident
 from partita.processing.behavior.variables import propagate_variables, variables_document
 from partita.processing.context import MAX_DEADLINE, ProcessingContext, RejectionError
-from partita.processing.engine import MAX_DUE_COMMANDS, Handlers
+from partita.processing.dispatch import MAX_DUE_COMMANDS, Handlers
 from partita.processing.instance import state as instance_state
 from partita.processing.job import state as job_state
 from partita.processing.job.activation import MAX_JOB_VARIABLES_BYTES, activated_job

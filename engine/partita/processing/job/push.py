@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from partita.config import Config
 from partita.processing.context import ProcessingContext
-from partita.processing.engine import Handlers
+from partita.processing.dispatch import Handlers
 from partita.processing.job.activation import activated_job
 from partita.processing.job.state import (
     ACTIVATABLE,
@@ -86,13 +86,13 @@ def push(ctx: ProcessingContext, job_type: str) -> int:
     target = settings.topics.get(job_type)
     if target is None:
         return 0
-    room = settings.limit - pushed_count(ctx.state, job_type)
-    if room <= 0 or not activatable_count(ctx.state, job_type):
+    free = settings.limit - pushed_count(ctx.state, job_type)
+    if free <= 0 or not activatable_count(ctx.state, job_type):
         return 0
     keys = []
     for (_, key), _unused in ctx.state.column(ACTIVATABLE).items(ACTIVATABLE.key.prefix(job_type)):
         keys.append(key)
-        if len(keys) >= room:
+        if len(keys) >= free:
             break
     topic, partitions = target
     deadline = ctx.now + settings.timeout_ms

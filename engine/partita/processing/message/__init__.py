@@ -1,4 +1,4 @@
-"""The message room: messages on their partition (murmur2 of the correlation key) and the
+"""The message domain: messages on their partition (murmur2 of the correlation key) and the
 subscriptions that connect them to waiting element instances on theirs.
 
 - `processors`: MESSAGE PUBLISH and EXPIRE, with the due-date checker of expiry;

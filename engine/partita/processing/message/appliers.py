@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from msgspec.structs import replace
 
-from partita.processing.engine import Handlers
+from partita.processing.dispatch import Handlers
 from partita.processing.message.state import (
     BUFFER,
     CORRELATED,

@@ -11,7 +11,7 @@ from msgspec.structs import replace
 from partita.processing.behavior.triggers import trigger
 from partita.processing.context import ProcessingContext
 from partita.processing.deployment import state as deployment_state
-from partita.processing.engine import Handlers
+from partita.processing.dispatch import Handlers
 from partita.processing.instance import state as instance_state
 from partita.processing.message.state import PROCESS_SUBSCRIPTIONS, subscription_value
 from partita.protocol.enums import RejectionType

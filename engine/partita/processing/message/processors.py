@@ -20,7 +20,7 @@ from msgspec.structs import replace
 
 from partita.processing.behavior.variables import variables_document
 from partita.processing.context import MAX_DEADLINE, ProcessingContext, RejectionError
-from partita.processing.engine import MAX_DUE_COMMANDS, Handlers
+from partita.processing.dispatch import MAX_DUE_COMMANDS, Handlers
 from partita.processing.message import start_events
 from partita.processing.message.correlation import correlate_to_subscriptions
 from partita.processing.message.state import DEADLINES, IDS, MESSAGES, message_value

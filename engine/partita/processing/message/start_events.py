@@ -1,5 +1,5 @@
 """Message start events: a published message creates an instance on its own partition for
-each process whose latest version starts with it (the subscriptions the deployment room
+each process whose latest version starts with it (the subscriptions the deployment domain
 opens), unless it already correlated to that process or an instance that a message with the
 same correlation key started is still active."""
 

@@ -9,7 +9,7 @@ is free again). DELETE removes the subscription.
 from __future__ import annotations
 
 from partita.processing.context import ProcessingContext, RejectionError
-from partita.processing.engine import Handlers
+from partita.processing.dispatch import Handlers
 from partita.processing.message.correlation import correlate_buffered, correlate_to_subscriptions
 from partita.processing.message.state import MESSAGES, SUBSCRIPTIONS, message_value
 from partita.protocol.enums import RejectionType

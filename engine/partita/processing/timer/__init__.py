@@ -1,4 +1,4 @@
-"""The timer room: timers of catch events, boundary events, event-based gateways and timer
+"""The timer domain: timers of catch events, boundary events, event-based gateways and timer
 start events.
 
 - `processors`: TIMER TRIGGER, with the due-date checker that writes it for due timers;
@@ -6,5 +6,5 @@ start events.
 - `state`: timers by owner and by due date.
 
 Timers are created and cancelled by the behaviours that open and close an element's events
-(`behavior.subscriptions`) and, for start events, by the deployment room.
+(`behavior.subscriptions`) and, for start events, by the deployment domain.
 """

@@ -3,7 +3,7 @@ triggered or cancelled one is removed (a cycle creates its next timer anew)."""
 
 from __future__ import annotations
 
-from partita.processing.engine import Handlers
+from partita.processing.dispatch import Handlers
 from partita.processing.timer.state import TIMER_DUE, TIMERS
 from partita.protocol.intents import TimerIntent
 from partita.protocol.records import Record

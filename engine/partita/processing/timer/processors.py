@@ -13,7 +13,7 @@ from partita.processing.behavior.expressions import ExpressionError, text_of
 from partita.processing.behavior.triggers import start_instance, trigger
 from partita.processing.context import ProcessingContext, RejectionError
 from partita.processing.deployment import state as deployment_state
-from partita.processing.engine import MAX_DUE_COMMANDS, Handlers
+from partita.processing.dispatch import MAX_DUE_COMMANDS, Handlers
 from partita.processing.instance import state as instance_state
 from partita.processing.timer.state import NO_OWNER, TIMER_DUE, TIMERS, timer_value
 from partita.processing.variable.state import visible_variables

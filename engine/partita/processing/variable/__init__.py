@@ -1,4 +1,4 @@
-"""The variable room: variables of element instances.
+"""The variable domain: variables of element instances.
 
 - `processors`: VARIABLE_DOCUMENT UPDATE (variables set from outside);
 - `appliers`: VARIABLE CREATED and UPDATED;

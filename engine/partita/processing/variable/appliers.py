@@ -3,7 +3,7 @@ scope (an element instance's variables go when it ends: `instance.appliers`)."""
 
 from __future__ import annotations
 
-from partita.processing.engine import Handlers
+from partita.processing.dispatch import Handlers
 from partita.processing.variable.state import VARIABLES
 from partita.protocol.intents import VariableIntent
 from partita.protocol.records import Record

@@ -12,7 +12,7 @@ from partita.processing.behavior.variables import (
     variables_document,
 )
 from partita.processing.context import ProcessingContext, RejectionError
-from partita.processing.engine import Handlers
+from partita.processing.dispatch import Handlers
 from partita.processing.instance import state as instance_state
 from partita.protocol.enums import RejectionType, VariableDocumentUpdateSemantic
 from partita.protocol.intents import VariableDocumentIntent

@@ -27,7 +27,7 @@ from partita.log import clients
 from partita.log.security import KafkaAccess
 from partita.processing import Engine, ProcessingOutput
 from partita.processing.context import DEFAULT_MESSAGE_TTL_MS
-from partita.processing.engine import TopicHook
+from partita.processing.dispatch import TopicHook
 from partita.protocol.codec import RecordCodec
 from partita.protocol.records import Record
 from partita.snapshots import Manifest, SnapshotSettings, Snapshotter
@@ -35,16 +35,16 @@ from partita.state import PartitionDb
 from partita.state.db import LAST_INGRESS_POSITION, LAST_PROCESSED_POSITION
 from partita.state.migrate import open_current
 from partita.stream import counters
-from partita.stream.backpressure import Backpressure
 from partita.stream.errors import AbortedBatchError, UnappliableRecordError
-from partita.stream.offset_commits import OFFSETS_COMMIT_S
-from partita.stream.processing import ProcessingStateMachine
-from partita.stream.replay import ReplayResult
-from partita.stream.replies import ReplyRoutes
-from partita.stream.restorer import Mode, Restorer
+from partita.stream.partition.stopped import commit_offset, commit_stopped
+from partita.stream.partition.stopped import decode as decode_stopped
+from partita.stream.processing.backpressure import Backpressure
+from partita.stream.processing.offset_commits import OFFSETS_COMMIT_S
+from partita.stream.processing.replies import ReplyRoutes
+from partita.stream.processing.state_machine import ProcessingStateMachine
+from partita.stream.replay.restorer import Mode, Restorer
+from partita.stream.replay.state_machine import ReplayResult
 from partita.stream.skips import from_env as skips_from_env
-from partita.stream.stopped import commit_offset, commit_stopped
-from partita.stream.stopped import decode as decode_stopped
 
 _LOG = logging.getLogger("partita.task")
 _LOCK_WAIT_S = 120.0

@@ -1,5 +1,5 @@
 """The log offsets only a partition's own committed records hold, so its log consumer need not
-look at them (`partita.stream.processing`, steps 2 and 5).
+look at them (`partita.stream.processing.state_machine`, steps 2 and 5).
 
 Each committed transaction whose client-command copies came first, with nothing else landing
 among its records and none of them a command left to process, names the range its records

@@ -5,7 +5,7 @@ it does not own up to date by applying that partition's EVENTs as they are commi
 read_committed, assign-only consumer; events only, as replay does). The store is the one a
 task would open, so when the partition moves here the task finds its state current and
 replays only the last few records. The store is opened under the rules every reader of the log
-follows (`partita.stream.restorer`: a snapshot when it is empty, older than the log start, or
+follows (`partita.stream.replay.restorer`: a snapshot when it is empty, older than the log start, or
 from another log). Taking a partition over closes its standby first (RocksDB
 allows one owner of a store).
 
@@ -31,8 +31,8 @@ from partita.protocol.keys import partition_id_of_kafka
 from partita.state import KeyGenerator
 from partita.state.db import LAST_APPLIED_POSITION
 from partita.stream.errors import UnappliableRecordError
-from partita.stream.replay import APPLIED, SKIPPED, ProcessedPositions, apply_logged
-from partita.stream.restorer import Mode, Restorer
+from partita.stream.replay.restorer import Mode, Restorer
+from partita.stream.replay.state_machine import APPLIED, SKIPPED, ProcessedPositions, apply_logged
 from partita.stream.skips import SkipList, from_env
 
 _LOG = logging.getLogger("partita.standby")

@@ -2,8 +2,8 @@
 
 Three readers rebuild state from the log, each in its mode:
 
-- ACTIVE: a task about to process its partition (`partita.stream.task`);
-- STANDBY: a warm copy of a partition this worker does not own (`partita.stream.standby`);
+- ACTIVE: a task about to process its partition (`partita.stream.partition.task`);
+- STANDBY: a warm copy of a partition this worker does not own (`partita.stream.replay.standby`);
 - VERIFY: a scratch store rebuilt up to the live store's position (`partita verify-replay`).
 
 `decide` is the rule all three follow, from the store's positions and the log's bounds:
@@ -46,7 +46,7 @@ from partita.state import KeyGenerator, PartitionDb
 from partita.state.db import LAST_APPLIED_POSITION, LAST_PROCESSED_POSITION
 from partita.state.migrate import open_current
 from partita.stream.errors import LogTruncatedError
-from partita.stream.replay import ReplayResult, ReplayStateMachine
+from partita.stream.replay.state_machine import ReplayResult, ReplayStateMachine
 from partita.stream.skips import SkipList
 
 _LOG = logging.getLogger("partita.restore")

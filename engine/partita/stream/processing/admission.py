@@ -45,8 +45,8 @@ from partita.protocol.keys import kafka_partition_of_key
 from partita.protocol.native import native_admitter
 from partita.protocol.records import NO_KEY, Record
 from partita.protocol.values import VALUE_CLASSES, ErrorValue
-from partita.stream.backpressure import Backpressure, applies_to
 from partita.stream.metrics import ProcessingMetrics
+from partita.stream.processing.backpressure import Backpressure, applies_to
 
 _LOG = logging.getLogger("partita.processing")
 
@@ -155,9 +155,9 @@ class Admission:
         """Decide on each ingress record of a batch from offset `first` on (`end`: the end of
         the partition's ingress, -1 when unknown): copies for this partition's log are
         returned, the first at log `position` and each next one past it (predicted or
-        provisional positions: `partita.stream.transaction`), forwards to other partitions and
-        refusals (a rejection, and its reply) are written to `context`. Also returns the last
-        ingress offset taken (-1: none)."""
+        provisional positions: `partita.stream.processing.transaction`), forwards to other
+        partitions and refusals (a rejection, and its reply) are written to `context`. Also returns
+        the last ingress offset taken (-1: none)."""
         copies: list[Copy] = []
         metrics = self.metrics
         forwarded = context.output.forwarded

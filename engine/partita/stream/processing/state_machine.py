@@ -3,7 +3,8 @@
 For each batch of consumed records of one partition: engine-written commands from the log,
 client commands from the ingress topic `<ns>.commands` (each in offset order):
 
-1. ADMIT client commands (`partita.stream.ingress`): a record that is not a valid command a
+1. ADMIT client commands (`partita.stream.processing.admission`): a record that is not a valid
+   command a
    client may send is rejected, naming its ingress offset, and never reaches the log. An
    admitted command for another partition is written to that partition of the log (it is
    processed there); one for this partition is APPENDED to the log at once, in the batch's
@@ -12,30 +13,30 @@ client commands from the ingress topic `<ns>.commands` (each in offset order):
    for the copies: it processes them at the positions they are predicted to land at (checked
    before the commit; a miss aborts the batch and processes it again), or at provisional
    positions while they travel, put right once they are delivered
-   (`partita.stream.transaction`, `partita.stream.provisional`).
+   (`partita.stream.processing.transaction`, `partita.stream.processing.provisional`).
 2. SKIP log events, rejections and already processed copies of client commands by header,
    without decoding; skip offsets already processed. DECODE the log's commands; an
    undecodable one is answered by a rejection naming its offset.
 3. FORWARD a log command that belongs to another partition, unchanged, to that partition
-   (steps 2 and 3: `partita.stream.log_commands`).
+   (steps 2 and 3: `partita.stream.processing.log_commands`).
 4. PROCESS each command through its processor inside a savepoint, then its follow-up commands
    depth-first, up to `max_commands_in_batch` of them; follow-ups beyond it are written to
    the log as commands. A rejection or an exception rolls back only that command
-   (`partita.stream.commands`).
+   (`partita.stream.processing.commands`).
 5. COMMIT one Kafka transaction with every output, then write the state overlay and positions
    to RocksDB in one batch. The batch's processed log and ingress positions ride on its last
    record on this partition (PROCESSED header); the offsets themselves go to the engine group
-   in the transaction only now and then (`partita.stream.offset_commits`). Replay and
+   in the transaction only now and then (`partita.stream.processing.offset_commits`). Replay and
    standbys take the positions from the headers, so a new owner resumes exactly after the
    last committed batch however far the group's offsets trail. Replies go only to allow-listed
-   topics (`partita.stream.replies`); one that cannot be written is dropped and counted.
+   topics (`partita.stream.processing.replies`); one that cannot be written is dropped and counted.
    A READ-ONLY batch (log records only, all skipped: mostly the engine reading back its own
    events) writes nothing and changes no state, so it commits nothing either: its offsets ride
    on the next batch's transaction, or on one of their own once `READ_ONLY_COMMIT_S` passed
    without one (`commit_read_only`). Reading them again after a crash changes nothing. Once
    every offset from where the log consumer stands to the batch's last record is known to be
-   its own (`partita.stream.own_records`), the consumer is moved past them instead: nothing to
-   read back.
+   its own (`partita.stream.processing.own_records`), the consumer is moved past them instead:
+   nothing to read back.
 
 Kafka errors: retriable -> retry; abortable -> abort, drop the overlay, rewind to the committed
 offset; fatal or fenced -> TaskFencedError, the task is dropped.
@@ -53,21 +54,21 @@ from confluent_kafka import KafkaException, Message, Producer, TopicPartition
 from partita.processing import Engine, ProcessingContext, ProcessingOutput
 from partita.processing.awaiting import AwaitedResults
 from partita.processing.context import DEFAULT_MESSAGE_TTL_MS
-from partita.processing.engine import TopicHook
+from partita.processing.dispatch import TopicHook
 from partita.protocol.codec import RecordCodec
 from partita.protocol.records import Record
 from partita.protocol.routing import partition_for_command
 from partita.state import KeyGenerator, PartitionDb
 from partita.stream import counters
-from partita.stream.backpressure import Backpressure
-from partita.stream.commands import CommandRunner
-from partita.stream.ingress import Admission
-from partita.stream.log_commands import LogCommands
 from partita.stream.metrics import ProcessingMetrics
-from partita.stream.offset_commits import OFFSETS_COMMIT_S, OffsetCommits, writes_on
-from partita.stream.provisional import provisional, settle
-from partita.stream.replies import ReplyRoutes
-from partita.stream.transaction import BatchTransaction
+from partita.stream.processing.admission import Admission
+from partita.stream.processing.backpressure import Backpressure
+from partita.stream.processing.commands import CommandRunner
+from partita.stream.processing.log_commands import LogCommands
+from partita.stream.processing.offset_commits import OFFSETS_COMMIT_S, OffsetCommits, writes_on
+from partita.stream.processing.provisional import provisional, settle
+from partita.stream.processing.replies import ReplyRoutes
+from partita.stream.processing.transaction import BatchTransaction
 
 _LOG = logging.getLogger("partita.processing")
 _TXN_TIMEOUT_S = 30.0
@@ -140,11 +141,12 @@ class ProcessingStateMachine:
         self.message_ttl_ms = message_ttl_ms
         self._last_event_offset = -1
         self.offset_commits = OffsetCommits(offsets_commit_s)
-        """When the offsets go to the engine group (`partita.stream.offset_commits`)."""
+        """When the offsets go to the engine group (`partita.stream.processing.offset_commits`)."""
         self.log = LogCommands(
             codec, topic, partition, self._route, self.metrics, clock, skipped=skipped
         )
-        """The log's records of a batch: what to process (`partita.stream.log_commands`)."""
+        """The log's records of a batch: what to process
+        (`partita.stream.processing.log_commands`)."""
         self._read_only_since: float | None = None
         """When the first read-only batch since the last commit was read (monotonic)."""
         self.awaiting = AwaitedResults()

@@ -15,8 +15,8 @@ before the copies are on the log, in one of two ways:
   the last transaction's markers by its first write (otherwise CONCURRENT_TRANSACTIONS,
   retried after a fixed 20 ms).
 - SETTLED: the copies open the transaction and travel while the batch processes at provisional
-  positions (`partita.stream.provisional`); `commit` sends the consumed offsets, names the
-  copies' real positions once delivered (`settle`), writes every output (own events and
+  positions (`partita.stream.processing.provisional`); `commit` sends the consumed offsets, names
+  the copies' real positions once delivered (`settle`), writes every output (own events and
   rejections, commands for other partitions, forwarded commands, pushed jobs, the replies that
   may be written) and commits.
 
@@ -48,11 +48,11 @@ from partita.protocol.headers import (
 )
 from partita.protocol.records import Record
 from partita.stream.errors import AbortedBatchError, TaskFencedError
-from partita.stream.ingress import Copy
-from partita.stream.landing import Landing
 from partita.stream.metrics import ProcessingMetrics
-from partita.stream.replies import ReplyRoutes
-from partita.stream.wedged import WATCH
+from partita.stream.partition.wedged import WATCH
+from partita.stream.processing.admission import Copy
+from partita.stream.processing.landing import Landing
+from partita.stream.processing.replies import ReplyRoutes
 
 _LOG = logging.getLogger("partita.processing")
 TXN_TIMEOUT_S = 30.0
@@ -119,7 +119,8 @@ class BatchTransaction:
         self.metrics = metrics
         self._open = False
         self.landing = Landing()
-        """Where this producer's records land on its partition (`partita.stream.landing`)."""
+        """Where this producer's records land on its partition
+        (`partita.stream.processing.landing`)."""
         self._predicted: list[int] | None = None
         self._held: Sequence[Copy] = ()
         """Copies at predicted positions, produced by `commit` ahead of the batch's records:

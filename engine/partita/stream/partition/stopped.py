@@ -24,7 +24,7 @@ from confluent_kafka import TopicPartition
 
 from partita.log.clients import fatal_errors
 from partita.stream.errors import UnappliableRecordError
-from partita.stream.wedged import WATCH
+from partita.stream.partition.wedged import WATCH
 
 PREFIX = "partita-stopped:"
 MAX_REASON_CHARS = 1000

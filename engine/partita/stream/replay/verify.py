@@ -25,9 +25,9 @@ from partita.processing import Engine
 from partita.protocol.codec import RecordCodec
 from partita.state import PartitionDb
 from partita.state.db import LAST_APPLIED_POSITION
-from partita.stream.restorer import Mode, Restorer
+from partita.stream.partition.task import state_dir
+from partita.stream.replay.restorer import Mode, Restorer
 from partita.stream.skips import SkipList
-from partita.stream.task import state_dir
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,7 +13,7 @@ from partita.protocol.headers import reply_to
 from partita.protocol.intents import ErrorIntent
 from partita.protocol.records import Record
 from partita.protocol.values import ErrorValue
-from partita.stream.ingress import refused_placeholder
+from partita.stream.processing.admission import refused_placeholder
 
 _STACKTRACE_CHARS = 4000
 

@@ -1,6 +1,6 @@
 """Provisional log positions: a batch processes its client commands while their copies are
 still on the way to the log (when their positions cannot be predicted:
-`partita.stream.transaction`).
+`partita.stream.processing.transaction`).
 
 A command's events name its log position (`sourceRecordPosition`), which Kafka assigns when
 the copy arrives. Rather than wait for that round trip before processing, the batch produces

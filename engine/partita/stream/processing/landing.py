@@ -4,8 +4,9 @@ The engine is most often its partition's only writer, so a batch's client-comman
 right past its last transaction's commit marker. `Landing` keeps what the last transactions
 showed: where the next record lands if nothing else writes there first (`next_position`), how
 many batches in a row landed there, and the offsets only the last transaction's own records
-hold (`written`, `own_from`: `partita.stream.own_records`). `partita.stream.transaction` asks it
-whether a batch's copies may be processed at predicted positions, and whether they landed there.
+hold (`written`, `own_from`: `partita.stream.processing.own_records`).
+`partita.stream.processing.transaction` asks it whether a batch's copies may be processed at
+predicted positions, and whether they landed there.
 """
 
 from __future__ import annotations

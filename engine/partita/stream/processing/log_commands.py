@@ -1,9 +1,9 @@
 """The log's records in a batch: which are commands for this partition to process.
 
-Step 2 and 3 of `partita.stream.processing`: records the engine knows to be its own committed
-records are passed over by offset (`partita.stream.own_records`); events, rejections and
-already processed copies of client commands are skipped by header, without decoding; the
-remaining commands are decoded (an undecodable one is answered by a rejection naming its
+Step 2 and 3 of `partita.stream.processing.state_machine`: records the engine knows to be its own
+committed records are passed over by offset (`partita.stream.processing.own_records`); events,
+rejections and already processed copies of client commands are skipped by header, without decoding;
+the remaining commands are decoded (an undecodable one is answered by a rejection naming its
 offset), and one that belongs to another partition is forwarded there unchanged.
 """
 
@@ -22,9 +22,9 @@ from partita.protocol.enums import RecordType
 from partita.protocol.errors import DecodeError, ProtocolError, RecordTooLargeError
 from partita.protocol.headers import ReplyTo, is_pending_command, reply_to, without_processed
 from partita.protocol.records import Record
-from partita.stream.failures import reject_undecodable
 from partita.stream.metrics import ProcessingMetrics
-from partita.stream.own_records import OwnRanges
+from partita.stream.processing.failures import reject_undecodable
+from partita.stream.processing.own_records import OwnRanges
 
 _LOG = logging.getLogger("partita.processing")
 # Enum members read off their class cost ~130 ns each on Python 3.11 (see partita.protocol.enums):

@@ -1,6 +1,6 @@
-"""Running one command of a batch (`partita.stream.processing` step 4): its processor inside a
-savepoint, then its follow-up commands depth-first, up to `max_commands_in_batch`; follow-ups
-beyond it are written to the log as commands.
+"""Running one command of a batch (`partita.stream.processing.state_machine` step 4): its processor
+inside a savepoint, then its follow-up commands depth-first, up to `max_commands_in_batch`;
+follow-ups beyond it are written to the log as commands.
 
 A rejection rolls back only that command and answers it; a `HandOverError` writes it, with
 its reply address, to the partition that processes it instead; records too large for Kafka
@@ -26,10 +26,10 @@ from partita.protocol.enums import RejectionType
 from partita.protocol.headers import Headers, ReplyTo, record_headers
 from partita.protocol.records import Record
 from partita.state import PartitionDb
-from partita.stream.failures import write_processing_error
 from partita.stream.metrics import ProcessingMetrics
-from partita.stream.provisional import describe
-from partita.stream.sizes import oversized_records
+from partita.stream.processing.failures import write_processing_error
+from partita.stream.processing.provisional import describe
+from partita.stream.processing.sizes import oversized_records
 
 _LOG = logging.getLogger("partita.processing")
 
