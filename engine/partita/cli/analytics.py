@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from partita.cli.common import Subcommands, add_command, build_config, progress
 from partita.config import Config, KafkaRole
+from partita.config.settings import ANALYTICS_HOST, ANALYTICS_TOKEN
 from partita.errors import PartitaError
 from partita.log.security import kafka_access
 
@@ -31,11 +32,11 @@ if TYPE_CHECKING:
     from partita.analytics.app import AnalyticsSettings
 
 DEFAULT_PORT = 6066
-DEFAULT_HOST = "127.0.0.1"
+DEFAULT_HOST: str = ANALYTICS_HOST.default
 DEFAULT_URL = f"http://127.0.0.1:{DEFAULT_PORT}"
 STATES = ("active", "completed", "terminated")
-HOST_VARIABLE = "PARTITA_ANALYTICS_HOST"
-TOKEN_VARIABLE = "PARTITA_ANALYTICS_TOKEN"
+HOST_VARIABLE = ANALYTICS_HOST.env
+TOKEN_VARIABLE = ANALYTICS_TOKEN.env
 
 ANALYTICS_EPILOG = """\
 examples:
@@ -117,14 +118,14 @@ def analytics_settings(
     from partita.analytics.app import AnalyticsSettings
     from partita.analytics.web_token import check_token
 
-    token = args.token or env.get(TOKEN_VARIABLE) or None
+    token = args.token or ANALYTICS_TOKEN.read(env)
     return AnalyticsSettings(
         access=kafka_access(config, KafkaRole.ANALYTICS),
         namespace=config.namespace,
         partitions=config.partitions,
         data_dir=(args.data_dir or config.home / "analytics").expanduser().resolve(),
         port=args.web_port,
-        bind=args.bind or env.get(HOST_VARIABLE) or DEFAULT_HOST,
+        bind=args.bind or ANALYTICS_HOST.read(env),
         replication_factor=config.replication_factor,
         token=check_token(token) if token is not None else None,
     )
@@ -140,7 +141,7 @@ def fetch(
     PARTITA_ANALYTICS_TOKEN) as a bearer token; PartitaError if unreachable or refused."""
     query = urllib.parse.urlencode({k: v for k, v in (params or {}).items() if v is not None})
     address = url.rstrip("/") + path + (f"?{query}" if query else "")
-    token = token or os.environ.get(TOKEN_VARIABLE) or None
+    token = token or ANALYTICS_TOKEN.read()
     request = urllib.request.Request(address)
     if token:
         request.add_header("Authorization", f"Bearer {token.strip()}")

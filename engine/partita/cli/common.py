@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TypeAlias
 
 from partita.config import Config
+from partita.config import settings as s
 from partita.errors import PartitaError
 
 Command: TypeAlias = Callable[[argparse.Namespace], int]
@@ -67,38 +68,38 @@ def add_cluster_flags(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--bootstrap-servers",
         metavar="HOST:PORT",
-        help="use this existing cluster; no local broker is started (KAFKA_BOOTSTRAP_SERVERS)",
+        help=s.BOOTSTRAP_SERVERS.flag_help("use this existing cluster; no local broker is started"),
     )
-    group.add_argument("--namespace", help="topic prefix (PARTITA_NAMESPACE, default: partita)")
+    group.add_argument("--namespace", help=s.NAMESPACE.flag_help("topic prefix"))
     group.add_argument(
         "--kafka-config",
         metavar="FILE",
         type=Path,
-        help="Kafka client properties (security.protocol, sasl.*, ssl.*) for every client"
-        " (PARTITA_KAFKA_CONFIG; see docs/security.md)",
+        help=s.KAFKA_CONFIG.flag_help(
+            "Kafka client properties (security.protocol, sasl.*, ssl.*) for every client;"
+            " see docs/security.md"
+        ),
     )
     group.add_argument(
         "--partitions",
         type=int,
-        help="partitions of the log topic (PARTITA_PARTITIONS, default: 3)",
+        help=s.PARTITIONS.flag_help("partitions of the log topic"),
     )
 
 
 def add_local_flags(parser: argparse.ArgumentParser) -> None:
     """--port, --controller-port and --home: where the local broker listens and keeps its data."""
     group = parser.add_argument_group("local broker")
-    group.add_argument(
-        "--port", type=int, help="client port on 127.0.0.1 (PARTITA_KAFKA_PORT, default: 9092)"
-    )
+    group.add_argument("--port", type=int, help=s.KAFKA_PORT.flag_help("client port on 127.0.0.1"))
     group.add_argument(
         "--controller-port",
         type=int,
-        help="KRaft controller port (PARTITA_CONTROLLER_PORT, default: 9093)",
+        help=s.CONTROLLER_PORT.flag_help("KRaft controller port"),
     )
     group.add_argument(
         "--home",
         type=Path,
-        help="folder for jars and broker data (PARTITA_HOME, default: .partita)",
+        help=s.HOME.flag_help("folder for jars and broker data"),
     )
 
 

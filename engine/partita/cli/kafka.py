@@ -4,12 +4,11 @@
 from __future__ import annotations
 
 import argparse
-import os
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from partita.cli.common import Subcommands, add_command, add_group, build_config, progress
 from partita.config import Config, KafkaRole, default_home
+from partita.config.settings import HOME
 from partita.log.security import kafka_access
 
 if TYPE_CHECKING:
@@ -60,9 +59,7 @@ def _secure_broker(args: argparse.Namespace) -> SecureLocalBroker:
         SecureLocalBroker,
     )
 
-    home = args.home or (
-        Path(os.environ["PARTITA_HOME"]) if os.environ.get("PARTITA_HOME") else None
-    )
+    home = args.home or HOME.read()
     return SecureLocalBroker(
         home.expanduser().resolve() if home else default_home(),
         args.port or DEFAULT_SASL_SSL_PORT,

@@ -9,6 +9,7 @@ from typing import TypeVar
 from msgspec.structs import replace
 
 from partita import __version__
+from partita.config.settings import MESSAGE_TTL
 from partita.processing.awaiting import AwaitedResults
 from partita.processing.dispatch import Engine
 from partita.protocol.enums import RecordType, RejectionType
@@ -21,7 +22,7 @@ from partita.state.view import StateView
 
 _Hook = TypeVar("_Hook")
 
-DEFAULT_MESSAGE_TTL_MS = 300_000
+DEFAULT_MESSAGE_TTL_MS: int = MESSAGE_TTL.default
 MAX_DEADLINE = 2**63 - 1
 # Enum members read off their class cost ~130 ns each on Python 3.11 (see partita.protocol.enums):
 # the per-record path compares against module names bound once.

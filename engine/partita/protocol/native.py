@@ -18,10 +18,10 @@ with the command that builds it.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from typing import Any
 
+from partita.config.settings import NATIVE
 from partita.errors import ConfigError
 from partita.protocol.convert import snake_case
 from partita.protocol.decoder import ENUM_CLASSES, VALUE_CLASSES, short
@@ -35,11 +35,8 @@ Encode = Callable[[Any], bytes]
 
 
 def mode() -> str:
-    """`PARTITA_NATIVE`, checked."""
-    value = os.environ.get("PARTITA_NATIVE", "auto").strip().lower() or "auto"
-    if value not in MODES:
-        raise ConfigError(f"PARTITA_NATIVE is {value!r}; use one of {', '.join(MODES)}")
-    return value
+    """`PARTITA_NATIVE`, checked (the setting is read by every command, not only workers)."""
+    return NATIVE.read()
 
 
 def _module(want: bool | None) -> Any:

@@ -25,6 +25,7 @@ from pathlib import Path
 from confluent_kafka import ConsumerGroupTopicPartitions, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
+from partita.config.settings import SNAPSHOT_INTERVAL, SNAPSHOT_RECORDS
 from partita.log import clients
 from partita.log.security import KafkaAccess
 from partita.snapshots import store
@@ -39,8 +40,8 @@ _LOG = logging.getLogger("partita.snapshots")
 
 @dataclass(frozen=True, slots=True)
 class SnapshotSettings:
-    every_records: int = 100_000
-    interval_s: float = 300.0
+    every_records: int = SNAPSHOT_RECORDS.default
+    interval_s: float = SNAPSHOT_INTERVAL.default / 1000
     keep: int = 2
     downstream_groups: tuple[str, ...] = ()
     truncate: bool = True

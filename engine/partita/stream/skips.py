@@ -17,13 +17,13 @@ See docs/operations.md, "A record the engine cannot apply".
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 
-from partita.errors import ConfigError
+from partita.config import Config
+from partita.config.settings import SKIP_RECORDS
 
-SKIP_RECORDS_ENV = "PARTITA_SKIP_RECORDS"
+SKIP_RECORDS_ENV = SKIP_RECORDS.env
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,30 +56,10 @@ NO_SKIPS = SkipList()
 
 def parse(text: str) -> SkipList:
     """`partition:offset,...` (blanks allowed around items); ConfigError naming the setting
-    and the item when one is not two non-negative integers."""
-    positions = set()
-    for raw in text.split(","):
-        item = raw.strip()
-        if not item:
-            continue
-        partition, colon, offset = item.partition(":")
-        try:
-            if not colon:
-                raise ValueError
-            position = (int(partition), int(offset))
-        except ValueError:
-            raise ConfigError(
-                f"{SKIP_RECORDS_ENV}: {item!r} is not PARTITION:OFFSET (e.g. 2:1234); the value"
-                " is a comma-separated list of such positions"
-            ) from None
-        if min(position) < 0:
-            raise ConfigError(
-                f"{SKIP_RECORDS_ENV}: {item!r}: partition and offset must not be negative"
-            )
-        positions.add(position)
-    return SkipList(frozenset(positions))
+    and the item when one is malformed."""
+    return SkipList(SKIP_RECORDS.parse(text, SKIP_RECORDS.env))
 
 
-def from_env(environ: Mapping[str, str] | None = None) -> SkipList:
-    """The skip list of this process's namespace, from PARTITA_SKIP_RECORDS (empty if unset)."""
-    return parse((os.environ if environ is None else environ).get(SKIP_RECORDS_ENV, ""))
+def of_config(config: Config) -> SkipList:
+    """The skip list of `config`'s namespace (PARTITA_SKIP_RECORDS)."""
+    return SkipList(config.skip_records)

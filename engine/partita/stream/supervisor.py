@@ -41,9 +41,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import IO
 
+from partita.config.settings import SUPERVISOR_PID
 from partita.errors import PartitaError
 
-SUPERVISOR_PID_ENV = "PARTITA_SUPERVISOR_PID"
+SUPERVISOR_PID_ENV = SUPERVISOR_PID.env
 """Set in each child's environment: the pid whose death must stop the child."""
 
 _PR_SET_PDEATHSIG = 1
@@ -270,11 +271,11 @@ class Supervisor:
 def follow_supervisor(stop: Callable[[], None]) -> None:
     """In a child: ask the kernel for SIGTERM when the supervisor dies (Linux), and call
     `stop` at once when it is gone already. A no-op outside a supervisor."""
-    supervisor = os.environ.get(SUPERVISOR_PID_ENV)
+    supervisor = SUPERVISOR_PID.read()
     if not supervisor:
         return
     if sys.platform.startswith("linux"):
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
-    if os.getppid() != int(supervisor):
+    if os.getppid() != supervisor:
         stop()

@@ -40,6 +40,7 @@ from partita.stream.partition.task import PartitionTask, TaskState, state_dir
 from partita.stream.processing.backpressure import Backpressure
 from partita.stream.processing.replies import ReplyRoutes
 from partita.stream.replay.standby import Standby
+from partita.stream.skips import of_config as skip_list_of
 
 _LOG = logging.getLogger("partita.worker")
 _CONNECT_TIMEOUT_S = 60.0
@@ -96,7 +97,8 @@ class Worker:
     ) -> None:
         self.config = config
         self.engine = engine
-        self.codec = RecordCodec()
+        self.codec = RecordCodec(native=config.native_wanted)
+        self.skips = skip_list_of(config)
         self.max_commands_in_batch = max_commands_in_batch
         self.consume_batch = consume_batch
         self.consumer_overrides = consumer_overrides or {}
@@ -150,6 +152,7 @@ class Worker:
                 ingress_topic=self.config.commands_topic,
                 replies=self.replies,
                 backpressure=self.backpressure,
+                skips=self.skips,
                 snapshots=SnapshotSettings(
                     every_records=self.config.snapshot_every_records,
                     interval_s=self.config.snapshot_interval_ms / 1000,
@@ -308,6 +311,7 @@ class Worker:
                     path=state_dir(self.config.home, self.config.namespace, partition),
                     engine=self.engine,
                     codec=self.codec,
+                    skips=self.skips,
                 )
             except SnapshotError as error:  # its owner cannot rebuild it either: say so once
                 self._no_standby.add(partition)

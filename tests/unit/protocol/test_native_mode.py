@@ -12,7 +12,7 @@ from partita.protocol.codec import RecordCodec
 from partita.protocol.enums import ValueType
 from partita.protocol.native import mode, native_decoder
 from partita.protocol.schemas import current_schema
-from tests.unit.protocol.samples import sample_record
+from tests.support.sample_records import sample_record
 
 
 def _installed() -> bool:
@@ -52,5 +52,5 @@ def test_on_without_the_compiled_module_says_how_to_build_it(
 
 def test_an_unknown_mode_is_a_config_error(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PARTITA_NATIVE", "fast")
-    with pytest.raises(ConfigError, match="PARTITA_NATIVE is 'fast'; use one of auto, on, off"):
+    with pytest.raises(ConfigError, match="PARTITA_NATIVE='fast': use one of auto, on, off"):
         RecordCodec()

@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from partita.config import Config
+from partita.config.settings import JOB_PUSH_LIMIT, JOB_PUSH_TIMEOUT_MS
 from partita.processing.context import ProcessingContext
 from partita.processing.dispatch import Handlers
 from partita.processing.job.activation import activated_job
@@ -31,8 +32,8 @@ from partita.protocol.values import JobBatchValue
 
 handlers = Handlers()
 
-DEFAULT_LIMIT = 256
-DEFAULT_TIMEOUT_MS = 300_000
+DEFAULT_LIMIT: int = JOB_PUSH_LIMIT.default
+DEFAULT_TIMEOUT_MS: int = JOB_PUSH_TIMEOUT_MS.default
 
 
 @handlers.topic_hook

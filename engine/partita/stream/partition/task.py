@@ -44,7 +44,7 @@ from partita.stream.processing.replies import ReplyRoutes
 from partita.stream.processing.state_machine import ProcessingStateMachine
 from partita.stream.replay.restorer import Mode, Restorer
 from partita.stream.replay.state_machine import ReplayResult
-from partita.stream.skips import from_env as skips_from_env
+from partita.stream.skips import NO_SKIPS, SkipList
 
 _LOG = logging.getLogger("partita.task")
 _LOCK_WAIT_S = 120.0
@@ -101,6 +101,7 @@ class PartitionTask:
         ingress_topic: str = "",
         replies: ReplyRoutes | None = None,
         backpressure: Backpressure | None = None,
+        skips: SkipList = NO_SKIPS,
     ) -> None:
         self.access = access
         self.namespace = namespace
@@ -127,7 +128,7 @@ class PartitionTask:
         self.processing: ProcessingStateMachine | None = None
         self.replay: ReplayResult | None = None
         self.stopped: UnappliableRecordError | None = None
-        self.skips = skips_from_env()
+        self.skips = skips
         self._resume = (0, 0)
         self._marked_stopped = False
         self._counters: dict[str, int] = {}

@@ -47,7 +47,7 @@ from partita.state.db import LAST_APPLIED_POSITION, LAST_PROCESSED_POSITION
 from partita.state.migrate import open_current
 from partita.stream.errors import LogTruncatedError
 from partita.stream.replay.state_machine import ReplayResult, ReplayStateMachine
-from partita.stream.skips import SkipList
+from partita.stream.skips import NO_SKIPS, SkipList
 
 _LOG = logging.getLogger("partita.restore")
 
@@ -100,7 +100,7 @@ class Restorer:
         engine: Engine,
         codec: RecordCodec,
         mode: Mode,
-        skips: SkipList | None = None,
+        skips: SkipList = NO_SKIPS,
     ) -> None:
         self.access = access
         self.namespace = namespace

@@ -33,7 +33,7 @@ from partita.state.db import LAST_APPLIED_POSITION
 from partita.stream.errors import UnappliableRecordError
 from partita.stream.replay.restorer import Mode, Restorer
 from partita.stream.replay.state_machine import APPLIED, SKIPPED, ProcessedPositions, apply_logged
-from partita.stream.skips import SkipList, from_env
+from partita.stream.skips import NO_SKIPS, SkipList
 
 _LOG = logging.getLogger("partita.standby")
 
@@ -49,16 +49,16 @@ class Standby:
         path: Path,
         engine: Engine,
         codec: RecordCodec,
-        skips: SkipList | None = None,
+        skips: SkipList = NO_SKIPS,
     ) -> None:
-        """`skips` None: the process's PARTITA_SKIP_RECORDS."""
+        """`skips`: the namespace's PARTITA_SKIP_RECORDS (`skips.of_config`)."""
         self.topic = topic
         self.partition = partition
         self.engine = engine
         self.codec = codec
         self.path = path
         self.applied = 0
-        self.skipped = (from_env() if skips is None else skips).offsets(partition)
+        self.skipped = skips.offsets(partition)
         self.stopped: UnappliableRecordError | None = None
         self.positions = ProcessedPositions()
         self.consumer: Consumer = clients.restore_consumer(access, namespace, partition)

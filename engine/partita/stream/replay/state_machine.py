@@ -29,7 +29,7 @@ from partita.protocol.headers import INTENT, VALUE_TYPE, is_event, processed_pos
 from partita.state import KeyGenerator, PartitionDb
 from partita.state.db import LAST_APPLIED_POSITION, LAST_INGRESS_POSITION, LAST_PROCESSED_POSITION
 from partita.stream.errors import LogTruncatedError, UnappliableRecordError, header_text
-from partita.stream.skips import SKIP_RECORDS_ENV, SkipList, from_env
+from partita.stream.skips import NO_SKIPS, SKIP_RECORDS_ENV, SkipList
 
 _LOG = logging.getLogger("partita.replay")
 
@@ -82,9 +82,9 @@ class ReplayStateMachine:
         keys: KeyGenerator,
         chunk: int = 10_000,
         *,
-        skips: SkipList | None = None,
+        skips: SkipList = NO_SKIPS,
     ) -> None:
-        """`skips` None: the process's PARTITA_SKIP_RECORDS."""
+        """`skips`: the namespace's PARTITA_SKIP_RECORDS (`skips.of_config`)."""
         self.consumer = consumer
         self.topic = topic
         self.partition = partition
@@ -93,7 +93,7 @@ class ReplayStateMachine:
         self.db = db
         self.keys = keys
         self.chunk = chunk
-        self.skipped = (from_env() if skips is None else skips).offsets(partition)
+        self.skipped = skips.offsets(partition)
         self._last = -1
         self.positions = ProcessedPositions()
 

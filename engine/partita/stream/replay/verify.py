@@ -27,7 +27,7 @@ from partita.state import PartitionDb
 from partita.state.db import LAST_APPLIED_POSITION
 from partita.stream.partition.task import state_dir
 from partita.stream.replay.restorer import Mode, Restorer
-from partita.stream.skips import SkipList
+from partita.stream.skips import SkipList, of_config
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,7 +47,7 @@ def verify_replay(
     config: Config, engine: Engine, partition: int, *, skips: SkipList | None = None
 ) -> Verification:
     """Rebuild `partition` from the log into a scratch store and compare it with the live one.
-    `skips` None: the process's PARTITA_SKIP_RECORDS. UnappliableRecordError at an event the
+    `skips` None: the config's PARTITA_SKIP_RECORDS. UnappliableRecordError at an event the
     replay cannot apply; PartitaError when there is no live store or the log cannot be
     replayed from its start."""
     access = kafka_access(config, KafkaRole.ENGINE)
@@ -64,9 +64,9 @@ def verify_replay(
         config.log_topic,
         partition,
         engine,
-        RecordCodec(),
+        RecordCodec(native=config.native_wanted),
         Mode.VERIFY,
-        skips,
+        of_config(config) if skips is None else skips,
     )
     consumer = clients.restore_consumer(access, config.namespace, partition)
     try:
