@@ -144,14 +144,10 @@ class RecordCodec:
             max_record_bytes,
             native,
         )
-        self._encode_all: Callable[[list[Record]], list[bytes]] | None = getattr(
-            batch, "encode_all", None
-        )
-        self.produce_all: Callable[..., tuple[int, bool]] | None = getattr(
-            batch, "produce_all", None
-        )
+        self._encode_all = None if batch is None else batch.encode_all
+        self.produce_all = None if batch is None else batch.produce_all
         """The compiled codec's loop over a batch's (partition, record) pairs that encodes
-        them all, then hands each to a producer's `produce` (native/src/lib.rs says how);
+        them all, then hands each to a producer's `produce` (native/src/produce.rs says how);
         None without it. `partita.stream.processing.transaction` writes a batch's records with
         it."""
         compiled = native_decoder(self.current.raw, native)
@@ -260,7 +256,7 @@ class RecordCodec:
 
     def value_fields(self, value: RecordValue) -> dict[str, Any]:
         """The value as the Avro schema names it: camelCase fields, enum names, nested
-        records as dicts, `bytes` as bytes (what `docs/records.md` documents)."""
+        records as dicts, `bytes` as bytes (what `docs/internals/records.md` documents)."""
         converter = self._by_class.get(type(value))
         if converter is None:
             raise EncodeError(f"{type(value).__name__} is not a record value class")

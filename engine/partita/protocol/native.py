@@ -2,7 +2,7 @@
 there is one.
 
 Its decoder and encoder interpret *programs* compiled here from the schema (see
-`native/src/lib.rs`). The decoder's has one entry per Avro record, `(class or None, ops)`, the
+`native/src/`). The decoder's has one entry per Avro record, `(class or None, ops)`, the
 envelope first, and returns what `partita.protocol.decoder.compile_decoder` returns for the
 same bytes: the envelope's fields as a tuple, its enums as symbols, the value as (Avro name,
 value struct), nested enums as members; with an assembly (`native_record_decoder`) it also
@@ -19,13 +19,16 @@ with the command that builds it.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from partita.config.settings import NATIVE
 from partita.errors import ConfigError
 from partita.protocol.convert import snake_case
 from partita.protocol.decoder import ENUM_CLASSES, VALUE_CLASSES, short
 from partita.protocol.intents import INTENTS_BY_VALUE_TYPE
+
+if TYPE_CHECKING:
+    from partita_native import Admitter, Encoder
 
 MODES = ("auto", "on", "off")
 BUILD = ".venv/bin/python -m pip install ./native  (needs Rust's cargo; scripts/setup runs it)"
@@ -85,35 +88,29 @@ def native_all_encoder(  # noqa: PLR0917 - the encoder's parts, each named at th
     kinds: dict[Any, tuple[Any, type[Any]]],
     max_bytes: int,
     want: bool | None = None,
-) -> Any:
+) -> Encoder | None:
     """The compiled encoder of lists of `record_class` instances (see `native_encoder`), whose
     `encode_all` and `produce_all` encode many records in one call: each record's intent must
     name its value type and value class as `kinds` does (intent -> (value type, value class))
     and its encoding be at most `max_bytes`, or they raise ValueError naming the first that is
-    not. None for the pure-Python one, or a compiled codec built before it had one (a codec
-    built before `produce_all` lacks that method: read it with getattr)."""
+    not. None for the pure-Python one."""
     module = _module(want)
     if module is None:
         return None
     program = compile_encoder_program(schema, record_class)
-    try:
-        return module.Encoder(program, prefix, kinds, max_bytes)
-    except TypeError:  # built before encode_all: scripts/setup rebuilds it
-        return None
+    encoder: Encoder = module.Encoder(program, prefix, kinds, max_bytes)
+    return encoder
 
 
-def native_admitter(compiled: tuple[Any, Any] | None, **parts: Any) -> Any:
-    """The compiled loop of the common case of admission (`Admitter` in native/src/lib.rs),
+def native_admitter(compiled: tuple[Any, Any] | None, **parts: Any) -> Admitter | None:
+    """The compiled loop of the common case of admission (`Admitter` in native/src/admit.rs),
     over a codec's compiled decoder and encoder (`RecordCodec.compiled`) and the `parts` it
-    names; None without them, or a compiled module built before it had one."""
+    names; None without them."""
     if compiled is None:
         return None
-    module = _module(True)
-    admitter = getattr(module, "Admitter", None)
-    if admitter is None:  # built before it: scripts/setup rebuilds it
-        return None
     decoder, encoder = compiled
-    return admitter(decoder, encoder, **parts)
+    admitter: Admitter = _module(True).Admitter(decoder, encoder, **parts)
+    return admitter
 
 
 RecordDecode = Callable[[bytes, int], Any]

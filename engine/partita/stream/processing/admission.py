@@ -9,7 +9,7 @@ timestamp, no source position, no rejection fields) so the log holds only what t
 chose to write.
 
 With the compiled codec, `Admission.take` runs the common case (a plain client command for
-this partition, without keys to check) in compiled code (`Admitter` in native/src/lib.rs): it
+this partition, without keys to check) in compiled code (`Admitter` in native/src/admit.rs): it
 takes only what `decide` would copy unchanged and hands every other record to `decide`, which
 stays the one that refuses, forwards and says why (the parity fuzz test compares both).
 """
@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
+from typing import cast
 
 from confluent_kafka import Message
 from msgspec import Struct
@@ -168,7 +169,8 @@ class Admission:
         index, count = 0, len(ingress)
         while index < count:
             if compiled is not None:
-                index, taken = compiled.take(ingress, index, first, now, position, copies)
+                messages = cast("list[Message]", ingress)  # a list, or compiled is None
+                index, taken = compiled.take(messages, index, first, now, position, copies)
                 metrics.ingress += taken
                 if index == count:
                     break
@@ -303,7 +305,7 @@ def admit(
             RejectionType.INVALID_ARGUMENT,
             f"{record.value_type.name} {record.intent.name} is an intent only the engine may"
             f" write; {_where(offset, topic, partition)} came from a client and is refused"
-            " (see docs/records.md)",
+            " (see docs/internals/records.md)",
         )
     key_problem = _foreign_key(record, partition_count)
     if key_problem is not None:
