@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from partita.config import settings as s
-from partita.config.settings import SETTINGS, parse_duration
+from partita.config.parsers import parse_duration, parse_path
+from partita.config.settings import SETTINGS
 from partita.errors import ConfigError
 from partita.log.properties import read_properties
 
@@ -225,6 +226,6 @@ class Config:
         values["kafka_role_configs"] = tuple(
             (role, path)
             for role in KafkaRole
-            if (path := s.parse_path(env.get(role.variable) or "", role.variable)) is not None
+            if (path := parse_path(env.get(role.variable) or "", role.variable)) is not None
         )
         return cls(**values)

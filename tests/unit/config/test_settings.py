@@ -11,7 +11,8 @@ import pytest
 
 from partita.config import Config
 from partita.config import docs as config_docs
-from partita.config.settings import SETTINGS, STANDBY, TRUNCATE, parse_bool
+from partita.config.parsers import parse_bool
+from partita.config.settings import SETTINGS, STANDBY, TRUNCATE
 from partita.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[3]
