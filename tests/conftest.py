@@ -7,7 +7,6 @@ Tests isolate themselves with a unique namespace (topic prefix) each.
 from __future__ import annotations
 
 import os
-import socket
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,19 +14,8 @@ from pathlib import Path
 import pytest
 
 from partita.config import Config
-from partita.localkafka import KafkaDistribution, LocalBroker, SecureKafka, SecureLocalBroker
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-def shared_distribution() -> KafkaDistribution:
-    """The jars cached in the checkout's PARTITA_HOME, shared by every broker the tests start."""
-    return KafkaDistribution(Config.from_env().home)
+from partita.localkafka import LocalBroker, SecureKafka, SecureLocalBroker
+from tests.support.local_kafka import free_port, shared_distribution
 
 
 @pytest.fixture(scope="session")

@@ -14,7 +14,7 @@ from partita.bpmn import BpmnValidationError, parse_bpmn
 from partita.processing.builtin import build_engine
 from partita.processing.deployment.validation import processes_of
 from partita.protocol.intents import ProcessInstanceIntent
-from tests.conformance import corpus
+from tests.support import conformance_corpus as corpus
 from tests.support.memory import MemoryEngine
 
 SUPPORTED_ORDER = [

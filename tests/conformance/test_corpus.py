@@ -10,11 +10,12 @@ from typing import Any
 
 import pytest
 
-from tests.conformance import corpus
 from tests.conformance.coverage import matrix
-from tests.scenarios.conftest import HARNESSES, make_harness
+from tests.support import conformance_corpus as corpus
+from tests.support.harnesses import HARNESSES, make_harness
+from tests.support.paths import ROOT
 
-DOC = Path(__file__).resolve().parents[2] / "docs" / "coverage.md"
+DOC = ROOT / "docs" / "coverage.md"
 
 
 @pytest.fixture(params=HARNESSES)

@@ -10,7 +10,6 @@ from __future__ import annotations
 import copy
 import time
 import xml.etree.ElementTree as ET
-from pathlib import Path
 
 import pytest
 from hypothesis import given
@@ -19,10 +18,10 @@ from hypothesis import strategies as st
 from partita.bpmn import BpmnValidationError, parse_bpmn
 from partita.bpmn.xml import MAX_BYTES, MAX_DEPTH, MAX_ELEMENTS
 from partita.processing.deployment.validation import processes_of
-from tests.fuzz import fuzz_settings
+from tests.support.fuzz_profiles import fuzz_settings
+from tests.support.paths import BPMN_FIXTURES
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "bpmn"
-FILES = {path.name: path.read_bytes() for path in sorted(FIXTURES.glob("*.bpmn"))}
+FILES = {path.name: path.read_bytes() for path in sorted(BPMN_FIXTURES.glob("*.bpmn"))}
 BPMN = "http://www.omg.org/spec/BPMN/20100524/MODEL"
 ZEEBE = "http://camunda.org/schema/zeebe/1.0"
 SECONDS = 2.0

@@ -26,8 +26,8 @@ from partita.protocol.intents import INTENTS_BY_VALUE_TYPE
 from partita.protocol.records import Record
 from partita.protocol.schemas import current_schema, known_schemas, named_types
 from partita.protocol.values import VALUE_CLASSES
-from tests.fuzz import fuzz_settings
-from tests.unit.protocol.samples import sample_record
+from tests.support.fuzz_profiles import fuzz_settings
+from tests.support.sample_records import sample_record
 
 CODEC = RecordCodec()
 INT32 = st.integers(-(2**31), 2**31 - 1)

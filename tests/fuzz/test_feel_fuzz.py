@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from partita.feel import FeelError, compile_expression
 from partita.feel.builtins import FUNCTIONS
 from partita.feel.lexer import KEYWORDS, MULTI_WORD
-from tests.fuzz import fuzz_settings
+from tests.support.fuzz_profiles import fuzz_settings
 
 SECONDS = 5.0
 """No expression may take longer than this to compile and evaluate. The worst hostile case

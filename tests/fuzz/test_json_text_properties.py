@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from partita.protocol import json_text
-from tests.fuzz import fuzz_settings
+from tests.support.fuzz_profiles import fuzz_settings
 
 _EXACT = st.none() | st.booleans() | st.integers(-(10**40), 10**40) | st.text()
 _FLOATS = st.floats(allow_nan=False, allow_infinity=False)

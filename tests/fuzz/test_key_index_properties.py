@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from partita.state.overlay import _KeyIndex
-from tests.fuzz import fuzz_settings
+from tests.support.fuzz_profiles import fuzz_settings
 
 _KEYS = st.binary(min_size=0, max_size=12).map(lambda tail: b"\x00\x00\x00\x00\x00\x00\x00" + tail)
 """Keys that mostly share their first 8 bytes (one group), as a job type's queue does."""

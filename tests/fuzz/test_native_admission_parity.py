@@ -29,9 +29,9 @@ from partita.protocol.routing import partition_for_command
 from partita.stream.metrics import ProcessingMetrics
 from partita.stream.processing.admission import Admission
 from partita.stream.processing.backpressure import Backpressure
-from tests.fuzz import fuzz_settings
 from tests.fuzz.test_codec_fuzz import records
 from tests.fuzz.test_native_codec_parity import _compiled
+from tests.support.fuzz_profiles import fuzz_settings
 from tests.support.memory import Message
 
 TOPIC = "ns.commands"

@@ -27,9 +27,9 @@ from partita.protocol.native import mode, native_all_encoder, native_decoder
 from partita.protocol.records import Record
 from partita.protocol.schemas import current_schema
 from partita.protocol.values import JobValue
-from tests.fuzz import fuzz_settings
 from tests.fuzz.test_codec_fuzz import CODEC, damaged, records
-from tests.unit.protocol.samples import sample_record
+from tests.support.fuzz_profiles import fuzz_settings
+from tests.support.sample_records import sample_record
 
 PURE = compile_decoder(current_schema().raw)
 

@@ -30,9 +30,9 @@ from partita.stream.metrics import ProcessingMetrics
 from partita.stream.processing import transaction
 from partita.stream.processing.replies import ReplyRoutes
 from partita.stream.processing.transaction import BatchTransaction
-from tests.fuzz import fuzz_settings
 from tests.fuzz.test_codec_fuzz import records
 from tests.fuzz.test_native_codec_parity import _compiled
+from tests.support.fuzz_profiles import fuzz_settings
 from tests.support.memory import Produced, ProducerDouble
 
 OWN = 3

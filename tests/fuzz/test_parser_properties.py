@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from partita.bpmn import BpmnValidationError, parse_bpmn
-from tests.unit.bpmn.test_parser import FIXTURES
+from tests.support.paths import BPMN_FIXTURES
 
 
 @settings(max_examples=200, deadline=None)
@@ -21,7 +21,7 @@ def test_any_bytes_give_a_validation_error_or_a_model(data: bytes) -> None:
 @settings(max_examples=200, deadline=None)
 @given(st.data())
 def test_damaged_modeler_files_never_escape_untyped(data: st.DataObject) -> None:
-    raw = bytearray((FIXTURES / "order-process.bpmn").read_bytes())
+    raw = bytearray((BPMN_FIXTURES / "order-process.bpmn").read_bytes())
     for _ in range(data.draw(st.integers(1, 5))):
         index = data.draw(st.integers(0, len(raw) - 1))
         raw[index] = data.draw(st.integers(0, 255))

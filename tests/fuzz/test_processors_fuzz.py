@@ -56,11 +56,11 @@ from partita.protocol.values import (
     MessageValue,
     ProcessInstanceCreationValue,
 )
-from tests.fuzz import fuzz_settings
 from tests.fuzz.test_codec_fuzz import value_of
+from tests.support.fuzz_profiles import fuzz_settings
 from tests.support.memory import MemoryEngine
+from tests.support.paths import BPMN_FIXTURES
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "bpmn"
 PARTITIONS = 2
 
 INTERNAL: set[Intent] = {
@@ -172,7 +172,7 @@ class CommandMachine(RuleBasedStateMachine):
 
     @initialize()
     def deploy_and_start(self) -> None:
-        for path in sorted(FIXTURES.glob("*.bpmn")):
+        for path in sorted(BPMN_FIXTURES.glob("*.bpmn")):
             value = DeploymentValue(resources=(DeploymentResource(path.name, path.read_bytes()),))
             self.send(command(DeploymentIntent.CREATE, value))
         for process_id in ("one-task", "order-process", "wait-payment", "with-boundaries"):
@@ -331,7 +331,7 @@ def test_commands_that_crashed_a_processor_are_rejected(
     try:
         deploy = DeploymentValue(
             resources=(
-                DeploymentResource("one-task.bpmn", (FIXTURES / "one-task.bpmn").read_bytes()),
+                DeploymentResource("one-task.bpmn", (BPMN_FIXTURES / "one-task.bpmn").read_bytes()),
             )
         )
         engine.send(0, command(DeploymentIntent.CREATE, deploy))
@@ -348,7 +348,9 @@ def test_commands_that_crashed_a_processor_are_rejected(
 def test_a_job_failed_with_a_backoff_past_int64_is_rejected(tmp_path: Path) -> None:
     engine = MemoryEngine(build_engine(), tmp_path, partitions=1)
     try:
-        resource = DeploymentResource("one-task.bpmn", (FIXTURES / "one-task.bpmn").read_bytes())
+        resource = DeploymentResource(
+            "one-task.bpmn", (BPMN_FIXTURES / "one-task.bpmn").read_bytes()
+        )
         engine.send(0, command(DeploymentIntent.CREATE, DeploymentValue(resources=(resource,))))
         creation = ProcessInstanceCreationValue(bpmn_process_id="one-task")
         engine.send(0, command(ProcessInstanceCreationIntent.CREATE, creation))

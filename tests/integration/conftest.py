@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.examples import EXAMPLES, build
-from tests.integration.hostile import Attack, attacked_worker
+from tests.support.example_programs import build
+from tests.support.hostile_attack import Attack, attacked_worker
+from tests.support.paths import EXAMPLES
 
 
 @pytest.fixture(scope="module")

@@ -32,10 +32,10 @@ from partita.config import Config
 from partita.protocol.enums import BpmnElementType, RecordType
 from partita.protocol.intents import IncidentIntent, JobIntent, ProcessInstanceIntent
 from partita.protocol.records import Record
-from tests.conftest import free_port
-from tests.integration.workers import (
+from tests.support.local_kafka import free_port
+from tests.support.paths import BPMN_FIXTURES, ROOT
+from tests.support.worker_processes import (
     BUILTIN_ENGINE,
-    ROOT,
     WorkerProcess,
     create_topics,
     read_log,
@@ -44,7 +44,6 @@ from tests.integration.workers import (
 
 pytestmark = pytest.mark.kafka
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "bpmn"
 TOKEN = f"analytics-test-{uuid.uuid4().hex}"
 
 
@@ -141,7 +140,7 @@ def driven(analytics: Analytics) -> Driven:
     stuck in an input-mapping incident."""
     config = analytics.config
     with Client(config, timeout=60) as client:
-        client.deploy(FIXTURES / "one-task.bpmn", FIXTURES / "bad-mapping.bpmn")
+        client.deploy(BPMN_FIXTURES / "one-task.bpmn", BPMN_FIXTURES / "bad-mapping.bpmn")
         completed = {_create(client, "one-task", n) for n in range(5)}
         worker = JobWorker(config, name="analytics-test", mode="poll", client=client)
 

@@ -31,7 +31,8 @@ from partita.protocol.intents import (
     VariableDocumentIntent,
 )
 from partita.protocol.values import IncidentValue, JobValue
-from tests.integration.workers import (
+from tests.support.paths import BPMN_FIXTURES
+from tests.support.worker_processes import (
     create_topics,
     engine_namespace,
     read_log,
@@ -39,8 +40,6 @@ from tests.integration.workers import (
 )
 
 pytestmark = pytest.mark.kafka
-
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "bpmn"
 
 
 @pytest.fixture(scope="module")
@@ -70,7 +69,7 @@ def test_async_client_runs_instances_concurrently_to_completion(config: Config) 
     async def scenario() -> list[int]:
         async with await AsyncClient.connect(config, timeout=60) as client:
             deployed = await client.deploy(
-                ("one-task.bpmn", (FIXTURES / "one-task.bpmn").read_bytes())
+                ("one-task.bpmn", (BPMN_FIXTURES / "one-task.bpmn").read_bytes())
             )
             assert deployed.record_type is RecordType.EVENT
             creations = [
@@ -86,7 +85,9 @@ def test_async_client_runs_instances_concurrently_to_completion(config: Config) 
 def test_each_rejection_type_raises_its_own_exception(config: Config) -> None:
     async def scenario() -> None:
         async with await AsyncClient.connect(config, timeout=60) as client:
-            await client.deploy(("typed-task.bpmn", (FIXTURES / "typed-task.bpmn").read_bytes()))
+            await client.deploy(
+                ("typed-task.bpmn", (BPMN_FIXTURES / "typed-task.bpmn").read_bytes())
+            )
             with pytest.raises(NotFoundError) as unknown:
                 await client.create_instance("no-such-process")
             assert "no-such-process" in unknown.value.reason
@@ -148,7 +149,7 @@ def _incident_of(config: Config, job_key: int) -> int:
 
 def test_set_variables_and_cancel_with_the_sync_client(config: Config) -> None:
     with Client(config, timeout=60) as client:
-        client.deploy(FIXTURES / "message-catch.bpmn")
+        client.deploy(BPMN_FIXTURES / "message-catch.bpmn")
         created = client.create_instance("wait-payment", {"orderId": "o-1"})
         instance = created.value.process_instance_key  # type: ignore[union-attr]
         updated = client.set_variables(instance, {"note": "rush"})

@@ -14,7 +14,7 @@ import pytest
 from partita.bench.e2e import _wait_for_stable_group
 from partita.config import Config
 from partita.errors import PartitaError
-from tests.integration.workers import WorkerProcess, create_topics
+from tests.support.worker_processes import WorkerProcess, create_topics
 
 
 def test_the_bench_waits_until_every_worker_owns_a_share_of_the_partitions(

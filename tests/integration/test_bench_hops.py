@@ -19,7 +19,7 @@ from partita.config import Config
 from partita.protocol.enums import RecordType
 from partita.protocol.intents import ProcessInstanceCreationIntent
 from partita.protocol.values import ProcessInstanceCreationValue
-from tests.integration.workers import engine_namespace
+from tests.support.worker_processes import engine_namespace
 
 pytestmark = pytest.mark.kafka
 

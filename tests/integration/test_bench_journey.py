@@ -15,7 +15,7 @@ from partita.config import Config
 from partita.protocol.headers import INGRESS_OFFSET, header
 from partita.protocol.intents import JobIntent
 from partita.protocol.intents import ProcessInstanceCreationIntent as Creation
-from tests.integration.workers import committed_messages
+from tests.support.worker_processes import committed_messages
 
 pytestmark = pytest.mark.kafka
 

@@ -13,7 +13,7 @@ from partita.config import Config, KafkaRole
 from partita.log.admin import admin_client
 from partita.log.security import kafka_access
 from partita.protocol.enums import RecordType
-from tests.integration.workers import committed_messages
+from tests.support.worker_processes import committed_messages
 
 pytestmark = pytest.mark.kafka
 

@@ -1,4 +1,4 @@
-"""The short chaos run (the long one is documented in the README): load through the ingress topic
+"""The short chaos run (the long one is in docs/operations.md): load through the ingress topic
 while engine workers are killed, frozen, added and removed, the job worker is killed, the broker
 restarts, workers snapshot and truncate the log, and a hostile producer writes records no
 client may send; then, from the log, nothing lost, nothing duplicated, every hostile record
@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from tests.integration.workers import ROOT
+from tests.support.paths import ROOT
 
 pytestmark = pytest.mark.kafka
 

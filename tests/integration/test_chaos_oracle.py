@@ -28,7 +28,7 @@ from partita.protocol.headers import record_headers
 from partita.protocol.intents import ProcessInstanceIntent
 from partita.protocol.records import event
 from partita.protocol.values import ProcessInstanceValue
-from tests.integration.workers import create_topics
+from tests.support.worker_processes import create_topics
 
 pytestmark = pytest.mark.kafka
 

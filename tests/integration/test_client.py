@@ -8,7 +8,6 @@ import re
 import threading
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -24,7 +23,8 @@ from partita.protocol.intents import (
 )
 from partita.protocol.keys import kafka_partition_of_key
 from partita.protocol.records import Record
-from tests.integration.workers import (
+from tests.support.paths import BPMN_FIXTURES
+from tests.support.worker_processes import (
     BUILTIN_ENGINE,
     WorkerProcess,
     create_topics,
@@ -34,7 +34,6 @@ from tests.integration.workers import (
 
 pytestmark = pytest.mark.kafka
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "bpmn"
 ELEMENT_COMPLETED = ProcessInstanceIntent.ELEMENT_COMPLETED
 
 
@@ -68,13 +67,13 @@ def test_deploy_create_and_work_from_the_cli(
     """What the CLI says happened is what the log holds: the instance it names was created with
     the given variables, its job completed with the worker's variables, and it completed."""
     config, flags = running
-    assert main(["deploy", str(FIXTURES / "one-task.bpmn"), *flags]) == 0
+    assert main(["deploy", str(BPMN_FIXTURES / "one-task.bpmn"), *flags]) == 0
     deployed = re.fullmatch(r"one-task version 1 key (\d+)\n", capsys.readouterr().out)
     assert deployed is not None
     definition = int(deployed.group(1))
     # the only definition of one-task on the log (on every partition) is the one the CLI named
     assert _definitions(config, "one-task") == {(definition, 1)}
-    assert main(["deploy", str(FIXTURES / "one-task.bpmn"), *flags]) == 0
+    assert main(["deploy", str(BPMN_FIXTURES / "one-task.bpmn"), *flags]) == 0
     assert (
         capsys.readouterr().out
         == f"one-task version 1 key {definition} (unchanged: an identical resource is deployed)\n"
@@ -119,7 +118,7 @@ def test_create_and_await_the_result_while_a_worker_completes_the_job(
 ) -> None:
     config, _ = running
     with Client(config, timeout=60) as client:
-        client.deploy(FIXTURES / "one-task.bpmn")
+        client.deploy(BPMN_FIXTURES / "one-task.bpmn")
 
     def work() -> None:
         with Client(config, timeout=60) as worker:

@@ -3,7 +3,7 @@
 A real engine worker runs; the Java job worker (examples/java-worker) works `price` jobs, the
 Node.js job worker (examples/node/worker.js) works `notify` jobs, and the Node.js producer
 deploys examples/order-pricing.bpmn and creates instances that await their results
-(tests/integration/examples.py has the walkthrough). A process that is not deployed is rejected,
+(tests/support/example_programs.py has the walkthrough). A process that is not deployed is rejected,
 and a Kafka properties file that cannot be read is named. The same walkthrough on the secured
 broker is in test_examples_secured.py.
 """
@@ -21,15 +21,15 @@ from partita.cli import main
 from partita.config import Config
 from partita.protocol.enums import RecordType, RejectionType
 from partita.protocol.intents import ProcessInstanceCreationIntent
-from tests.integration.examples import (
-    EXAMPLES,
+from tests.support.example_programs import (
     Access,
     answered_commands,
     cluster_flags,
     run_producer,
     walkthrough,
 )
-from tests.integration.workers import engine_namespace
+from tests.support.paths import EXAMPLES
+from tests.support.worker_processes import engine_namespace
 
 pytestmark = [pytest.mark.kafka, pytest.mark.interop]
 

@@ -17,8 +17,9 @@ import pytest
 from partita.config import Config, KafkaRole
 from partita.localkafka import SecureKafka
 from partita.localkafka.credentials import Login, user_of
-from tests.integration.examples import EXAMPLES, Access, cluster_flags, run_partita, walkthrough
-from tests.integration.workers import BUILTIN_ENGINE, WorkerProcess
+from tests.support.example_programs import Access, cluster_flags, run_partita, walkthrough
+from tests.support.paths import EXAMPLES
+from tests.support.worker_processes import BUILTIN_ENGINE, WorkerProcess
 
 pytestmark = [pytest.mark.kafka, pytest.mark.interop]
 

@@ -17,7 +17,7 @@ from partita.protocol.headers import ReplyTo, record_headers
 from partita.protocol.intents import JobBatchIntent, JobIntent, ProcessInstanceCreationIntent
 from partita.protocol.records import Record, command
 from partita.protocol.values import JobBatchValue, ProcessInstanceCreationValue
-from tests.integration.hostile import (
+from tests.support.hostile_attack import (
     BACKPRESSURE_LAG,
     Attack,
     count_created,
@@ -25,7 +25,7 @@ from tests.integration.hostile import (
     log_messages,
     wait_for_copy,
 )
-from tests.integration.workers import CODEC, wait_until
+from tests.support.worker_processes import CODEC, wait_until
 
 pytestmark = pytest.mark.kafka
 

@@ -27,14 +27,14 @@ from partita.protocol.values import (
     ProcessInstanceValue,
     TimerValue,
 )
-from tests.integration.hostile import (
+from tests.support.hostile_attack import (
     Attack,
     assert_still_processing,
     copy_of,
     job_of,
     log_messages,
 )
-from tests.integration.workers import CODEC, read_log, wait_until
+from tests.support.worker_processes import CODEC, read_log, wait_until
 
 pytestmark = pytest.mark.kafka
 

@@ -13,14 +13,14 @@ from partita.protocol.headers import CORRELATION_ID, REPLY_PARTITION, REPLY_TOPI
 from partita.protocol.intents import JobBatchIntent, ProcessInstanceCreationIntent
 from partita.protocol.records import command
 from partita.protocol.values import JobBatchValue, ProcessInstanceCreationValue
-from tests.integration.hostile import (
+from tests.support.hostile_attack import (
     Attack,
     assert_still_processing,
     copy_of,
     log_messages,
     turned_away,
 )
-from tests.integration.workers import read_log, wait_until
+from tests.support.worker_processes import read_log, wait_until
 
 pytestmark = pytest.mark.kafka
 

@@ -33,12 +33,12 @@ from partita.protocol.records import Record
 from partita.protocol.routing import partition_for_correlation_key
 from partita.protocol.schemas import current_schema
 from partita.protocol.values import JobValue, MessageValue, ProcessInstanceCreationValue
-from tests.integration.workers import committed_messages, engine_namespace, wait_until
-from tests.unit.protocol.samples import sample_record
+from tests.support.paths import ROOT
+from tests.support.sample_records import sample_record
+from tests.support.worker_processes import committed_messages, engine_namespace, wait_until
 
 pytestmark = [pytest.mark.kafka, pytest.mark.interop]
 
-ROOT = Path(__file__).resolve().parents[2]
 SCHEMA = str(ROOT / "avro" / "record.avsc")
 CODEC = RecordCodec()
 Runner = Callable[..., list[str]]

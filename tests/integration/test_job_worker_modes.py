@@ -11,7 +11,6 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, TopicPartition
@@ -22,16 +21,10 @@ from partita.protocol.enums import RecordType
 from partita.protocol.intents import JobBatchIntent, JobIntent, ProcessInstanceCreationIntent
 from partita.protocol.records import Record
 from partita.protocol.values import ProcessInstanceCreationValue
-from tests.integration.workers import (
-    ROOT,
-    engine_namespace,
-    read_log,
-    wait_until,
-)
+from tests.support.paths import BPMN_FIXTURES, ROOT
+from tests.support.worker_processes import engine_namespace, read_log, wait_until
 
 pytestmark = pytest.mark.kafka
-
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "bpmn"
 
 
 @pytest.fixture(scope="module")
@@ -39,7 +32,7 @@ def config(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> It
     home = tmp_path_factory.mktemp("workermodes")
     with engine_namespace(kafka_bootstrap, home, "m") as config:
         with Client(config, timeout=60) as client:
-            client.deploy(FIXTURES / "typed-task.bpmn")
+            client.deploy(BPMN_FIXTURES / "typed-task.bpmn")
         yield config
 
 
@@ -191,7 +184,7 @@ def test_stop_finishes_and_answers_the_jobs_in_hand(config: Config) -> None:
 def _worker_process(config: Config, name: str, job_type: str) -> subprocess.Popen[str]:
     args = [config.bootstrap, config.namespace, name, job_type, "--exactly-once"]
     process = subprocess.Popen(
-        [sys.executable, "-m", "tests.integration.job_worker_process", *args],
+        [sys.executable, "-m", "tests.support.job_worker_process", *args],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,

@@ -9,7 +9,6 @@ import json
 import threading
 from collections import Counter
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -17,11 +16,11 @@ from partita.client import BpmnError, Client, JobWorker
 from partita.config import Config
 from partita.protocol.intents import ProcessInstanceCreationIntent
 from partita.protocol.values import ProcessInstanceCreationValue
-from tests.integration.workers import engine_namespace, wait_until
+from tests.support.paths import BPMN_FIXTURES
+from tests.support.worker_processes import engine_namespace, wait_until
 
 pytestmark = pytest.mark.kafka
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "bpmn"
 FIRST_JOBS = 12
 LATER_JOBS = 3
 NEVER_MS = 3_600_000
@@ -33,7 +32,7 @@ def config(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> It
     home = tmp_path_factory.mktemp("workerstop")
     with engine_namespace(kafka_bootstrap, home, "w") as config:
         with Client(config, timeout=60) as client:
-            client.deploy(FIXTURES / "typed-task.bpmn")
+            client.deploy(BPMN_FIXTURES / "typed-task.bpmn")
         yield config
 
 

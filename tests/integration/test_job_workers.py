@@ -9,7 +9,6 @@ import threading
 import uuid
 from collections import defaultdict
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -26,11 +25,11 @@ from partita.protocol.intents import (
 )
 from partita.protocol.records import Record
 from partita.protocol.values import ProcessInstanceCreationValue
-from tests.integration.workers import BUILTIN_ENGINE, WorkerProcess, create_topics, read_log
+from tests.support.paths import BPMN_FIXTURES
+from tests.support.worker_processes import BUILTIN_ENGINE, WorkerProcess, create_topics, read_log
 
 pytestmark = pytest.mark.kafka
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "bpmn"
 PUSH_LIMIT = 4
 
 
@@ -50,7 +49,7 @@ def config(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> It
         env={"PARTITA_JOB_PUSH_LIMIT": str(PUSH_LIMIT), "PARTITA_JOB_PUSH_TIMEOUT_MS": "20000"},
     ).start()
     with Client(config, timeout=60) as client:
-        client.deploy(FIXTURES / "one-task.bpmn", FIXTURES / "typed-task.bpmn")
+        client.deploy(BPMN_FIXTURES / "one-task.bpmn", BPMN_FIXTURES / "typed-task.bpmn")
     yield config
     assert worker.stop() == 0, worker.tail()
     verify = worker.verify_replay()

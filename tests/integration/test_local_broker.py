@@ -13,7 +13,7 @@ from partita.localkafka import LocalBroker
 from partita.localkafka.distribution import ToolMissingError, require_java
 from partita.log.admin import admin_client, answers_metadata
 from partita.log.security import KafkaAccess
-from tests.conftest import free_port, shared_distribution
+from tests.support.local_kafka import free_port, shared_distribution
 
 pytestmark = pytest.mark.kafka
 

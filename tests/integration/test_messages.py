@@ -20,7 +20,8 @@ from partita.protocol.enums import RecordType
 from partita.protocol.intents import MessageIntent, MessageSubscriptionIntent, VariableIntent
 from partita.protocol.intents import ProcessInstanceIntent as Instance
 from partita.protocol.routing import partition_for_correlation_key
-from tests.integration.workers import (
+from tests.support.paths import BPMN_FIXTURES
+from tests.support.worker_processes import (
     BUILTIN_ENGINE,
     WorkerProcess,
     create_topics,
@@ -30,7 +31,6 @@ from tests.integration.workers import (
 
 pytestmark = pytest.mark.kafka
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "bpmn"
 INSTANCES = 24
 
 
@@ -63,7 +63,7 @@ def test_correlation_across_partitions_survives_killing_a_worker(
     first = WorkerProcess(config, tmp_path / "a", "a", engine=BUILTIN_ENGINE).start()
     second = WorkerProcess(config, tmp_path / "b", "b", engine=BUILTIN_ENGINE).start()
     with Client(config, timeout=90) as client:
-        client.deploy(FIXTURES / "message-catch.bpmn")
+        client.deploy(BPMN_FIXTURES / "message-catch.bpmn")
         order_ids = [f"order-{i}" for i in range(INSTANCES)]
         instances = {
             order: client.create_instance("wait-payment", {"orderId": order}).key
@@ -133,7 +133,7 @@ def test_publish_from_the_cli(
         "90",
     ]
     try:
-        assert main(["deploy", str(FIXTURES / "starts.bpmn"), *flags]) == 0
+        assert main(["deploy", str(BPMN_FIXTURES / "starts.bpmn"), *flags]) == 0
         capsys.readouterr()
         publish = ["publish", "order-placed", "--correlation-key", "c-1", "--await", *flags]
         assert main([*publish, "--vars", '{"item": "book"}', "--message-id", "m-1"]) == 0
@@ -167,7 +167,7 @@ def test_a_timer_survives_its_worker_and_fires_on_a_new_machine(
     config = _config(kafka_bootstrap, tmp_path)
     first = WorkerProcess(config, tmp_path / "a", "a", engine=BUILTIN_ENGINE).start()
     with Client(config, timeout=90) as client:
-        client.deploy(FIXTURES / "timer-catch.bpmn")
+        client.deploy(BPMN_FIXTURES / "timer-catch.bpmn")
         instance = client.create_instance("sleepy", {"wait": "PT4S"}).key
     assert first.stop() == 0  # before the timer is due
     assert _completed(config, "sleepy") == Counter()

@@ -29,17 +29,10 @@ from partita.protocol.headers import record_headers
 from partita.protocol.intents import JobIntent, ProcessInstanceIntent
 from partita.protocol.records import Record
 from partita.protocol.values import ProcessInstanceValue
-from tests.integration.workers import (
-    ROOT,
-    create_topics,
-    engine_namespace,
-    read_log,
-    wait_until,
-)
+from tests.support.paths import BPMN_FIXTURES, ROOT
+from tests.support.worker_processes import create_topics, engine_namespace, read_log, wait_until
 
 pytestmark = pytest.mark.kafka
-
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "bpmn"
 
 
 def _flags(config: Config) -> list[str]:
@@ -52,7 +45,7 @@ def config(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> It
     env = {"PARTITA_SNAPSHOT_RECORDS": "30", "PARTITA_TRUNCATE": "false"}
     with engine_namespace(kafka_bootstrap, home, "o", env) as config:
         with Client(config, timeout=60) as client:
-            client.deploy(FIXTURES / "one-task.bpmn")
+            client.deploy(BPMN_FIXTURES / "one-task.bpmn")
             _run_instances(client, 6)
         yield config
 

@@ -26,7 +26,7 @@ from partita.protocol.records import Record, event
 from partita.protocol.values import ProcessInstanceValue
 from partita.stream.metrics import ProcessingMetrics
 from partita.stream.worker import Worker
-from tests.integration.workers import committed_messages
+from tests.support.worker_processes import committed_messages
 
 pytestmark = pytest.mark.kafka
 CODEC = RecordCodec()

@@ -25,10 +25,10 @@ from partita.log.admin import (
     wait_for_metadata,
 )
 from partita.log.security import KafkaAccess, kafka_access
+from tests.support.paths import ROOT
 
 pytestmark = pytest.mark.kafka
 
-ROOT = Path(__file__).resolve().parents[2]
 FAST_S = 10.0
 """A refused credential must be reported well before any retry loop would give up."""
 

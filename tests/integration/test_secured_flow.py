@@ -39,10 +39,10 @@ from partita.log.topics import export_topic_name
 from partita.protocol.enums import ValueType
 from partita.protocol.keys import kafka_partition_of_key
 from partita.protocol.routing import partition_for_correlation_key
-from tests.conftest import free_port
-from tests.integration.workers import (
+from tests.support.local_kafka import free_port
+from tests.support.paths import ROOT
+from tests.support.worker_processes import (
     BUILTIN_ENGINE,
-    ROOT,
     WorkerProcess,
     clean_kafka_env,
     wait_until,

@@ -20,7 +20,7 @@ from partita.log.security import kafka_access
 from partita.snapshots import restore, store
 from partita.state import ColumnFamilies, PartitionDb
 from partita.state.db import STATE_FORMAT
-from tests.integration.snapshots import manifests, snapshot_config
+from tests.support.snapshot_topics import manifests, snapshot_config
 
 pytestmark = pytest.mark.kafka
 

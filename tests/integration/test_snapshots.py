@@ -17,12 +17,12 @@ from partita.client import Client, CommandRejectedError
 from partita.config import Config
 from partita.protocol.enums import RejectionType
 from partita.state import PartitionDb
-from tests.integration.snapshots import manifests, snapshot_config
-from tests.integration.workers import BUILTIN_ENGINE, WorkerProcess, create_topics, wait_until
+from tests.support.paths import BPMN_FIXTURES
+from tests.support.snapshot_topics import manifests, snapshot_config
+from tests.support.worker_processes import BUILTIN_ENGINE, WorkerProcess, create_topics, wait_until
 
 pytestmark = pytest.mark.kafka
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "bpmn"
 FAST_SNAPSHOTS = {"PARTITA_SNAPSHOT_RECORDS": "40", "PARTITA_SNAPSHOT_INTERVAL": "PT1S"}
 RESTORED = re.compile(r"restored snapshot (\S+) \(processed position (-?\d+)\)")
 
@@ -58,7 +58,7 @@ def test_an_empty_machine_takes_over_a_truncated_partition_from_a_snapshot(
     config = snapshot_config(kafka_bootstrap, tmp_path)
     first = WorkerProcess(config, tmp_path / "a", "a", BUILTIN_ENGINE, env=FAST_SNAPSHOTS).start()
     with Client(config, timeout=90) as client:
-        client.deploy(FIXTURES / "one-task.bpmn")
+        client.deploy(BPMN_FIXTURES / "one-task.bpmn")
         _load(client, 40)
         wait_until(lambda: _log_start(config) > 0, 60, "the log to be truncated", first.tail)
         _load(client, 40)  # more snapshots: beyond the two kept, old ones are deleted
@@ -103,7 +103,7 @@ def test_a_lagging_downstream_group_holds_truncation_back(
     worker = WorkerProcess(config, tmp_path, engine=BUILTIN_ENGINE, env=env).start()
     try:
         with Client(config, timeout=90) as client:
-            client.deploy(FIXTURES / "one-task.bpmn")
+            client.deploy(BPMN_FIXTURES / "one-task.bpmn")
             _load(client, 40)
             wait_until(
                 lambda: _log_start(config) == 5, 60, "truncation up to the group", worker.tail
@@ -132,7 +132,7 @@ def test_a_standby_takes_over_with_only_the_last_records_to_replay(
     env = {"PARTITA_STANDBY": "true"}
     owner = WorkerProcess(config, tmp_path / "a", "a", BUILTIN_ENGINE, env=env).start()
     with Client(config, timeout=90) as client:
-        client.deploy(FIXTURES / "one-task.bpmn")  # the owner is in place
+        client.deploy(BPMN_FIXTURES / "one-task.bpmn")  # the owner is in place
         standby = WorkerProcess(config, tmp_path / "b", "b", BUILTIN_ENGINE, env=env).start()
         wait_until(lambda: "standby for partition 0" in standby.log.read_text(), 60, "a standby")
         _load(client, 40)
@@ -159,7 +159,7 @@ def test_local_state_of_a_recreated_log_is_rebuilt_not_reused(
     config = snapshot_config(kafka_bootstrap, tmp_path)
     worker = WorkerProcess(config, tmp_path, engine=BUILTIN_ENGINE).start()
     with Client(config, timeout=90) as client:
-        client.deploy(FIXTURES / "one-task.bpmn")
+        client.deploy(BPMN_FIXTURES / "one-task.bpmn")
         _load(client, 10)
     assert worker.stop() == 0
     admin = AdminClient({"bootstrap.servers": kafka_bootstrap})
@@ -175,7 +175,7 @@ def test_local_state_of_a_recreated_log_is_rebuilt_not_reused(
             with pytest.raises(CommandRejectedError) as raised:
                 client.create_instance("one-task")  # the old deployment must be gone
             assert raised.value.rejection_type is RejectionType.NOT_FOUND
-            client.deploy(FIXTURES / "one-task.bpmn")
+            client.deploy(BPMN_FIXTURES / "one-task.bpmn")
             client.create_instance("one-task")
             assert len(client.activate_jobs("work", max_jobs=100)) == 1
     finally:
@@ -193,7 +193,7 @@ def test_a_warm_store_below_the_log_start_restores_a_snapshot_instead_of_jumping
     config = snapshot_config(kafka_bootstrap, tmp_path)
     a = WorkerProcess(config, tmp_path / "a", "a", BUILTIN_ENGINE, env=FAST_SNAPSHOTS).start()
     with Client(config, timeout=90) as client:
-        client.deploy(FIXTURES / "one-task.bpmn")
+        client.deploy(BPMN_FIXTURES / "one-task.bpmn")
         _load(client, 10)
     assert a.stop() == 0, a.tail()
     with PartitionDb(tmp_path / "a" / "state" / config.namespace / "partition-0") as stale:

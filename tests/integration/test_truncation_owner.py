@@ -27,8 +27,8 @@ from partita.snapshots import SnapshotSettings
 from partita.state.db import LAST_PROCESSED_POSITION
 from partita.stream.errors import TaskFencedError
 from partita.stream.partition.task import PartitionTask
-from tests.integration.workers import create_topics, creation, produce, wait_until
 from tests.support.processors import build_engine
+from tests.support.worker_processes import create_topics, creation, produce, wait_until
 
 pytestmark = pytest.mark.kafka
 

@@ -34,7 +34,7 @@ from partita.protocol.records import event
 from partita.protocol.values import ProcessInstanceValue
 from partita.stream.errors import UnappliableRecordError
 from partita.stream.partition.stopped import StoppedMarker, commit_stopped, encode
-from tests.integration.workers import (
+from tests.support.worker_processes import (
     WorkerProcess,
     create_topics,
     creation,

@@ -21,9 +21,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.paths import ROOT
+
 pytestmark = pytest.mark.kafka
 
-ROOT = Path(__file__).resolve().parents[2]
 ONE_TASK = ROOT / "tests" / "fixtures" / "bpmn" / "one-task.bpmn"
 # What the build reads: pyproject.toml names README.md as the readme; engine/partita/_contract links
 # into avro/ and topics/.

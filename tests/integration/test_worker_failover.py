@@ -27,7 +27,7 @@ from partita.protocol.keys import encode_key
 from partita.protocol.records import command, event
 from partita.protocol.values import ProcessInstanceValue, TimerValue
 from partita.stream.processing.transaction import command_key
-from tests.integration.workers import (
+from tests.support.worker_processes import (
     CODEC,
     Load,
     WorkerProcess,

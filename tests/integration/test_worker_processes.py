@@ -18,8 +18,8 @@ from partita.config import Config, KafkaRole
 from partita.log.admin import admin_client
 from partita.log.clients import engine_group
 from partita.log.security import kafka_access
-from tests.integration.workers import (
-    ROOT,
+from tests.support.paths import ROOT
+from tests.support.worker_processes import (
     TEST_ENGINE,
     Load,
     WorkerProcess,

@@ -22,7 +22,7 @@ from partita.protocol.intents import (
 from partita.protocol.keys import encode_key, kafka_partition_of_key
 from partita.protocol.records import command
 from partita.protocol.values import ProcessInstanceValue
-from tests.integration.workers import (
+from tests.support.worker_processes import (
     CODEC,
     WorkerProcess,
     create_topics,
@@ -208,7 +208,7 @@ def test_a_command_on_the_wrong_partition_is_forwarded(
         ]
         return bool(copies) and all(c.position in log.results_of(2) for c in copies)
 
-    from tests.integration.workers import wait_until
+    from tests.support.worker_processes import wait_until
 
     wait_until(forwarded, 60, "the forwarded cancel to be processed on partition 2", worker.tail)
     log = read_log(config)
@@ -243,7 +243,7 @@ def test_follow_up_commands_are_processed_in_the_same_batch(
             + 4
         )
 
-    from tests.integration.workers import wait_until
+    from tests.support.worker_processes import wait_until
 
     wait_until(children_created, 60, "parent and 3 children", worker.tail)
     log = read_log(config)
@@ -270,7 +270,7 @@ def test_the_due_date_checker_turns_due_work_into_commands(
             for r in log.partitions[2]
         )
 
-    from tests.integration.workers import wait_until
+    from tests.support.worker_processes import wait_until
 
     wait_until(terminated, 60, "the due-date checker's cancel", worker.tail)
     log = read_log(config)

@@ -25,7 +25,8 @@ from partita.protocol.values import (
     JobValue,
     ProcessInstanceCreationValue,
 )
-from tests.integration.workers import (
+from tests.support.paths import BPMN_FIXTURES
+from tests.support.worker_processes import (
     BUILTIN_ENGINE,
     WorkerProcess,
     create_topics,
@@ -36,8 +37,6 @@ from tests.integration.workers import (
 
 pytestmark = pytest.mark.kafka
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "bpmn"
-
 
 def test_deploy_create_and_complete_on_every_partition(
     kafka_bootstrap: str, tmp_path: Path
@@ -47,7 +46,7 @@ def test_deploy_create_and_complete_on_every_partition(
     )
     create_topics(config)
     worker = WorkerProcess(config, tmp_path, engine=BUILTIN_ENGINE).start()
-    resource = DeploymentResource("one-task.bpmn", (FIXTURES / "one-task.bpmn").read_bytes())
+    resource = DeploymentResource("one-task.bpmn", (BPMN_FIXTURES / "one-task.bpmn").read_bytes())
     produce(config, [(1, command(DeploymentIntent.CREATE, DeploymentValue(resources=(resource,))))])
 
     def distributed() -> bool:

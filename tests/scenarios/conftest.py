@@ -11,26 +11,11 @@ from typing import Any
 
 import pytest
 
-from partita.processing.builtin import build_engine
 from partita.protocol.intents import DeploymentIntent
 from partita.protocol.records import command
 from partita.protocol.values import DeploymentResource, DeploymentValue
-from tests.support.memory import MemoryEngine
-
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "bpmn"
-
-
-HARNESSES = ["memory", pytest.param("kafka", marks=pytest.mark.kafka)]
-
-
-def make_harness(request: pytest.FixtureRequest, home: Path, partitions: int) -> Any:
-    """The engine on the harness `request.param` names ("memory" or "kafka")."""
-    if request.param == "kafka":
-        from tests.support.kafka_engine import KafkaEngine
-
-        bootstrap = request.getfixturevalue("kafka_bootstrap")
-        return KafkaEngine(build_engine(), home, bootstrap, partitions=partitions)
-    return MemoryEngine(build_engine(), home, partitions=partitions)
+from tests.support.harnesses import HARNESSES, make_harness
+from tests.support.paths import BPMN_FIXTURES
 
 
 @pytest.fixture(params=HARNESSES)
@@ -38,7 +23,7 @@ def engine(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
     harness = make_harness(request, tmp_path, partitions=1)
     for name in ("one-task.bpmn", "order-process.bpmn"):
         value = DeploymentValue(
-            resources=(DeploymentResource(name, (FIXTURES / name).read_bytes()),)
+            resources=(DeploymentResource(name, (BPMN_FIXTURES / name).read_bytes()),)
         )
         harness.send(0, command(DeploymentIntent.CREATE, value))
     harness.run()

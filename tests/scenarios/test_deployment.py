@@ -12,11 +12,11 @@ from partita.protocol.enums import RecordType, RejectionType
 from partita.protocol.intents import DeploymentIntent, ProcessIntent
 from partita.protocol.records import Record, command
 from partita.protocol.values import DeploymentResource, DeploymentValue
-from tests.scenarios.conftest import HARNESSES, make_harness
+from tests.support.harnesses import HARNESSES, make_harness
 from tests.support.memory import MemoryEngine
+from tests.support.paths import BPMN_FIXTURES
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "bpmn"
-ORDER = (FIXTURES / "order-process.bpmn").read_bytes()
+ORDER = (BPMN_FIXTURES / "order-process.bpmn").read_bytes()
 
 
 @pytest.fixture(params=HARNESSES)

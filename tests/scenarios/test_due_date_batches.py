@@ -23,8 +23,8 @@ from partita.protocol.intents import (
 )
 from partita.protocol.records import command
 from partita.protocol.values import MessageValue, ProcessInstanceCreationValue
-from tests.scenarios.helpers import deploy
 from tests.support.memory import MemoryEngine
+from tests.support.scenario_steps import deploy
 
 
 @pytest.fixture

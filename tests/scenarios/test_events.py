@@ -17,8 +17,8 @@ from partita.protocol.intents import (
 )
 from partita.protocol.records import command
 from partita.protocol.values import ProcessInstanceCreationValue
-from tests.scenarios.helpers import (
-    FIXTURES,
+from tests.support.paths import BPMN_FIXTURES
+from tests.support.scenario_steps import (
     all_events,
     complete,
     create,
@@ -152,7 +152,7 @@ def test_message_start_events_follow_the_latest_version(engine: Any) -> None:
     second = publish(engine, "order-placed", "c-1", item="cup").value.process_instance_key
     assert second != first
 
-    version_2 = (FIXTURES / "starts.bpmn").read_bytes().replace(b'"handle-order"', b'"v2"')
+    version_2 = (BPMN_FIXTURES / "starts.bpmn").read_bytes().replace(b'"handle-order"', b'"v2"')
     deploy(engine, "starts.bpmn", content={"starts.bpmn": version_2})
     subscriptions = [
         r.intent

@@ -33,10 +33,9 @@ from partita.protocol.values import (
     ProcessInstanceValue,
     VariableDocumentValue,
 )
-from tests.scenarios.helpers import complete, create, jobs_of, lifecycle, send
 from tests.support.memory import MemoryEngine
-
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "bpmn"
+from tests.support.paths import BPMN_FIXTURES
+from tests.support.scenario_steps import complete, create, jobs_of, lifecycle, send
 
 
 def test_start_service_task_end_follows_zeebes_record_order(engine: MemoryEngine) -> None:
@@ -283,7 +282,7 @@ def test_a_creation_that_overtakes_its_deployment_is_handed_to_partition_0(
     the process before answering the deployment, instead of rejecting it NOT_FOUND."""
     harness = MemoryEngine(build_engine(), tmp_path / "live", partitions=3)
     try:
-        fixture = Path(__file__).resolve().parents[1] / "fixtures" / "bpmn" / "one-task.bpmn"
+        fixture = BPMN_FIXTURES / "one-task.bpmn"
         resource = DeploymentResource("one-task.bpmn", fixture.read_bytes())
         harness.send(0, command(DeploymentIntent.CREATE, DeploymentValue(resources=(resource,))))
         reply = ReplyTo(harness.REPLIES, 0, b"early")

@@ -17,8 +17,9 @@ from partita.protocol.enums import RejectionType
 from partita.protocol.intents import DeploymentIntent, JobBatchIntent, JobIntent
 from partita.protocol.records import Record, command
 from partita.protocol.values import DeploymentResource, DeploymentValue, JobBatchValue, JobValue
-from tests.scenarios.helpers import FIXTURES, complete, create, jobs_of, send
 from tests.support.memory import CODEC, MemoryEngine
+from tests.support.paths import BPMN_FIXTURES
+from tests.support.scenario_steps import complete, create, jobs_of, send
 
 TOPIC = "mem.jobs.work"
 
@@ -28,7 +29,9 @@ def pushing(tmp_path: Path) -> Iterator[MemoryEngine]:
     push = JobPush(topics={"work": (TOPIC, 1)}, limit=2, timeout_ms=10_000)
     memory = MemoryEngine(build_engine(), tmp_path, partitions=1, job_push=push)
     value = DeploymentValue(
-        resources=(DeploymentResource("one-task.bpmn", (FIXTURES / "one-task.bpmn").read_bytes()),)
+        resources=(
+            DeploymentResource("one-task.bpmn", (BPMN_FIXTURES / "one-task.bpmn").read_bytes()),
+        )
     )
     memory.send(0, command(DeploymentIntent.CREATE, value))
     memory.run()
@@ -86,7 +89,9 @@ def test_jobs_waiting_when_a_topic_appears_are_pushed(tmp_path: Path) -> None:
     push = JobPush(limit=10)
     memory = MemoryEngine(build_engine(), tmp_path, partitions=1, job_push=push)
     value = DeploymentValue(
-        resources=(DeploymentResource("one-task.bpmn", (FIXTURES / "one-task.bpmn").read_bytes()),)
+        resources=(
+            DeploymentResource("one-task.bpmn", (BPMN_FIXTURES / "one-task.bpmn").read_bytes()),
+        )
     )
     memory.send(0, command(DeploymentIntent.CREATE, value))
     memory.run()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 from partita.protocol.enums import (
     ErrorType,
@@ -21,10 +20,8 @@ from partita.protocol.values import (
     JobBatchValue,
     JobValue,
 )
-from tests.scenarios.helpers import complete, create, jobs_of, lifecycle, send
 from tests.support.memory import MemoryEngine
-
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "bpmn"
+from tests.support.scenario_steps import complete, create, jobs_of, lifecycle, send
 
 
 def test_completing_a_finished_job_is_rejected_not_found(engine: MemoryEngine) -> None:

@@ -19,8 +19,8 @@ from partita.protocol.intents import (
     ProcessMessageSubscriptionIntent,
 )
 from partita.protocol.routing import partition_for_correlation_key
-from tests.scenarios.conftest import HARNESSES, make_harness
-from tests.scenarios.helpers import create, deploy, publish, steps
+from tests.support.harnesses import HARNESSES, make_harness
+from tests.support.scenario_steps import create, deploy, publish, steps
 
 
 def _waiting(engine: Any, order_id: str) -> int:

@@ -11,7 +11,7 @@ from partita.protocol.enums import ErrorType
 from partita.protocol.intents import IncidentIntent, JobIntent, TimerIntent
 from partita.protocol.records import command
 from partita.protocol.values import JobValue
-from tests.scenarios.helpers import all_events, complete, create, deploy, jobs_of, steps
+from tests.support.scenario_steps import all_events, complete, create, deploy, jobs_of, steps
 
 
 def _variables(engine: Any, job: Any) -> dict[str, Any]:

@@ -16,11 +16,12 @@ from partita.protocol.values import (
     IncidentValue,
     VariableDocumentValue,
 )
-from tests.scenarios.helpers import FIXTURES, complete, create, jobs_of, lifecycle, send
+from tests.support.paths import BPMN_FIXTURES
+from tests.support.scenario_steps import complete, create, jobs_of, lifecycle, send
 
 
 def _deploy(engine: Any, *names: str) -> None:
-    resources = tuple(DeploymentResource(n, (FIXTURES / n).read_bytes()) for n in names)
+    resources = tuple(DeploymentResource(n, (BPMN_FIXTURES / n).read_bytes()) for n in names)
     send(engine, command(DeploymentIntent.CREATE, DeploymentValue(resources=resources)))
 
 

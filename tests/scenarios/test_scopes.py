@@ -15,7 +15,7 @@ from partita.protocol.enums import ErrorType, RejectionType
 from partita.protocol.intents import IncidentIntent, JobIntent, ProcessInstanceIntent
 from partita.protocol.records import command
 from partita.protocol.values import JobValue, ProcessInstanceValue
-from tests.scenarios.helpers import (
+from tests.support.scenario_steps import (
     all_events,
     complete,
     create,

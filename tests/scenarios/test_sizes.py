@@ -25,8 +25,8 @@ from partita.protocol.values import (
     ProcessInstanceCreationValue,
     VariableDocumentValue,
 )
-from tests.scenarios.helpers import complete, create, deploy, jobs_of, lifecycle, send
 from tests.support.memory import MemoryEngine
+from tests.support.scenario_steps import complete, create, deploy, jobs_of, lifecycle, send
 
 
 def _activate(engine: MemoryEngine) -> list[Record]:

@@ -19,8 +19,7 @@ import ast
 from collections.abc import Iterator
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-ENGINE = ROOT / "engine" / "partita"
+from tests.support.paths import ENGINE
 
 SHARED = {"errors", "config", "resources", "elements", "partita"}
 """Imported by every layer: the error base classes, the one Config, contract file lookup, and

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from partita.bpmn import BpmnValidationError, ExclusiveGateway, ServiceTask, parse_bpmn
 from partita.bpmn.xml import MAX_BYTES
 from partita.protocol.enums import BpmnElementType
-
-FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "bpmn"
+from tests.support.paths import BPMN_FIXTURES
 
 
 def _process(body: str, extra_ns: str = "") -> bytes:
@@ -28,7 +25,9 @@ def _problems(data: bytes) -> list[str]:
 
 
 def test_a_camunda_modeler_file_parses_into_the_executable_model() -> None:
-    (process,) = parse_bpmn((FIXTURES / "order-process.bpmn").read_bytes(), "order-process.bpmn")
+    (process,) = parse_bpmn(
+        (BPMN_FIXTURES / "order-process.bpmn").read_bytes(), "order-process.bpmn"
+    )
     assert (process.id, process.name, process.start_event) == (
         "order-process",
         "Order process",

@@ -14,9 +14,9 @@ from partita.config import docs as config_docs
 from partita.config.parsers import parse_bool
 from partita.config.settings import SETTINGS, STANDBY, TRUNCATE
 from partita.errors import ConfigError
+from tests.support.paths import ENGINE, ROOT
 
-ROOT = Path(__file__).resolve().parents[3]
-PACKAGE = ROOT / "engine" / "partita"
+PACKAGE = ENGINE
 
 
 def test_the_configuration_page_is_generated_from_the_table() -> None:

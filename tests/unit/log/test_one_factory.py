@@ -6,7 +6,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-ENGINE = Path(__file__).resolve().parents[3] / "engine" / "partita"
+from tests.support.paths import ENGINE
+
 CLIENT_CLASSES = {"Consumer", "Producer", "AdminClient", "AIOKafkaConsumer", "AIOKafkaProducer"}
 FACTORY = ENGINE / "log" / "clients.py"
 

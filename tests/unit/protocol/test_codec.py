@@ -24,7 +24,7 @@ from partita.protocol.schemas import (
 )
 from partita.protocol.values import JobValue, MessageValue, ProcessInstanceCreationValue
 from partita.resources import contract_dir
-from tests.unit.protocol.samples import sample_record
+from tests.support.sample_records import sample_record
 
 CODEC = RecordCodec()
 

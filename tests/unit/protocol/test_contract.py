@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from enum import Enum
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,8 +17,8 @@ from partita.protocol.enums import ValueType
 from partita.protocol.intents import ALL_INTENT_NAMES, INTENTS_BY_VALUE_TYPE
 from partita.protocol.schemas import current_schema, named_types
 from partita.protocol.values import VALUE_CLASSES
+from tests.support.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[3]
 RAW = json.loads(current_schema().path.read_text())
 
 
@@ -88,7 +87,8 @@ def test_value_dataclasses_match_their_avro_records(cls: type[Any]) -> None:
 
 
 def test_the_records_reference_in_docs_is_generated_from_the_schema() -> None:
-    committed = (ROOT / "docs" / "records.md").read_text()
+    committed = (ROOT / "docs" / "internals" / "records.md").read_text()
     assert committed == render(), (
-        "docs/records.md is stale: run `python -m partita.protocol.docgen > docs/records.md`"
+        "docs/internals/records.md is stale: run"
+        " `python -m partita.protocol.docgen > docs/internals/records.md`"
     )

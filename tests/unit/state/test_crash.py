@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from partita.state import ColumnFamilies, PartitionDb
+from tests.support.paths import ROOT
 
 CHILD = """
 import sys, time
@@ -35,7 +36,7 @@ def test_kill_9_between_commits_keeps_exactly_the_committed_batches(tmp_path: Pa
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
-        cwd=Path(__file__).resolve().parents[3],
+        cwd=ROOT,
     )
     assert child.stdin is not None and child.stdout is not None
     last = 0

@@ -26,8 +26,9 @@ from partita.state.errors import EncodingError, StateError, StoreLockedError
 from partita.state.migrate import open_current, readable
 from partita.state.stored import ElementInstance, Incident, Job
 from tests.support.memory import CODEC
+from tests.support.paths import STATE_FIXTURES
 
-FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "state" / "layout-2.tar.gz"
+FIXTURE = STATE_FIXTURES / "layout-2.tar.gz"
 
 
 @pytest.fixture

@@ -1,19 +1,17 @@
-"""docs/state.md is the table the column family declarations give, so it cannot drift."""
+"""docs/internals/state.md is the table the column family declarations give, so it cannot drift."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from partita.state.columns import ColumnFamilies
 from partita.state.state_doc import render
-
-ROOT = Path(__file__).resolve().parents[3]
+from tests.support.paths import ROOT
 
 
 def test_docs_state_md_is_current() -> None:
-    committed = (ROOT / "docs" / "state.md").read_text()
+    committed = (ROOT / "docs" / "internals" / "state.md").read_text()
     assert committed == render(), (
-        "docs/state.md is stale: run `python -m partita.state.state_doc > docs/state.md`"
+        "docs/internals/state.md is stale: run"
+        " `python -m partita.state.state_doc > docs/internals/state.md`"
     )
 
 

@@ -27,7 +27,7 @@ from partita.protocol.headers import INGRESS_OFFSET, record_headers
 from partita.protocol.intents import ProcessInstanceCreationIntent
 from partita.protocol.records import Record
 from partita.protocol.values import JobValue
-from tests.integration.workers import (
+from tests.support.worker_processes import (
     BUILTIN_ENGINE,
     CODEC,
     WorkerProcess,

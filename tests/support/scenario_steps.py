@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import uuid
-from pathlib import Path
 from typing import Any
 
 from partita.protocol.headers import ReplyTo
@@ -25,8 +24,7 @@ from partita.protocol.values import (
     ProcessInstanceCreationValue,
 )
 from tests.support.memory import MemoryEngine
-
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "bpmn"
+from tests.support.paths import BPMN_FIXTURES
 
 
 def create(engine: MemoryEngine, process_id: str, **variables: object) -> int:
@@ -79,7 +77,8 @@ def send(engine: MemoryEngine, record: Record) -> list[Record]:
 def deploy(engine: Any, *names: str, content: dict[str, bytes] | None = None) -> list[Record]:
     """Deploy fixture files (or `content` by resource name); the deployment's results."""
     resources = tuple(
-        DeploymentResource(n, (content or {}).get(n) or (FIXTURES / n).read_bytes()) for n in names
+        DeploymentResource(n, (content or {}).get(n) or (BPMN_FIXTURES / n).read_bytes())
+        for n in names
     )
     return send(engine, command(DeploymentIntent.CREATE, DeploymentValue(resources=resources)))
 

@@ -23,14 +23,13 @@ from partita.protocol.values import (
     ProcessInstanceCreationValue,
 )
 from tests.support.memory import CODEC, MemoryEngine
-
-FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "bpmn"
+from tests.support.paths import BPMN_FIXTURES
 
 
 @pytest.fixture
 def engine(tmp_path: Path) -> Iterator[MemoryEngine]:
     harness = MemoryEngine(build_engine(), tmp_path, partitions=1)
-    bpmn = (FIXTURES / "one-task.bpmn").read_bytes()
+    bpmn = (BPMN_FIXTURES / "one-task.bpmn").read_bytes()
     resources = (DeploymentResource("one-task.bpmn", bpmn),)
     harness.send(0, command(DeploymentIntent.CREATE, DeploymentValue(resources=resources)))
     harness.run()

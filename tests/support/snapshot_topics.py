@@ -11,7 +11,7 @@ from confluent_kafka import Consumer
 
 from partita.config import Config
 from partita.snapshots import store
-from tests.integration.workers import create_topics
+from tests.support.worker_processes import create_topics
 
 
 def snapshot_config(bootstrap: str, home: Path) -> Config:

@@ -3,12 +3,11 @@ engine/partita/ops/acls.py."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from partita.config import KafkaRole
 from partita.ops.acls import DOCS_BEGIN, DOCS_END, update_docs
+from tests.support.paths import ROOT
 
-DOCS = Path(__file__).resolve().parents[2] / "docs" / "security.md"
+DOCS = ROOT / "docs" / "security.md"
 
 
 def test_the_acls_in_docs_security_md_are_generated_from_the_code() -> None:

@@ -25,8 +25,7 @@ from partita.protocol.values import (
 )
 from partita.stream.processing.state_machine import READ_ONLY_COMMIT_S
 from tests.support.memory import CODEC, MemoryEngine, MemoryKafka, MemoryProducer
-
-FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "bpmn"
+from tests.support.paths import BPMN_FIXTURES
 
 
 class CountingProducer(MemoryProducer):
@@ -65,7 +64,7 @@ def test_reading_back_its_own_events_commits_nothing_until_the_next_batch(
 ) -> None:
     harness, producer = _engine(tmp_path)
     machine = harness.machines[0]
-    resource = DeploymentResource("one-task.bpmn", (FIXTURES / "one-task.bpmn").read_bytes())
+    resource = DeploymentResource("one-task.bpmn", (BPMN_FIXTURES / "one-task.bpmn").read_bytes())
     harness.send(0, command(DeploymentIntent.CREATE, DeploymentValue(resources=(resource,))))
     _step(harness)  # the deployment: its events
     assert len(producer.commits) == 1

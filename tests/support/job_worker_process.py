@@ -1,5 +1,5 @@
 """A job worker in its own process, for tests that kill it:
-`python -m tests.integration.job_worker_process BOOTSTRAP NAMESPACE NAME TYPE [--exactly-once]`.
+`python -m tests.support.job_worker_process BOOTSTRAP NAMESPACE NAME TYPE [--exactly-once]`.
 
 Its task takes 20 ms and completes the job with `{"doneBy": NAME}`; it prints `ready` once its
 partitions are assigned and stops gracefully on SIGTERM.

@@ -1,7 +1,8 @@
-"""The BPMN conformance corpus: each case in `cases/` names BPMN files of `bpmn/`, steps that
-drive one process instance, and the expected outcome. `run_case` plays a case on an engine
-harness (the in-memory log or the real broker) and checks the outcome; `features` names what
-a model uses, for the coverage matrix (`coverage.py`).
+"""The BPMN conformance corpus: each case in `tests/conformance/cases/` names BPMN files of
+`tests/conformance/bpmn/`, steps that drive one process instance, and the expected outcome.
+`run_case` plays a case on an engine harness (the in-memory log or the real broker) and checks
+the outcome; `features` names what a model uses, for the coverage matrix
+(`tests/conformance/coverage.py`).
 
 Case format (YAML):
 
@@ -30,7 +31,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import yaml
@@ -50,11 +50,11 @@ from partita.protocol.values import (
     JobValue,
     ProcessInstanceValue,
 )
-from tests.scenarios.helpers import all_events, complete, create, publish, send
+from tests.support.paths import CONFORMANCE
+from tests.support.scenario_steps import all_events, complete, create, publish, send
 
-HERE = Path(__file__).resolve().parent
-CASES = HERE / "cases"
-BPMN = HERE / "bpmn"
+CASES = CONFORMANCE / "cases"
+BPMN = CONFORMANCE / "bpmn"
 
 
 @dataclass(frozen=True)

@@ -31,10 +31,9 @@ from partita.protocol.intents import (
     ProcessInstanceIntent,
 )
 from partita.protocol.records import Record
-from tests.integration.workers import clean_kafka_env, committed_messages, read_log
+from tests.support.paths import EXAMPLES, ROOT
+from tests.support.worker_processes import clean_kafka_env, committed_messages, read_log
 
-ROOT = Path(__file__).resolve().parents[2]
-EXAMPLES = ROOT / "examples"
 BPMN = EXAMPLES / "order-pricing.bpmn"
 INSTANCES = 5
 COMPLETED = re.compile(r"^order (\d+): instance (\d+) completed with (\{.*\})$")

@@ -34,8 +34,8 @@ from partita.protocol.headers import ReplyTo, record_headers
 from partita.protocol.intents import ProcessInstanceCreationIntent
 from partita.protocol.records import Record, command
 from partita.protocol.values import ProcessInstanceCreationValue
+from tests.support.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 TEST_ENGINE = "tests.support.processors:build_engine"
 BUILTIN_ENGINE = "partita.processing.builtin:build_engine"
 CODEC = RecordCodec()

@@ -3,6 +3,7 @@ error naming partition, offset, value type and intent, and the skip list gets pa
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from pathlib import Path
 
@@ -28,7 +29,7 @@ from partita.stream.replay import verify as verify_module
 from partita.stream.replay.standby import Standby
 from partita.stream.replay.state_machine import ReplayStateMachine
 from partita.stream.replay.verify import verify_replay
-from partita.stream.skips import NO_SKIPS, SkipList, from_env, parse
+from partita.stream.skips import NO_SKIPS, SkipList, of_config, parse
 from tests.support.memory import CODEC, MemoryKafka
 from tests.support.memory_consumer import MemoryConsumer
 
@@ -197,11 +198,12 @@ def test_verify_replay_names_the_record_it_cannot_apply(
         verify_replay(config, ENGINE, PARTITION, skips=NO_SKIPS)
 
 
-def test_verify_replay_honours_the_skip_list_from_the_environment(
+def test_verify_replay_honours_the_skip_list_of_its_config(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     config, _ = _verify_setup(tmp_path, monkeypatch)
-    monkeypatch.setenv("PARTITA_SKIP_RECORDS", f"{PARTITION}:{BAD}")
+    skipping = Config.from_env({"PARTITA_SKIP_RECORDS": f"{PARTITION}:{BAD}"})
+    config = dataclasses.replace(config, skip_records=skipping.skip_records)
     result = verify_replay(config, ENGINE, PARTITION)
     assert result.equal and result.events == 5
 
@@ -210,7 +212,7 @@ def test_the_skip_list_parses_positions_and_names_a_bad_item() -> None:
     assert parse(" 2:1234, 0:7,,") == SkipList.of([(2, 1234), (0, 7)])
     assert str(parse("2:1234,0:7")) == "0:7,2:1234"
     assert parse("2:1234").offsets(2) == {1234} and not parse("2:1234").offsets(1)
-    assert from_env({}) == NO_SKIPS and not NO_SKIPS
+    assert of_config(Config()) == NO_SKIPS and not NO_SKIPS
     for bad in ("2", "a:1", "2:-1", "1:2:3"):
         with pytest.raises(ConfigError, match="PARTITA_SKIP_RECORDS"):
             parse(bad)

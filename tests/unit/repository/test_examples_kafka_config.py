@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-from pathlib import Path
 
 import pytest
 
+from tests.support.paths import EXAMPLES
+
 pytestmark = pytest.mark.interop
 
-NODE_EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "node"
+NODE_EXAMPLE = EXAMPLES / "node"
 
 
 def test_the_node_examples_translate_kafka_properties_as_their_self_check_says() -> None:

@@ -19,8 +19,8 @@ from partita.cli import build_parser
 from partita.config import Config, KafkaRole
 from partita.log.properties import read_properties
 from partita.log.security import kafka_access
+from tests.support.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 PLAIN = "compose.yaml"
 SECURE = "compose.secure.yaml"
 ROLE_OF_SERVICE = {

@@ -1,7 +1,7 @@
-"""The domains of engine/partita/processing: docs/handlers.md is the table the engine's registry
-gives, every handler is registered by the module that defines it, and the processing modules import
-each other without a cycle: domains' `state` and the shared `behavior` import no domain's logic, and
-no module but the build imports one that registers handlers."""
+"""The domains of engine/partita/processing: docs/internals/handlers.md is the table the engine's
+registry gives, every handler is registered by the module that defines it, and the processing
+modules import each other without a cycle: domains' `state` and the shared `behavior` import no
+domain's logic, and no module but the build imports one that registers handlers."""
 
 from __future__ import annotations
 
@@ -19,16 +19,16 @@ from partita.protocol.enums import RecordType, ValueType
 from partita.protocol.intents import JobIntent
 from partita.protocol.records import Record, command
 from partita.protocol.values import JobValue
+from tests.support.paths import ENGINE, ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
-PROCESSING = ROOT / "engine" / "partita" / "processing"
+PROCESSING = ENGINE / "processing"
 
 
 def test_the_handlers_table_in_docs_is_generated_from_the_engine() -> None:
-    committed = (ROOT / "docs" / "handlers.md").read_text()
+    committed = (ROOT / "docs" / "internals" / "handlers.md").read_text()
     assert committed == render(), (
-        "docs/handlers.md is stale: run"
-        " `python -m partita.processing.handlers_doc > docs/handlers.md`"
+        "docs/internals/handlers.md is stale: run"
+        " `python -m partita.processing.handlers_doc > docs/internals/handlers.md`"
     )
 
 
@@ -36,7 +36,7 @@ def test_the_table_names_each_handler_and_its_module() -> None:
     page = render()
     assert (
         "| `COMPLETE` | client command | `complete` | [job/processors.py]"
-        "(../engine/partita/processing/job/processors.py) |"
+        "(../../engine/partita/processing/job/processors.py) |"
     ) in page
     assert "| `COMPLETED` | event | `apply_removed` | [job/appliers.py]" in page
     assert "| `UPDATE_TIMEOUT` | client command | - | - |" in page  # no processor yet
@@ -91,7 +91,7 @@ def test_install_registers_in_definition_order() -> None:
 
 
 def _module_name(path: Path) -> str:
-    parts = path.relative_to(ROOT).with_suffix("").parts
+    parts = path.relative_to(ENGINE.parent).with_suffix("").parts
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
@@ -125,7 +125,7 @@ def test_shared_behaviours_and_state_modules_import_no_room_logic() -> None:
     """A domain's `state` imports only other domains' state; `behavior` only state, other
     behaviours and the machinery: so any domain can use them without a cycle."""
     machinery = {"partita.processing.context", "partita.processing.dispatch"}
-    packages = {name for name in _graph() if (ROOT / name.replace(".", "/")).is_dir()}
+    packages = {name for name in _graph() if (ENGINE.parent / name.replace(".", "/")).is_dir()}
 
     def allowed(imported: str, *, behavior: bool) -> bool:
         if imported in packages or imported.endswith(".state"):
