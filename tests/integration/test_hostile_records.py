@@ -36,7 +36,7 @@ from tests.support.hostile_attack import (
 )
 from tests.support.worker_processes import CODEC, read_log, wait_until
 
-pytestmark = pytest.mark.kafka
+pytestmark = [pytest.mark.kafka, pytest.mark.codec]  # also run with the pure-Python codec
 
 
 def test_forged_events_rejections_and_garbage_never_reach_the_log(attack: Attack) -> None:

@@ -28,7 +28,7 @@ from partita.stream.metrics import ProcessingMetrics
 from partita.stream.worker import Worker
 from tests.support.worker_processes import committed_messages
 
-pytestmark = pytest.mark.kafka
+pytestmark = [pytest.mark.kafka, pytest.mark.codec]  # also run with the pure-Python codec
 CODEC = RecordCodec()
 
 

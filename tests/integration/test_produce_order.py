@@ -16,7 +16,7 @@ from partita.log.admin import admin_client
 from partita.log.clients import ANY_PARTITION, NOW, new_consumer, new_producer
 from partita.log.security import kafka_access
 
-pytestmark = pytest.mark.kafka
+pytestmark = [pytest.mark.kafka, pytest.mark.codec]  # also run with the pure-Python codec
 
 
 def test_positional_produce_sets_key_partition_callback_and_headers(config: Config) -> None:

@@ -43,7 +43,7 @@ from tests.support.worker_processes import (
     wait_until,
 )
 
-pytestmark = pytest.mark.kafka
+pytestmark = [pytest.mark.kafka, pytest.mark.codec]  # also run with the pure-Python codec
 
 CODEC = RecordCodec()
 GARBAGE = 1

@@ -35,7 +35,7 @@ from tests.support.worker_processes import (
     wait_until,
 )
 
-pytestmark = pytest.mark.kafka
+pytestmark = [pytest.mark.kafka, pytest.mark.codec]  # also run with the pure-Python codec
 
 
 def test_deploy_create_and_complete_on_every_partition(
