@@ -2,9 +2,9 @@
 
 One JSON object per record: the record's metadata (`partition`, `position`, `key`, `timestamp`,
 `recordType`, `valueType`, `intent`, `sourceRecordPosition`, and the rejection fields for a
-rejection) and `value` with the field names of `docs/records.md`. Variable documents (the
-`variables` strings) become JSON objects and a VARIABLE's `value` its JSON value; bytes become
-text when they are UTF-8 (a BPMN resource) and base64 otherwise, with checksums as hex.
+rejection) and `value` with the field names of `docs/internals/records.md`. Variable documents
+(the `variables` strings) become JSON objects and a VARIABLE's `value` its JSON value; bytes
+become text when they are UTF-8 (a BPMN resource) and base64 otherwise, with checksums as hex.
 """
 
 from __future__ import annotations

@@ -26,7 +26,7 @@ WORKER_EXAMPLES = """examples:
 Run as many as you like: the group <ns>.engine spreads the log's partitions over them.
 Ctrl-C or SIGTERM stops it after the running batch. With --processes N a supervisor runs N
 worker processes, prefixes their lines with [worker-<i>] and restarts one that crashes.
-See docs/worker.md.
+See docs/internals/worker.md.
 """
 
 VERIFY_EXAMPLES = """examples:

@@ -5,7 +5,7 @@ version) to event appliers. A processor reads state and writes records through i
 `ProcessingContext`; every event it writes is applied at once (read-your-writes inside the
 batch). Replay runs the appliers only.
 
-The machinery is in this package's own modules: `engine` (the dispatch maps, and `Handlers`,
+The machinery is in this package's own modules: `dispatch` (the dispatch maps, and `Handlers`,
 the decorators a module registers its processors, appliers and due-date checkers with),
 `context` (what a processor sees), `awaiting` (requests awaiting a result), `banning` (ERROR
 events ban their instance) and `builtin` (the default engine: every domain installed). Each
@@ -25,8 +25,9 @@ events) and `state` (its column families and how they are read):
 
 Nothing imports a domain's processors or appliers but `builtin`. User tasks, decisions and
 signals get domain packages of their own (`user_task/`, `decision/`, `signal/`) laid out the same
-way and added to `builtin.HANDLER_MODULES`. `docs/handlers.md` lists the function that handles each
-(value type, intent); regenerate it with `python -m partita.processing.handlers_doc`.
+way and added to `builtin.HANDLER_MODULES`. `docs/internals/handlers.md` lists the function that
+handles each (value type, intent); regenerate it with `python -m partita.processing.handlers_doc`.
+How to add a command, an applier or an element: `docs/development.md`.
 """
 
 from partita.processing.context import ProcessingContext, ProcessingOutput, RejectionError

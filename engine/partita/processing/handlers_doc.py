@@ -1,11 +1,11 @@
-"""Renders `docs/handlers.md`: for every (value type, intent) of the protocol, the function of
-the default engine (`builtin.build_engine`) that handles it (the processor of a command, the
-applier of an event) and the module that defines and registers it; then the due-date checkers
-and after-command hooks in the order they run.
+"""Renders `docs/internals/handlers.md`: for every (value type, intent) of the protocol, the
+function of the default engine (`builtin.build_engine`) that handles it (the processor of a
+command, the applier of an event) and the module that defines and registers it; then the
+due-date checkers and after-command hooks in the order they run.
 
 The table is read from the engine's registry, and a test compares it with the committed file,
 so the docs cannot drift from the code. Regenerate with:
-`python -m partita.processing.handlers_doc > docs/handlers.md`.
+`python -m partita.processing.handlers_doc > docs/internals/handlers.md`.
 """
 
 from __future__ import annotations
@@ -26,9 +26,10 @@ def _function(function: Callable[..., object]) -> str:
 
 
 def _module(function: Callable[..., object]) -> str:
-    """The module's file (under engine/partita/processing/ when it is there), linked from docs/."""
+    """The module's file (under engine/partita/processing/ when it is there), linked from
+    docs/internals/."""
     path = "engine/" + function.__module__.replace(".", "/") + ".py"
-    return f"[{path.removeprefix(_ROOM_PREFIX)}](../{path})"
+    return f"[{path.removeprefix(_ROOM_PREFIX)}](../../{path})"
 
 
 def render(engine: Engine | None = None) -> str:
@@ -46,8 +47,8 @@ def render(engine: Engine | None = None) -> str:
         "`engine/partita/processing/__init__.py`.",
         "",
         "Generated from the engine's registry by",
-        "`python -m partita.processing.handlers_doc > docs/handlers.md`; a test fails when this",
-        "file is stale.",
+        "`python -m partita.processing.handlers_doc > docs/internals/handlers.md`;",
+        "a test fails when this file is stale.",
     ]
     for value_type, intents in INTENTS_BY_VALUE_TYPE.items():
         lines += [

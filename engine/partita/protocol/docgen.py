@@ -1,8 +1,10 @@
-"""Renders `docs/records.md`, the readable reference of every record, from `avro/record.avsc`
-(field names, types, defaults, docs) and the intents declared in `partita.protocol.intents`.
+"""Renders `docs/internals/records.md`, the readable reference of every record, from
+`avro/record.avsc` (field names, types, defaults, docs) and the intents declared in
+`partita.protocol.intents`.
 
 The reference is generated, and a test compares it with the committed file, so the docs cannot
-drift from the contract. Regenerate with: `python -m partita.protocol.docgen > docs/records.md`.
+drift from the contract. Regenerate with:
+`python -m partita.protocol.docgen > docs/internals/records.md`.
 """
 
 from __future__ import annotations
@@ -117,7 +119,8 @@ def render() -> str:
         "# Record reference",
         "",
         "<!-- Generated from avro/record.avsc and engine/partita/protocol/intents.py by",
-        "     `python -m partita.protocol.docgen > docs/records.md`; a test keeps it current. -->",
+        "     `python -m partita.protocol.docgen > docs/internals/records.md`;",
+        "     a test keeps it current. -->",
         "",
         "Every record on the log is one Avro `Record` (schema `avro/record.avsc`), written with",
         "Avro single-object encoding: the bytes `C3 01`, the 8-byte little-endian CRC-64-AVRO",

@@ -1,4 +1,5 @@
-"""Which Kafka partition a command belongs on (ARCHITECTURE.md section 4).
+"""Which Kafka partition a command belongs on (docs/architecture.md, "Routing: which partition
+a command belongs on").
 
 Message correlation keys use Kafka's Java default partitioner (`toPositive(murmur2(key)) % n`),
 so a Java producer with `key=correlationKey` lands on the right partition unchanged; librdkafka
@@ -73,8 +74,8 @@ def partition_for_key(key: int, partition_count: int) -> int:
 
 
 def partition_for_command(record: Record, partition_count: int, default: int) -> int:
-    """The Kafka partition a command belongs on (ARCHITECTURE.md section 4); `default` for
-    commands that may go anywhere (process instance creation) or carry an invalid key (the
+    """The Kafka partition a command belongs on (docs/architecture.md, "Routing"); `default`
+    for commands that may go anywhere (process instance creation) or carry an invalid key (the
     owner of `default` then rejects them)."""
     if record.value_type is _VARIABLE_DOCUMENT:
         scope_key = record.value.scope_key  # type: ignore[union-attr]

@@ -1,4 +1,5 @@
-"""Snapshots and log truncation for one partition task (ARCHITECTURE.md section 8).
+"""Snapshots and log truncation for one partition task (docs/architecture.md, "Snapshots and
+log truncation").
 
 Every `every_records` processed records or `interval_s` seconds (whichever comes first, and
 only when something was processed), the task takes a RocksDB checkpoint (hard links, between

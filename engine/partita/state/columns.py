@@ -47,7 +47,7 @@ class ColumnFamilyDef(Generic[K, V]):
     """Entries are taken from the front and deleted (activatable jobs, due dates): scans
     start past the front's deletions (see `Overlay`), which RocksDB would otherwise walk."""
     doc: str = ""
-    """What a key maps to, for docs/state.md."""
+    """What a key maps to, for docs/internals/state.md."""
 
 
 VALUE_VERSION = 2

@@ -1,7 +1,7 @@
-"""Renders `docs/state.md`: every column family of a partition (its key, its value type, what
-it maps), then the fields of every stored type, read from the declarations themselves
+"""Renders `docs/internals/state.md`: every column family of a partition (its key, its value
+type, what it maps), then the fields of every stored type, read from the declarations themselves
 (`partita.state.columns`, `partita.state.stored`). A test compares it with the committed file.
-Regenerate with: `python -m partita.state.state_doc > docs/state.md`.
+Regenerate with: `python -m partita.state.state_doc > docs/internals/state.md`.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import msgspec
 from partita.state.columns import VALUE_VERSION, ColumnFamilies
 from partita.state.db import STATE_FORMAT
 
-_STORED = "../engine/partita/state/stored.py"
+_STORED = "../../engine/partita/state/stored.py"
 
 
 def _type_name(tp: Any) -> str:
@@ -55,7 +55,8 @@ def render() -> str:
         "snapshots stay usable across upgrades. To add a field, append it with a default; any",
         "other change to a stored type is a new layout with an upgrade.",
         "",
-        "Generated from the declarations by `python -m partita.state.state_doc > docs/state.md`;",
+        "Generated from the declarations by",
+        "`python -m partita.state.state_doc > docs/internals/state.md`;",
         "a test fails when this file is stale.",
         "",
         "| column family | key | value | maps |",
