@@ -16,6 +16,8 @@ from partita.config import Config
 from partita.errors import PartitaError
 from tests.support.worker_processes import WorkerProcess, create_topics
 
+pytestmark = pytest.mark.kafka
+
 
 def test_the_bench_waits_until_every_worker_owns_a_share_of_the_partitions(
     kafka_bootstrap: str, tmp_path: Path

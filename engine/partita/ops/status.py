@@ -19,7 +19,13 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, KafkaException, TopicPartition
+from confluent_kafka import (
+    Consumer,
+    ConsumerGroupTopicPartitions,
+    KafkaError,
+    KafkaException,
+    TopicPartition,
+)
 from confluent_kafka.admin import AdminClient
 
 from partita.config import Config, KafkaRole
@@ -134,12 +140,37 @@ def raise_missing(config: Config) -> None:
     )
 
 
+_ELECTING = frozenset(
+    {
+        KafkaError.NOT_LEADER_FOR_PARTITION,
+        KafkaError.LEADER_NOT_AVAILABLE,
+        KafkaError.UNKNOWN_TOPIC_OR_PART,
+    }
+)
+
+
+def _electing(error: KafkaError) -> bool:
+    """Whether `error` says a partition has no leader yet (or one this client does not know)."""
+    return bool(error.retriable()) or error.code() in _ELECTING
+
+
 def _watermarks(consumer: Consumer, topic: str, count: int) -> dict[int, tuple[int, int]]:
+    """Each partition's (low, high) offsets. A partition whose leader the cluster is still
+    electing (a topic just created, a broker restarting) answers a retriable error: asked again
+    until `_TIMEOUT`, so status right after `topics apply` shows the topic, not the error."""
+    deadline = time.monotonic() + _TIMEOUT
     out = {}
     for partition in range(count):
-        low, high = consumer.get_watermark_offsets(
-            TopicPartition(topic, partition), timeout=_TIMEOUT, cached=False
-        )
+        while True:
+            try:
+                low, high = consumer.get_watermark_offsets(
+                    TopicPartition(topic, partition), timeout=_TIMEOUT, cached=False
+                )
+                break
+            except KafkaException as error:
+                if not _electing(error.args[0]) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.1)
         out[partition] = (int(low), int(high))
     return out
 
