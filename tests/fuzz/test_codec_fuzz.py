@@ -6,105 +6,20 @@ Run longer with `HYPOTHESIS_PROFILE=long .venv/bin/python -m pytest tests/fuzz/t
 
 from __future__ import annotations
 
-import json
-import typing
-from collections.abc import Mapping
-from enum import Enum
 from typing import Any
 
 from hypothesis import example, given
 from hypothesis import strategies as st
-from msgspec import Struct
-from msgspec.structs import fields, replace
+from msgspec.structs import replace
 
-from partita.protocol import enums, values
-from partita.protocol.codec import HEADER_SIZE, MAGIC, RecordCodec
-from partita.protocol.convert import snake_case
-from partita.protocol.enums import RecordType, RejectionType, ValueType
+from partita.protocol.codec import MAGIC, RecordCodec
+from partita.protocol.enums import ValueType
 from partita.protocol.errors import DecodeError, ProtocolError, RecordTooLargeError
-from partita.protocol.intents import INTENTS_BY_VALUE_TYPE
 from partita.protocol.records import Record
-from partita.protocol.schemas import current_schema, known_schemas, named_types
-from partita.protocol.values import VALUE_CLASSES
+from partita.protocol.schemas import known_schemas
+from tests.support.codec import CODEC
 from tests.support.fuzz_profiles import fuzz_settings
-from tests.support.sample_records import sample_record
-
-CODEC = RecordCodec()
-INT32 = st.integers(-(2**31), 2**31 - 1)
-INT64 = st.integers(-(2**63), 2**63 - 1)
-TEXT = st.text(st.characters(blacklist_categories=("Cs",)), max_size=20)
-"""Avro strings are UTF-8: lone surrogates cannot be encoded, so no valid record holds one."""
-
-
-def _avro_int_fields() -> set[tuple[str, str]]:
-    """(record name, attribute) of every 32-bit Avro `int` field."""
-    raw = json.loads(current_schema().path.read_text())
-    return {
-        (name, snake_case(field["name"]))
-        for name, record in named_types(raw, "record").items()
-        for field in record["fields"]
-        if field["type"] == "int"
-    }
-
-
-_INT_FIELDS = _avro_int_fields()
-_HINTS = vars(values) | vars(enums)
-
-
-def _strategy(hint: Any, int32: bool) -> st.SearchStrategy[Any]:
-    origin = typing.get_origin(hint)
-    if hint is int:
-        return INT32 if int32 else INT64
-    if hint is str:
-        return TEXT
-    if hint is bool:
-        return st.booleans()
-    if hint is bytes:
-        return st.binary(max_size=20)
-    if isinstance(hint, type) and issubclass(hint, Enum):
-        return st.sampled_from(list(hint))
-    if isinstance(hint, type) and issubclass(hint, Struct):
-        return value_of(hint)
-    if origin is tuple:
-        return st.lists(_strategy(typing.get_args(hint)[0], False), max_size=3).map(tuple)
-    if origin is Mapping:
-        return st.dictionaries(TEXT, TEXT, max_size=3)
-    raise TypeError(f"no strategy for {hint!r}")
-
-
-def value_of(cls: type[Any]) -> st.SearchStrategy[Any]:
-    """Values of a record value class with every field drawn from its type (Avro `int` fields
-    within 32 bits, `long` fields within 64)."""
-    hints = typing.get_type_hints(cls, _HINTS)
-    return st.builds(
-        cls,
-        **{
-            f.name: _strategy(hints[f.name], (cls.__name__, f.name) in _INT_FIELDS)
-            for f in fields(cls)
-        },
-    )
-
-
-@st.composite
-def records(draw: st.DrawFn, value_type: ValueType | None = None) -> Record:
-    """A valid record of any value type, any of its intents and any record type."""
-    value_type = value_type or draw(st.sampled_from(list(ValueType)))
-    record_type = draw(st.sampled_from(list(RecordType)))
-    rejected = record_type is RecordType.COMMAND_REJECTION
-    return Record(
-        record_type=record_type,
-        value_type=value_type,
-        intent=draw(st.sampled_from(list(INTENTS_BY_VALUE_TYPE[value_type]))),
-        value=draw(value_of(VALUE_CLASSES[value_type])),
-        key=draw(INT64),
-        partition_id=draw(INT32),
-        source_record_position=draw(INT64),
-        timestamp=draw(INT64),
-        rejection_type=draw(st.sampled_from(list(RejectionType))) if rejected else None,
-        rejection_reason=draw(TEXT) if rejected else "",
-        engine_version=draw(TEXT),
-        record_version=draw(INT32),
-    )
+from tests.support.record_strategies import SAMPLES, damaged, records
 
 
 def assert_decodes_or_refuses(data: bytes, offset: int | None = None) -> Record | None:
@@ -138,7 +53,6 @@ def test_every_value_type_round_trips_with_random_fields(data: st.DataObject) ->
 # -- (b) any bytes --------------------------------------------------------------------------
 
 _HEADERS = [MAGIC + schema.fingerprint_bytes for schema in known_schemas()]
-_SAMPLES = [CODEC.encode(sample_record(value_type)) for value_type in ValueType]
 
 
 @fuzz_settings()
@@ -160,19 +74,6 @@ def test_any_body_under_a_known_schema_decodes_or_raises_a_decode_error(
     """Random Avro bodies behind every known fingerprint: the generated decoder (current
     schema) and fastavro's resolution (older schemas) both stay typed."""
     assert_decodes_or_refuses(header + body)
-
-
-@st.composite
-def damaged(draw: st.DrawFn) -> bytes:
-    """A valid encoding with random byte flips, then maybe truncated or extended."""
-    raw = bytearray(draw(st.sampled_from(_SAMPLES) | records().map(CODEC.encode)))
-    for _ in range(draw(st.integers(0, 4))):
-        index = draw(st.integers(HEADER_SIZE if draw(st.booleans()) else 0, len(raw) - 1))
-        raw[index] = draw(st.integers(0, 255))
-    cut = draw(st.none() | st.integers(0, len(raw)))
-    if cut is not None:
-        del raw[cut:]
-    return bytes(raw) + draw(st.binary(max_size=8))
 
 
 @fuzz_settings()
@@ -206,7 +107,7 @@ def test_the_fast_path_decodes_exactly_what_the_checked_path_does(data: bytes) -
 @fuzz_settings(max_examples=50)
 @given(
     data=st.sampled_from(
-        [b"", b"\x00" * 12, MAGIC + b"\x01" * 8, _SAMPLES[0][:-1], _SAMPLES[0] + b"\x00"]
+        [b"", b"\x00" * 12, MAGIC + b"\x01" * 8, SAMPLES[0][:-1], SAMPLES[0] + b"\x00"]
     ),
     offset=st.integers(0, 2**62),
 )

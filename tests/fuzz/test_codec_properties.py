@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from partita.protocol import errors
 from partita.protocol.codec import MAGIC
 from partita.protocol.records import Record
-from tests.unit.protocol.test_codec import CODEC, _valid
+from tests.support.codec import CODEC, valid_encoding
 
 
 @settings(max_examples=400, deadline=None)
@@ -28,7 +28,7 @@ def test_any_bytes_after_a_valid_header_give_a_typed_error_or_a_record(body: byt
 def test_flipping_any_byte_of_a_valid_record_never_escapes_untyped(
     seed: int, data: st.DataObject
 ) -> None:
-    valid = bytearray(_valid())
+    valid = bytearray(valid_encoding())
     index = data.draw(st.integers(min_value=0, max_value=len(valid) - 1))
     valid[index] = seed % 256
     with contextlib.suppress(errors.DecodeError, errors.RecordTooLargeError):

@@ -11,7 +11,7 @@ from partita.feel import (
     FeelError,
     evaluate,
 )
-from tests.unit.feel.test_feel import VARIABLES
+from tests.support.feel_variables import VARIABLES
 
 
 @settings(max_examples=300, deadline=None)

@@ -29,10 +29,10 @@ from partita.protocol.routing import partition_for_command
 from partita.stream.metrics import ProcessingMetrics
 from partita.stream.processing.admission import Admission
 from partita.stream.processing.backpressure import Backpressure
-from tests.fuzz.test_codec_fuzz import records
-from tests.fuzz.test_native_codec_parity import _compiled
 from tests.support.fuzz_profiles import fuzz_settings
 from tests.support.memory import Message
+from tests.support.native_codec import compiled_decoder
+from tests.support.record_strategies import records
 
 TOPIC = "ns.commands"
 REPLY = ReplyTo("answers", 1, b"corr")
@@ -121,7 +121,7 @@ def _take(  # noqa: PLR0917 - the cases' parameters, each named at the call
 
 
 def _codec() -> RecordCodec:
-    _compiled()  # skips (or fails under PARTITA_NATIVE=on) without the compiled module
+    compiled_decoder()  # skips (or fails under PARTITA_NATIVE=on) without the compiled module
     return RecordCodec(native=True)
 
 

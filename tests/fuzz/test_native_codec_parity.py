@@ -23,29 +23,17 @@ from partita.protocol.decoder import compile_decoder
 from partita.protocol.enums import ValueType
 from partita.protocol.errors import EncodeError
 from partita.protocol.intents import JobIntent, MessageIntent
-from partita.protocol.native import mode, native_all_encoder, native_decoder
+from partita.protocol.native import native_all_encoder
 from partita.protocol.records import Record
 from partita.protocol.schemas import current_schema
 from partita.protocol.values import JobValue
-from tests.fuzz.test_codec_fuzz import CODEC, damaged, records
+from tests.support.codec import CODEC
 from tests.support.fuzz_profiles import fuzz_settings
+from tests.support.native_codec import compiled_decoder
+from tests.support.record_strategies import damaged, records
 from tests.support.sample_records import sample_record
 
 PURE = compile_decoder(current_schema().raw)
-
-
-def _compiled() -> Callable[[bytes, int], tuple[tuple[Any, ...], int]]:
-    """The compiled decoder whenever it is installed, PARTITA_NATIVE=off or not."""
-    try:
-        import partita_native  # lazy: the optional compiled module
-    except ImportError:
-        if mode() == "on":
-            raise
-        pytest.skip("partita_native is not built: scripts/setup builds it with Rust's cargo")
-    assert partita_native is not None
-    decode = native_decoder(current_schema().raw, want=True)
-    assert decode is not None
-    return decode
 
 
 def _outcome(decode: Callable[[bytes, int], Any], data: bytes) -> tuple[str, Any]:
@@ -56,7 +44,7 @@ def _outcome(decode: Callable[[bytes, int], Any], data: bytes) -> tuple[str, Any
 
 
 def _same(data: bytes) -> None:
-    compiled = _outcome(_compiled(), data)
+    compiled = _outcome(compiled_decoder(), data)
     pure = _outcome(PURE, data)
     if pure[0] == "refused":
         assert compiled[0] == "refused", (data.hex(), compiled)
@@ -69,7 +57,7 @@ def _same(data: bytes) -> None:
 @given(record=records())
 def test_both_decoders_read_every_valid_record_the_same(record: Record) -> None:
     data = CODEC.encode(record)
-    outcome = _outcome(_compiled(), data)
+    outcome = _outcome(compiled_decoder(), data)
     assert outcome == ("decoded", PURE(data, HEADER_SIZE))
     assert outcome[1][1] == len(data)
 
@@ -93,14 +81,14 @@ def test_both_decoders_agree_on_any_body(body: bytes) -> None:
 def test_a_decode_error_of_the_compiled_decoder_says_what_and_where() -> None:
     data = MAGIC + CODEC.fingerprint + b"\x02\x04\x06"  # the record ends inside its fields
     with pytest.raises(ValueError, match=r"record ends at byte 13 inside a value"):
-        _compiled()(data, HEADER_SIZE)
+        compiled_decoder()(data, HEADER_SIZE)
 
 
 def test_the_compiled_decoder_refuses_nesting_deeper_than_its_limit() -> None:
     """A recursive schema cannot let hostile bytes exhaust the native stack."""
-    import partita_native  # lazy: the compiled module, present when _compiled() did not skip
+    import partita_native  # lazy: the compiled module, present when compiled_decoder() did not skip
 
-    _compiled()
+    compiled_decoder()
     nested = partita_native.Decoder([(None, (("nullable", ("record", 0)),))])
     assert nested.decode(b"\x02" * 10 + b"\x00", 0)[1] == 11
     with pytest.raises(ValueError, match="nested deeper than 64"):
@@ -108,9 +96,9 @@ def test_the_compiled_decoder_refuses_nesting_deeper_than_its_limit() -> None:
 
 
 def test_the_compiled_decoder_refuses_a_program_naming_a_record_it_lacks() -> None:
-    import partita_native  # lazy: the compiled module, present when _compiled() did not skip
+    import partita_native  # lazy: the compiled module, present when compiled_decoder() did not skip
 
-    _compiled()
+    compiled_decoder()
     with pytest.raises(ValueError, match="names a record it does not define"):
         partita_native.Decoder([(None, (("record", 3),))])
 
@@ -164,7 +152,7 @@ PURE_CODEC = RecordCodec(native=False)
 
 
 def _compiled_codec() -> RecordCodec:
-    _compiled()  # skips (or fails under PARTITA_NATIVE=on) without the compiled module
+    compiled_decoder()  # skips (or fails under PARTITA_NATIVE=on) without the compiled module
     return RecordCodec(native=True)
 
 
@@ -254,9 +242,9 @@ class _Watched:
 
 
 def _slot_encoder(cls: type | None) -> Any:
-    import partita_native  # lazy: the compiled module, present when _compiled() did not skip
+    import partita_native  # lazy: the compiled module, present when compiled_decoder() did not skip
 
-    _compiled()
+    compiled_decoder()
     return partita_native.Encoder([(("count", "name"), _PROGRAM_OPS, cls)], b"P")
 
 
@@ -299,7 +287,7 @@ def test_the_compiled_encode_all_checks_each_record_before_it_writes_it() -> Non
     """Without its own checks the compiled batch encoder would write a record whose intent
     names another value type: it refuses it, naming the record, and the codec's per-record
     path then says why."""
-    _compiled()
+    compiled_decoder()
     kinds = {JobIntent.COMPLETE: (ValueType.JOB, JobValue)}
     encoder = native_all_encoder(
         current_schema().raw,
@@ -307,7 +295,7 @@ def test_the_compiled_encode_all_checks_each_record_before_it_writes_it() -> Non
         CODEC.encode(sample_record(ValueType.JOB))[:10],
         kinds,
         200,
-        want=True,  # whatever PARTITA_NATIVE says, as _compiled()
+        want=True,  # whatever PARTITA_NATIVE says, as compiled_decoder()
     )
     assert encoder is not None
     encode_all = encoder.encode_all

@@ -30,10 +30,10 @@ from partita.stream.metrics import ProcessingMetrics
 from partita.stream.processing import transaction
 from partita.stream.processing.replies import ReplyRoutes
 from partita.stream.processing.transaction import BatchTransaction
-from tests.fuzz.test_codec_fuzz import records
-from tests.fuzz.test_native_codec_parity import _compiled
 from tests.support.fuzz_profiles import fuzz_settings
 from tests.support.memory import Produced, ProducerDouble
+from tests.support.native_codec import compiled_decoder
+from tests.support.record_strategies import records
 
 OWN = 3
 PURE = RecordCodec(native=False)
@@ -85,7 +85,7 @@ def _produce(
 
 
 def _compiled_codec() -> RecordCodec:
-    _compiled()  # skips (or fails under PARTITA_NATIVE=on) without the compiled module
+    compiled_decoder()  # skips (or fails under PARTITA_NATIVE=on) without the compiled module
     codec = RecordCodec(native=True)
     assert codec.produce_all is not None, "partita_native predates produce_all: run scripts/setup"
     return codec

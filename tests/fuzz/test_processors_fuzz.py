@@ -56,10 +56,10 @@ from partita.protocol.values import (
     MessageValue,
     ProcessInstanceCreationValue,
 )
-from tests.fuzz.test_codec_fuzz import value_of
 from tests.support.fuzz_profiles import fuzz_settings
 from tests.support.memory import MemoryEngine
 from tests.support.paths import BPMN_FIXTURES
+from tests.support.record_strategies import value_of
 
 PARTITIONS = 2
 

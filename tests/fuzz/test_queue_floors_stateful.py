@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from partita.state import PartitionDb
-from tests.unit.state.test_queue_floors import ACTIVATABLE
+from tests.support.queue_columns import ACTIVATABLE
 
 _TYPES = st.sampled_from(["a", "b"])
 _KEYS = st.integers(min_value=0, max_value=40)

@@ -21,7 +21,8 @@ from partita.protocol.values import VALUE_CLASSES
 
 
 def _avro_int_fields() -> set[tuple[str, str]]:
-    """(record name, attribute) of every Avro `int` field: samples keep them 32-bit."""
+    """(record name, attribute) of every 32-bit Avro `int` field: samples and the
+    hypothesis strategies (tests/support/record_strategies.py) keep them within 32 bits."""
     raw = json.loads(current_schema().path.read_text())
     return {
         (name, snake_case(field["name"]))
@@ -31,7 +32,7 @@ def _avro_int_fields() -> set[tuple[str, str]]:
     }
 
 
-_INT_FIELDS = _avro_int_fields()
+INT_FIELDS = _avro_int_fields()
 
 
 def sample_value(cls: type[Any]) -> Any:
@@ -39,7 +40,7 @@ def sample_value(cls: type[Any]) -> Any:
     kwargs: dict[str, Any] = {}
     for i, field in enumerate(fields(cls)):
         hint = hints[field.name]
-        if (cls.__name__, field.name) in _INT_FIELDS:
+        if (cls.__name__, field.name) in INT_FIELDS:
             kwargs[field.name] = 1_000_000 + i
         else:
             kwargs[field.name] = _sample(hint, i)

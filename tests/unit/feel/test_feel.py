@@ -12,14 +12,7 @@ from partita.feel import (
     compile_expression,
     evaluate,
 )
-
-VARIABLES = {
-    "order": {"total": 99.5, "items": [{"sku": "a", "qty": 2}, {"sku": "b", "qty": 5}]},
-    "x": 7,
-    "name": "Ada",
-    "flags": [True, False],
-    "nothing": None,
-}
+from tests.support.feel_variables import VARIABLES
 
 CASES: list[tuple[str, Any]] = [
     # tier 1: names, paths, literals, comparison, logic, arithmetic, strings, conversions

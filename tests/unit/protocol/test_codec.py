@@ -24,9 +24,8 @@ from partita.protocol.schemas import (
 )
 from partita.protocol.values import JobValue, MessageValue, ProcessInstanceCreationValue
 from partita.resources import contract_dir
+from tests.support.codec import CODEC, valid_encoding
 from tests.support.sample_records import sample_record
-
-CODEC = RecordCodec()
 
 
 @pytest.mark.parametrize("value_type", list(ValueType), ids=lambda v: v.name)
@@ -188,10 +187,6 @@ def test_a_rejection_type_newer_than_the_readers_schema_reads_as_its_enum_defaul
 # -- bad input --------------------------------------------------------------------------------
 
 
-def _valid() -> bytes:
-    return CODEC.encode(command(JobIntent.COMPLETE, JobValue(type="t"), key=2251799813685249))
-
-
 def _raw_body(datum: dict[str, Any]) -> bytes:
     out = io.BytesIO()
     fastavro.schemaless_writer(out, current_schema().schema, datum)
@@ -240,16 +235,16 @@ def test_a_null_value_is_a_typed_error() -> None:
 
 def test_truncated_body() -> None:
     with pytest.raises(errors.MalformedBodyError, match="does not decode"):
-        CODEC.decode(_valid()[:-3])
+        CODEC.decode(valid_encoding()[:-3])
 
 
 def test_trailing_bytes() -> None:
     with pytest.raises(errors.TrailingBytesError, match="2 bytes left"):
-        CODEC.decode(_valid() + b"\x00\x00")
+        CODEC.decode(valid_encoding() + b"\x00\x00")
 
 
 def test_invalid_enum_symbol_index() -> None:
-    data = bytearray(_valid())
+    data = bytearray(valid_encoding())
     # body starts with partitionId (zigzag 1 -> 0x02), key, sourceRecordPosition, then recordType
     body = data[10:]
     partition_and_keys = 1 + len(_zigzag(2251799813685249)) + 1

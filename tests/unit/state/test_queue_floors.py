@@ -12,9 +12,9 @@ import pytest
 
 from partita.state import ColumnFamilies, PartitionDb
 from partita.state.overlay import _KeyIndex
+from tests.support.queue_columns import ACTIVATABLE
 
 QUEUE = ColumnFamilies.JOB_DEADLINE
-ACTIVATABLE = ColumnFamilies.JOB_ACTIVATABLE
 
 
 def _keys(db: PartitionDb) -> list[tuple[int, int]]:
