@@ -13,13 +13,14 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from confluent_kafka import Consumer, TopicPartition
 
 from partita.client import Client
 from partita.config import Config, KafkaRole
-from partita.demo import EngineWorkerProcess, percentile
+from partita.demo import percentile, start_engine_worker
 from partita.log.admin import admin_client
 from partita.log.clients import consume_available, new_consumer
 from partita.log.security import kafka_access
@@ -66,7 +67,23 @@ def run(
     bpmn = config.home / "bench-correlation.bpmn"
     bpmn.write_text(BPMN)
     run_id = f"{time.time_ns():x}"
-    with EngineWorkerProcess(config), Client(config, timeout=90) as client:
+    engine_worker = start_engine_worker(config)
+    try:
+        return _run(config, bpmn, run_id=run_id, instances=instances, rate=rate, progress=progress)
+    finally:
+        engine_worker.stop()
+
+
+def _run(
+    config: Config,
+    bpmn: Path,
+    *,
+    run_id: str,
+    instances: int,
+    rate: float,
+    progress: Callable[[str], None],
+) -> dict[str, Any]:
+    with Client(config, timeout=90) as client:
         progress("Starting an engine worker and deploying...")
         client.deploy(bpmn)
         progress(f"Creating {instances} waiting instances...")

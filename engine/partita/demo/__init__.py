@@ -1,21 +1,30 @@
-"""The main job's demo: deploy `order-demo.bpmn`, run instances end to end with an engine
-worker and a job worker, and report counts and create-to-complete latency."""
+"""The main job's demo: deploy `order-demo.bpmn`, run instances end to end and report counts
+and create-to-complete latency.
+
+The parties run as `partita bench e2e` runs them: the engine worker (`partita worker`) and the
+job worker (`python -m partita.demo.jobs`) each in a process of its own, this process doing
+nothing but create instances and take their result replies, so that the demo's figures and the
+benchmark's measure the same parties. As in `bench e2e`, the timed instances start once the
+engine runs: one untimed instance per log partition completes first (`_first_instances`). The
+summary says what the latency includes (`DemoResult.latency_includes`); an order-demo instance
+is more work than bench's one-task instance (one or two jobs, two gateways, variable
+mappings)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
+import os
 import random
-import signal
-import subprocess
 import sys
-import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from partita.client import ActivatedJob, Client, JobWorker
+from partita.bench.parties import Child
+from partita.client import Client
 from partita.config import Config, KafkaRole
 from partita.errors import PartitaError
 from partita.log.admin import admin_client
@@ -28,6 +37,18 @@ from partita.protocol.values import DeploymentValue, ProcessInstanceCreationValu
 BPMN = Path(__file__).resolve().parent / "order-demo.bpmn"
 PROCESS_ID = "order-demo"
 JOB_TYPES = ("demo.reserve", "demo.review")
+REVIEWED_ABOVE = 100
+"""Orders whose total is above this take the second service task (`order-demo.bpmn`)."""
+FIRST_ORDER = {"id": -1, "items": 1, "total": REVIEWED_ABOVE + 1}
+"""The order of the untimed first instances (`_first_instances`): it takes both tasks."""
+JOBS_OF_FIRST_INSTANCES = 2
+READY_TIMEOUT_S = 60.0
+"""How long the job worker waits for its job topics' partitions before it gives up."""
+
+_FOLLOW_PID = "PARTITA_SUPERVISOR_PID"
+"""`partita worker` stops when the process of this pid is gone (as under `--processes`): a
+demo that is killed leaves no engine worker behind."""
+_LOCAL_HOSTS = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
 
 
 @dataclass(slots=True)
@@ -43,9 +64,28 @@ class DemoResult:
     latency_ms_p95: float
     latency_ms_p99: float
     latency_ms_max: float
+    engine_worker_pid: int
+    job_worker_pid: int
+    """The process that did the jobs (it reported this pid itself), never the demo's."""
+    cpus: int
+    broker_on_this_machine: bool
 
     def json(self) -> str:
         return json.dumps(asdict(self))
+
+    def latency_includes(self) -> str:
+        """What the latency figures measure, and what shared the machine while they were
+        taken: a reader compares them with `bench e2e` or another machine only knowing both."""
+        sharing = "the engine worker, the job worker, this load generator"
+        sharing += " and the Kafka broker" if self.broker_on_this_machine else ""
+        elsewhere = "" if self.broker_on_this_machine else " (the Kafka broker runs elsewhere)"
+        return (
+            "from sending each create command to taking its result reply in this process,"
+            f" through the engine worker process (pid {self.engine_worker_pid}), the one or two"
+            f" jobs pushed to and done by the job-worker process (pid {self.job_worker_pid}),"
+            " and the reply, timed once one untimed instance per log partition has completed;"
+            f" {sharing} share this machine's {self.cpus} cores{elsewhere}"
+        )
 
 
 def percentile(sorted_values: list[float], fraction: float) -> float:
@@ -54,6 +94,13 @@ def percentile(sorted_values: list[float], fraction: float) -> float:
         return 0.0
     rank = max(1, int(fraction * len(sorted_values) + 0.999999))
     return sorted_values[min(rank, len(sorted_values)) - 1]
+
+
+def orders(instances: int) -> Iterator[dict[str, int]]:
+    """The orders the demo creates, the same on every run (seeded)."""
+    rng = random.Random(7)
+    for n in range(instances):
+        yield {"id": n, "items": rng.randint(1, 5), "total": rng.randint(10, 200)}
 
 
 class AwaitedCreations:
@@ -66,12 +113,15 @@ class AwaitedCreations:
         self.latencies_ms: list[float] = []
         self.rejected = 0
 
-    def create(self, process_id: str, variables: dict[str, object]) -> None:
+    def create(
+        self, process_id: str, variables: dict[str, object], *, partition: int | None = None
+    ) -> None:
+        """Submit one creation (on `partition` of the log, by default the client's choice)."""
         value = ProcessInstanceCreationValue(
             bpmn_process_id=process_id, variables=json.dumps(variables)
         )
         correlation = self.client.submit(
-            ProcessInstanceCreationIntent.CREATE_WITH_AWAITING_RESULT, value
+            ProcessInstanceCreationIntent.CREATE_WITH_AWAITING_RESULT, value, partition=partition
         )
         self.sent[correlation] = time.monotonic()
 
@@ -95,53 +145,55 @@ class AwaitedCreations:
         return sorted(self.latencies_ms)
 
 
-def _job_worker(config: Config) -> JobWorker:
-    worker = JobWorker(config, name="demo", client=Client(config, timeout=60))
+def start_engine_worker(config: Config) -> Child:
+    """`partita worker` in a child process, its log in the home; it stops when this process
+    dies (the supervisor's mechanism), and the caller stops it with `stop`."""
+    config.home.mkdir(parents=True, exist_ok=True)
+    cluster = ["--bootstrap-servers", config.bootstrap, "--namespace", config.namespace]
+    return Child(
+        "engine worker",
+        [sys.executable, "-m", "partita.cli", "worker", *cluster, "--home", str(config.home)],
+        config.home / "demo-worker.log",
+        {**config.kafka_env(), _FOLLOW_PID: str(os.getpid())},
+    )
 
-    @worker.task("demo.reserve")
-    def reserve(items: int) -> dict[str, object]:
-        return {"reserved": items}
 
-    @worker.task("demo.review")
-    def review(order: dict[str, object], job: ActivatedJob) -> dict[str, object]:
-        return {"reviewedBy": job.custom_headers.get("reviewer", "someone")}
-
-    return worker
+def _log_tail(path: Path, lines: int = 15) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return "(no log written)"
 
 
-class EngineWorkerProcess:
-    """`partita worker` in a child process for the demo's duration (its log in the home)."""
+def _check_running(*children: Child) -> None:
+    """Raise, with the end of its log, when one of the demo's processes has exited: both run
+    until the demo stops them, so an exit is a failure."""
+    for child in children:
+        code = child.process.poll()
+        if code is not None:
+            raise PartitaError(
+                f"the demo's {child.name} exited (code {code}); the end of {child.log}:\n"
+                + _log_tail(child.log)
+            )
 
-    def __init__(self, config: Config) -> None:
-        self.config = config
-        self.log_path = config.home / "demo-worker.log"
-        self.process: subprocess.Popen[bytes] | None = None
 
-    def __enter__(self) -> EngineWorkerProcess:
-        self.config.home.mkdir(parents=True, exist_ok=True)
-        args = [
-            sys.executable,
-            "-m",
-            "partita.cli",
-            "worker",
-            "--bootstrap-servers",
-            self.config.bootstrap,
-            "--namespace",
-            self.config.namespace,
-            "--home",
-            str(self.config.home),
-        ]
-        with self.log_path.open("ab") as log:
-            self.process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
-        return self
+def _stopped_job_worker(child: Child) -> dict[str, int]:
+    """The counts the job worker printed when it stopped (`partita.demo.jobs`)."""
+    assert child.process.stdout is not None
+    lines = child.process.stdout.read().strip().splitlines()
+    try:
+        counts = json.loads(lines[-1])
+        return {"pid": int(counts["pid"]), "completed": int(counts["completed"])}
+    except (IndexError, ValueError, KeyError, TypeError):
+        raise PartitaError(
+            f"the demo's job worker stopped without its counts (exit {child.process.returncode});"
+            f" the end of {child.log}:\n" + _log_tail(child.log)
+        ) from None
 
-    def __exit__(self, *_: object) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(30)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
+
+def _broker_on_this_machine(bootstrap: str) -> bool:
+    hosts = {address.strip().rsplit(":", 1)[0] for address in bootstrap.split(",")}
+    return hosts <= _LOCAL_HOSTS
 
 
 def run(
@@ -151,63 +203,119 @@ def run(
     rate: float = 100.0,
     progress: Callable[[str], None] = print,
 ) -> DemoResult:
-    """Start an engine worker and a job worker, deploy, create `instances` at `rate` per
-    second with CREATE_WITH_AWAITING_RESULT, and time each until its result arrives."""
+    """Start an engine worker and a job worker, each in its own process, deploy, create
+    `instances` at `rate` per second with CREATE_WITH_AWAITING_RESULT from this process, and
+    time each until its result arrives.
+
+    Both processes are stopped before this returns or raises (Ctrl-C included); their output
+    goes to logs in the home and is shown only when one of them fails."""
+    if instances < 1 or rate <= 0:
+        raise PartitaError("the demo needs at least one instance and a positive rate")
     logging.getLogger("partita").setLevel(logging.WARNING)
     apply_topics(
         admin_client(kafka_access(config, KafkaRole.OPERATOR)),
         [job_topic_spec(config, t) for t in JOB_TYPES],
     )
-    with EngineWorkerProcess(config) as engine_worker, Client(config, timeout=90) as client:
-        progress(f"Starting an engine worker (log: {engine_worker.log_path}) and deploying...")
-        deployment = client.deploy(BPMN).value
+    with contextlib.ExitStack() as stack:
+        engine_worker = start_engine_worker(config)
+        stack.callback(engine_worker.stop)
+        job_worker = Child(
+            "job worker",
+            [
+                *(sys.executable, "-m", "partita.demo.jobs"),
+                *(config.bootstrap, config.namespace, str(os.getpid())),
+            ],
+            config.home / "demo-job-worker.log",
+            config.kafka_env(),
+        )
+        stack.callback(job_worker.stop)
+        client = stack.enter_context(Client(config, timeout=90))
+        progress(
+            f"Started an engine worker (log: {engine_worker.log}) and a job worker"
+            f" (log: {job_worker.log}); deploying..."
+        )
+        try:
+            deployment = client.deploy(BPMN).value
+        except PartitaError:
+            _check_running(engine_worker)
+            raise
         assert isinstance(deployment, DeploymentValue)
         deployed = deployment.processes_metadata[0]
         progress(f"Deployed {deployed.bpmn_process_id} version {deployed.version}.")
-        jobs = _job_worker(config)
-        thread = threading.Thread(target=jobs.run, daemon=True)
-        thread.start()
-        if not jobs.ready.wait(60):  # its consumer groups have joined: jobs will flow
-            raise PartitaError("the demo's job worker did not get its job topics within 60 s")
-        try:
-            result = _drive(client, instances, rate, progress)
-        finally:
-            jobs.stop()
-            thread.join(30)
-        result.jobs_completed = jobs.stats.completed
-    return result
-
-
-def _drive(
-    client: Client, instances: int, rate: float, progress: Callable[[str], None]
-) -> DemoResult:
-    if instances < 1 or rate <= 0:
-        raise PartitaError("the demo needs at least one instance and a positive rate")
-    rng = random.Random(7)
-    awaited = AwaitedCreations(client)
-    started = time.monotonic()
-    next_report = started + 2.0
-    for n in range(instances):
-        due = started + n / rate
-        while (wait := due - time.monotonic()) > 0:
-            awaited.collect(min(wait, 0.01))
-        order = {"id": n, "items": rng.randint(1, 5), "total": rng.randint(10, 200)}
-        awaited.create(PROCESS_ID, {"order": order})
-        if time.monotonic() >= next_report:
-            next_report += 2.0
-            progress(f"  created {n + 1}/{instances}, completed {len(awaited.latencies_ms)}")
-    latencies = awaited.finish(60)
-    elapsed = time.monotonic() - started
+        job_worker.wait_for_line("ready", READY_TIMEOUT_S + 30)
+        untimed = _first_instances(client, engine_worker, job_worker)
+        progress(
+            f"Every log partition answered (one untimed instance each); creating {instances}"
+            f" instances at {rate:g}/s..."
+        )
+        awaited, seconds = _drive(client, instances, rate, progress, engine_worker, job_worker)
+    jobs = _stopped_job_worker(job_worker)
+    latencies = sorted(awaited.latencies_ms)
     return DemoResult(
         instances=instances,
         completed=len(latencies),
         rejected=awaited.rejected,
         unanswered=len(awaited.sent),
-        jobs_completed=0,
-        seconds=round(elapsed, 2),
-        instances_per_second=round(len(latencies) / elapsed, 1),
+        jobs_completed=jobs["completed"] - untimed * JOBS_OF_FIRST_INSTANCES,
+        seconds=round(seconds, 2),
+        instances_per_second=round(len(latencies) / seconds, 1),
         latency_ms_p50=round(percentile(latencies, 0.50), 1),
         latency_ms_p95=round(percentile(latencies, 0.95), 1),
         latency_ms_p99=round(percentile(latencies, 0.99), 1),
         latency_ms_max=round(latencies[-1] if latencies else 0.0, 1),
+        engine_worker_pid=engine_worker.process.pid,
+        job_worker_pid=jobs["pid"],
+        cpus=os.cpu_count() or 1,
+        broker_on_this_machine=_broker_on_this_machine(config.bootstrap),
     )
+
+
+def _first_instances(client: Client, engine_worker: Child, job_worker: Child) -> int:
+    """Create one instance on each log partition and wait for all their results; how many.
+    Once they are done, the engine worker processes every partition and has pushed jobs of
+    both types, and the job worker has done them: the timed instances do not wait for the
+    start of either (a partition still opening, a first produce to a new topic), which is no
+    part of the latency an instance has once the engine runs. Their jobs are not counted."""
+    first = AwaitedCreations(client)
+    for partition in range(client.partition_count):
+        first.create(PROCESS_ID, {"order": FIRST_ORDER}, partition=partition)
+    deadline = time.monotonic() + 90
+    while first.sent and time.monotonic() < deadline:
+        first.finish(min(2.0, deadline - time.monotonic()))
+        _check_running(engine_worker, job_worker)
+    if first.sent or first.rejected:
+        raise PartitaError(
+            f"{len(first.sent)} of the {client.partition_count} first instances (one per log"
+            f" partition) got no result within 90 s and {first.rejected} were rejected; the"
+            f" engine worker's log ({engine_worker.log}) may say why"
+        )
+    return client.partition_count
+
+
+def _drive(
+    client: Client,
+    instances: int,
+    rate: float,
+    progress: Callable[[str], None],
+    *children: Child,
+) -> tuple[AwaitedCreations, float]:
+    """Create the instances at `rate`, then wait up to 60 s for their results; every two
+    seconds, say how far it got and make sure the demo's processes still run. The creations
+    and the seconds from the first creation to the last result."""
+    awaited = AwaitedCreations(client)
+    started = time.monotonic()
+    next_report = started + 2.0
+    for n, order in enumerate(orders(instances)):
+        due = started + n / rate
+        while (wait := due - time.monotonic()) > 0:
+            awaited.collect(min(wait, 0.01))
+        awaited.create(PROCESS_ID, {"order": order})
+        if time.monotonic() >= next_report:
+            next_report += 2.0
+            _check_running(*children)
+            progress(f"  created {n + 1}/{instances}, completed {len(awaited.latencies_ms)}")
+    deadline = time.monotonic() + 60
+    while awaited.sent and time.monotonic() < deadline:
+        awaited.finish(min(2.0, deadline - time.monotonic()))
+        _check_running(*children)
+    return awaited, time.monotonic() - started
