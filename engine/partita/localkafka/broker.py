@@ -9,8 +9,9 @@ Single-node settings make transactions work: the offsets and transaction-state t
 replica and `min.isr=1`; without them `init_transactions()` never completes.
 
 A broker that has just started answers metadata requests a second or two before its group and
-transaction coordinators do: `up` waits for those too (`_wait_for_coordinators`), so that the
-first clients do not meet `Coordinator load in progress` and librdkafka's line per retry.
+transaction coordinators do: `up` waits for those too (`partita.localkafka.coordinators`), so
+that the first clients do not meet `Coordinator load in progress` and librdkafka's line per
+retry.
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ from __future__ import annotations
 import base64
 import contextlib
 import json
-import logging
 import os
 import shutil
 import signal
@@ -27,28 +27,20 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from functools import partial
 from pathlib import Path
-
-from confluent_kafka import KafkaError, KafkaException
-from confluent_kafka.admin import AdminClient
 
 from partita.config import KafkaRole
 from partita.errors import PartitaError
+from partita.localkafka.coordinators import coordinator_probes
 from partita.localkafka.credentials import write_private
 from partita.localkafka.distribution import KafkaDistribution, require_java
-from partita.log.admin import admin_client, answers_metadata, port_open
-from partita.log.clients import new_producer
+from partita.log.admin import answers_metadata, port_open
 from partita.log.security import KafkaAccess
 
 _READY_TIMEOUT_S = 120.0
 _COORDINATORS_TIMEOUT_S = 60.0
 _PROBE_TIMEOUT_S = 5.0
 _STOP_TIMEOUT_S = 60.0
-
-_QUIET = logging.getLogger("partita.librdkafka.coordinators")
-_QUIET.addHandler(logging.NullHandler())
-_QUIET.propagate = False
 
 
 class BrokerError(PartitaError):
@@ -93,60 +85,6 @@ def _plain(bootstrap: str) -> KafkaAccess:
 def _kafka_uuid() -> str:
     """A cluster id in Kafka's format: URL-safe base64 of 16 random bytes, no padding."""
     return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
-
-
-def _java_string_hash(text: str) -> int:
-    """Java's `String.hashCode()` of ASCII `text` (a signed 32-bit int)."""
-    value = 0
-    for char in text:
-        value = (31 * value + ord(char)) & 0xFFFFFFFF
-    return value - (1 << 32) if value & 0x80000000 else value
-
-
-def coordinator_probe_ids(partitions: int) -> list[str]:
-    """For each partition of a coordinator topic of `partitions` partitions, an id whose
-    coordinator lives on it, in partition order. Kafka maps a group or transactional id to
-    partition `Utils.abs(id.hashCode()) % partitions` of `__consumer_offsets` or
-    `__transaction_state`, so asking about each of these ids reaches every coordinator."""
-    found: dict[int, str] = {}
-    n = 0
-    while len(found) < partitions:
-        candidate = f"partita.coordinator-probe.{n}"
-        hashed = _java_string_hash(candidate)
-        found.setdefault(0 if hashed == -(1 << 31) else abs(hashed) % partitions, candidate)
-        n += 1
-    return [found[p] for p in range(partitions)]
-
-
-def _reason(exc: KafkaException) -> str:
-    error = exc.args[0]
-    return error.str() if isinstance(error, KafkaError) else str(error)
-
-
-def _group_coordinator_problem(admin: AdminClient, group: str, timeout: float) -> str | None:
-    """None once the coordinator of `group` answers for it (a group nobody has joined is an
-    answer too); else why not."""
-    try:
-        admin.describe_consumer_groups([group], request_timeout=timeout)[group].result()
-    except KafkaException as exc:
-        if exc.args[0].code() == KafkaError.GROUP_ID_NOT_FOUND:
-            return None
-        return _reason(exc)
-    return None
-
-
-def _transaction_coordinator_problem(
-    access: KafkaAccess, transactional_id: str, timeout: float
-) -> str | None:
-    """None once the coordinator of `transactional_id` gives a producer its id (which also
-    takes the broker's producer-id block, as every idempotent producer's first request
-    does); else why not. librdkafka's retries go to a logger that prints nothing."""
-    producer = new_producer(access, {"transactional.id": transactional_id, "logger": _QUIET})
-    try:
-        producer.init_transactions(timeout)
-    except KafkaException as exc:
-        return _reason(exc)
-    return None
 
 
 def _pid_alive(pid: int) -> bool:
@@ -410,19 +348,14 @@ logger.state.level = WARN
     def _wait_for_coordinators(self, pid: int, progress: Callable[[str], None]) -> None:
         """Until the coordinator of every partition of `__consumer_offsets` answers for a
         group and that of every partition of `__transaction_state` gives a transactional
-        producer its id (`coordinator_probe_ids`). A broker just started answers metadata
+        producer its id (`coordinators.coordinator_probes`). A broker just started answers metadata
         before it has created or loaded those topics; a client that comes then (an idempotent
         producer, a group member) meets `Coordinator load in progress` and librdkafka logs its
         every retry to the user. The probes' own retries go nowhere; one progress line says
         what the wait is for."""
         progress("Waiting for the broker's group and transaction coordinators...")
         access = self._probe(self.bootstrap)
-        admin = admin_client(access)
-        ids = coordinator_probe_ids(self.internal_partitions)
-        probes: list[Callable[[float], str | None]] = [
-            *(partial(_group_coordinator_problem, admin, i) for i in ids),
-            *(partial(_transaction_coordinator_problem, access, i) for i in ids),
-        ]
+        probes = coordinator_probes(access, self.internal_partitions)
         deadline = time.monotonic() + _COORDINATORS_TIMEOUT_S
         for probe in probes:
             while (problem := probe(_PROBE_TIMEOUT_S)) is not None:
