@@ -26,6 +26,7 @@ from pathlib import Path
 from partita.bench.parties import Child
 from partita.client import Client
 from partita.config import Config, KafkaRole
+from partita.config.settings import SUPERVISOR_PID
 from partita.errors import PartitaError
 from partita.log.admin import admin_client
 from partita.log.security import kafka_access
@@ -45,9 +46,6 @@ JOBS_OF_FIRST_INSTANCES = 2
 READY_TIMEOUT_S = 60.0
 """How long the job worker waits for its job topics' partitions before it gives up."""
 
-_FOLLOW_PID = "PARTITA_SUPERVISOR_PID"
-"""`partita worker` stops when the process of this pid is gone (as under `--processes`): a
-demo that is killed leaves no engine worker behind."""
 _LOCAL_HOSTS = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
 
 
@@ -154,7 +152,9 @@ def start_engine_worker(config: Config) -> Child:
         "engine worker",
         [sys.executable, "-m", "partita.cli", "worker", *cluster, "--home", str(config.home)],
         config.home / "demo-worker.log",
-        {**config.kafka_env(), _FOLLOW_PID: str(os.getpid())},
+        # the worker stops when this process is gone (as under --processes): a killed demo
+        # leaves no engine worker behind
+        {**config.kafka_env(), SUPERVISOR_PID.env: str(os.getpid())},
     )
 
 
