@@ -44,7 +44,7 @@ class DeployedProcess(Struct, frozen=True, gc=False):
             raise KeyNotFoundError(RESOURCES.name, self.key, "the BPMN resource of a process")
         model = _parse(resource, self.resource_name, self.bpmn_process_id)
         if len(_MODELS) >= _MAX_MODELS:
-            _MODELS.pop(next(iter(_MODELS)))
+            _MODELS.pop(next(iter(_MODELS)), None)  # batches of partitions run side by side
         _MODELS[identity] = model
         return model
 

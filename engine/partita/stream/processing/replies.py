@@ -11,6 +11,7 @@ never allowed (`partita.config.is_engine_topic`), whatever the configuration say
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Mapping
 
@@ -23,7 +24,8 @@ _LOG_EVERY_S = 5.0
 
 class ReplyRoutes:
     """The allowed reply topics and their partition counts, as the cluster's metadata last
-    said (`update`). Shared by the partition tasks of one worker; single-threaded."""
+    said (`update`). Shared by the partition tasks of one worker, whose batches run in threads
+    side by side: `update` runs between batches, `drop` counts under a lock."""
 
     def __init__(self, allowed: frozenset[str]) -> None:
         self.allowed = frozenset(topic for topic in allowed if not is_engine_topic(topic))
@@ -31,6 +33,7 @@ class ReplyRoutes:
         self.dropped = 0
         self._logged_at = 0.0
         self._unlogged = 0
+        self._lock = threading.Lock()
 
     def update(self, partition_counts: Mapping[str, int]) -> None:
         """Take the partition counts of the allowed topics from a metadata listing."""
@@ -56,13 +59,14 @@ class ReplyRoutes:
 
     def drop(self, partition: int, address: ReplyTo, reason: str) -> None:
         """Count a reply that will not be written; log it, at most every few seconds."""
-        self.dropped += 1
-        now = time.monotonic()
-        if now - self._logged_at < _LOG_EVERY_S:
-            self._unlogged += 1
-            return
-        also = f" (and {self._unlogged} more since the last report)" if self._unlogged else ""
-        self._logged_at, self._unlogged = now, 0
+        with self._lock:
+            self.dropped += 1
+            now = time.monotonic()
+            if now - self._logged_at < _LOG_EVERY_S:
+                self._unlogged += 1
+                return
+            also = f" (and {self._unlogged} more since the last report)" if self._unlogged else ""
+            self._logged_at, self._unlogged = now, 0
         _LOG.warning(
             "partition %d: dropped the reply with correlation id %r: %s%s",
             partition,
