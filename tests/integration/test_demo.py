@@ -43,6 +43,16 @@ def test_the_demo_completes_every_instance_with_its_jobs_done_in_another_process
     reviewed = sum(order["total"] > demo.REVIEWED_ABOVE for order in demo.orders(INSTANCES))
     assert 0 < reviewed < INSTANCES
     assert result["jobs_completed"] == INSTANCES + reviewed, out
+    one, two = result["one_job"], result["two_jobs"]
+    assert (one["instances"], two["instances"]) == (INSTANCES - reviewed, reviewed), out
+    assert 0 < one["latency_ms_p50"] <= one["latency_ms_p99"] <= result["latency_ms_max"], out
+    assert 0 < two["latency_ms_p50"] <= two["latency_ms_p99"] <= result["latency_ms_max"], out
+    assert (
+        f"p50 {one['latency_ms_p50']:g}, p99 {one['latency_ms_p99']:g} for the"
+        f" {INSTANCES - reviewed} orders with one job (reserve-stock), p50"
+        f" {two['latency_ms_p50']:g}, p99 {two['latency_ms_p99']:g} for the {reviewed} orders"
+        " with two (and review-order)"
+    ) in out, out
 
     job_worker = result["job_worker_pid"]
     assert job_worker not in {os.getpid(), result["engine_worker_pid"]}

@@ -85,10 +85,19 @@ def cmd_demo(args: argparse.Namespace, *, broker_just_started: bool = False) -> 
         f" {result.instances_per_second:g} instances/s\n"
         f"Create-to-complete latency ms: p50 {result.latency_ms_p50:g},"
         f" p95 {result.latency_ms_p95:g}, p99 {result.latency_ms_p99:g},"
-        f" max {result.latency_ms_max:g}\n{includes}"
+        f" max {result.latency_ms_max:g}\n"
+        f"  {_path_line(result.one_job)} with one job (reserve-stock),"
+        f" {_path_line(result.two_jobs)} with two (and review-order)\n{includes}"
     )
     print(result.json())
     return 0 if result.completed == result.instances else 1
+
+
+def _path_line(figures: dict[str, float]) -> str:
+    return (
+        f"p50 {figures['latency_ms_p50']:g}, p99 {figures['latency_ms_p99']:g}"
+        f" for the {figures['instances']:g} orders"
+    )
 
 
 def register(commands: Subcommands) -> None:

@@ -40,6 +40,8 @@ PROCESS_ID = "order-demo"
 JOB_TYPES = ("demo.reserve", "demo.review")
 REVIEWED_ABOVE = 100
 """Orders whose total is above this take the second service task (`order-demo.bpmn`)."""
+ONE_JOB, TWO_JOBS = "one job", "two jobs"
+"""The demo's two paths: an order takes `reserve-stock`, and a large one `review-order` too."""
 FIRST_ORDER = {"id": -1, "items": 1, "total": REVIEWED_ABOVE + 1}
 """The order of the untimed first instances (`_first_instances`): it takes both tasks."""
 JOBS_OF_FIRST_INSTANCES = 2
@@ -62,6 +64,10 @@ class DemoResult:
     latency_ms_p95: float
     latency_ms_p99: float
     latency_ms_max: float
+    one_job: dict[str, float]
+    """Orders that took one job (`reserve-stock`): how many, p50 and p99 of their latency."""
+    two_jobs: dict[str, float]
+    """Orders above `REVIEWED_ABOVE` that also took `review-order`: how many, p50 and p99."""
     engine_worker_pid: int
     job_worker_pid: int
     """The process that did the jobs (it reported this pid itself), never the demo's."""
@@ -110,11 +116,20 @@ class AwaitedCreations:
         self.sent: dict[bytes, float] = {}
         self.latencies_ms: list[float] = []
         self.rejected = 0
+        self.paths: dict[bytes, str] = {}
+        self.latencies_ms_by_path: dict[str, list[float]] = {}
+        """The latencies of the instances created with a `path` (e.g. the jobs they take)."""
 
     def create(
-        self, process_id: str, variables: dict[str, object], *, partition: int | None = None
+        self,
+        process_id: str,
+        variables: dict[str, object],
+        *,
+        partition: int | None = None,
+        path: str | None = None,
     ) -> None:
-        """Submit one creation (on `partition` of the log, by default the client's choice)."""
+        """Submit one creation (on `partition` of the log, by default the client's choice);
+        its latency also counts under `path` when one is given."""
         value = ProcessInstanceCreationValue(
             bpmn_process_id=process_id, variables=json.dumps(variables)
         )
@@ -122,6 +137,8 @@ class AwaitedCreations:
             ProcessInstanceCreationIntent.CREATE_WITH_AWAITING_RESULT, value, partition=partition
         )
         self.sent[correlation] = time.monotonic()
+        if path is not None:
+            self.paths[correlation] = path
 
     def collect(self, timeout: float) -> None:
         """Take the replies that arrive within `timeout`."""
@@ -129,10 +146,14 @@ class AwaitedCreations:
             began = self.sent.pop(correlation, None)
             if began is None:
                 continue
+            path = self.paths.pop(correlation, None)
             if reply.record_type is RecordType.COMMAND_REJECTION:
                 self.rejected += 1
-            else:
-                self.latencies_ms.append((time.monotonic() - began) * 1000)
+                continue
+            latency = (time.monotonic() - began) * 1000
+            self.latencies_ms.append(latency)
+            if path is not None:
+                self.latencies_ms_by_path.setdefault(path, []).append(latency)
 
     def finish(self, timeout: float) -> list[float]:
         """Wait up to `timeout` for the outstanding results; the latencies, sorted."""
@@ -263,11 +284,22 @@ def run(
         latency_ms_p95=round(percentile(latencies, 0.95), 1),
         latency_ms_p99=round(percentile(latencies, 0.99), 1),
         latency_ms_max=round(latencies[-1] if latencies else 0.0, 1),
+        one_job=_path_figures(awaited, ONE_JOB),
+        two_jobs=_path_figures(awaited, TWO_JOBS),
         engine_worker_pid=engine_worker.process.pid,
         job_worker_pid=jobs["pid"],
         cpus=os.cpu_count() or 1,
         broker_on_this_machine=_broker_on_this_machine(config.bootstrap),
     )
+
+
+def _path_figures(awaited: AwaitedCreations, path: str) -> dict[str, float]:
+    latencies = sorted(awaited.latencies_ms_by_path.get(path, []))
+    return {
+        "instances": len(latencies),
+        "latency_ms_p50": round(percentile(latencies, 0.50), 1),
+        "latency_ms_p99": round(percentile(latencies, 0.99), 1),
+    }
 
 
 def _first_instances(client: Client, engine_worker: Child, job_worker: Child) -> int:
@@ -309,7 +341,8 @@ def _drive(
         due = started + n / rate
         while (wait := due - time.monotonic()) > 0:
             awaited.collect(min(wait, 0.01))
-        awaited.create(PROCESS_ID, {"order": order})
+        path = TWO_JOBS if order["total"] > REVIEWED_ABOVE else ONE_JOB
+        awaited.create(PROCESS_ID, {"order": order}, path=path)
         if time.monotonic() >= next_report:
             next_report += 2.0
             _check_running(*children)
