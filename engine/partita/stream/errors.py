@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from confluent_kafka import KafkaError
+
 from partita.errors import PartitaError
 from partita.protocol.headers import INTENT, VALUE_TYPE, header
 from partita.protocol.records import Record
@@ -88,3 +90,31 @@ def header_text(headers: Any, name: str) -> str:
 def _describe(error: BaseException) -> str:
     text = str(error)
     return f"{type(error).__name__}: {text}" if text else type(error).__name__
+
+
+_TRANSIENT = frozenset(
+    {
+        KafkaError.NOT_COORDINATOR,
+        KafkaError.COORDINATOR_NOT_AVAILABLE,
+        KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+        KafkaError.REQUEST_TIMED_OUT,
+        KafkaError.NETWORK_EXCEPTION,
+        KafkaError._TRANSPORT,
+        KafkaError._ALL_BROKERS_DOWN,
+        KafkaError._TIMED_OUT,
+        KafkaError._WAIT_COORD,
+    }
+)
+
+
+def kafka_error_of(exc: BaseException) -> KafkaError | None:
+    """The KafkaError an exception from confluent-kafka carries (KafkaException, or what a
+    rebalance callback's failure surfaces as), else None."""
+    argument = exc.args[0] if exc.args else None
+    return argument if isinstance(argument, KafkaError) else None
+
+
+def rejoin_after(error: KafkaError) -> bool:
+    """True for an error a worker outlives by joining the group again (the broker or its
+    coordinator was away), as opposed to a fatal or configuration error that must stop it."""
+    return not error.fatal() and (error.retriable() or error.code() in _TRANSIENT)

@@ -44,7 +44,7 @@ from partita.log.security import kafka_access
 from partita.processing import Engine
 from partita.protocol.codec import RecordCodec
 from partita.snapshots import SnapshotError, SnapshotSettings
-from partita.stream.errors import AbortedBatchError, TaskFencedError
+from partita.stream.errors import AbortedBatchError, TaskFencedError, kafka_error_of, rejoin_after
 from partita.stream.partition.task import PartitionTask, TaskState, state_dir
 from partita.stream.processing.backpressure import Backpressure
 from partita.stream.processing.replies import ReplyRoutes
@@ -233,8 +233,8 @@ class Worker:
             except TaskFencedError as fenced:
                 _LOG.warning("fenced (%s): leaving the group and joining again", fenced)
             except Exception as exc:  # a Kafka error surfacing from poll or a callback
-                error = _kafka_error(exc)
-                if error is None or not _transient(error):
+                error = kafka_error_of(exc)
+                if error is None or not rejoin_after(error):
                     raise
                 # e.g. the group coordinator moved while a rebalance callback asked it for
                 # offsets (a broker restart): the partitions are closed; join again
@@ -428,31 +428,3 @@ class Worker:
                     task.catch_up(hook, new)
                 except AbortedBatchError:
                     continue
-
-
-_TRANSIENT = frozenset(
-    {
-        KafkaError.NOT_COORDINATOR,
-        KafkaError.COORDINATOR_NOT_AVAILABLE,
-        KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
-        KafkaError.REQUEST_TIMED_OUT,
-        KafkaError.NETWORK_EXCEPTION,
-        KafkaError._TRANSPORT,
-        KafkaError._ALL_BROKERS_DOWN,
-        KafkaError._TIMED_OUT,
-        KafkaError._WAIT_COORD,
-    }
-)
-
-
-def _kafka_error(exc: BaseException) -> KafkaError | None:
-    """The KafkaError an exception from confluent-kafka carries (KafkaException, or what a
-    rebalance callback's failure surfaces as), else None."""
-    argument = exc.args[0] if exc.args else None
-    return argument if isinstance(argument, KafkaError) else None
-
-
-def _transient(error: KafkaError) -> bool:
-    """An error a worker outlives by joining the group again (the broker or its coordinator
-    was away), as opposed to a fatal or configuration error that must stop it."""
-    return not error.fatal() and (error.retriable() or error.code() in _TRANSIENT)
