@@ -69,7 +69,9 @@ def create_instance(
     version: int = -1,
     await_result: bool = False,
     fetch_variables: Sequence[str] = (),
+    definition_key: int = -1,
 ) -> Request:
+    """By BPMN process id and version (-1: the latest), or by `definition_key` when given."""
     intent = (
         ProcessInstanceCreationIntent.CREATE_WITH_AWAITING_RESULT
         if await_result
@@ -78,6 +80,7 @@ def create_instance(
     value = ProcessInstanceCreationValue(
         bpmn_process_id=bpmn_process_id,
         version=version,
+        process_definition_key=definition_key,
         variables=_document(variables),
         fetch_variables=tuple(fetch_variables),
     )

@@ -1,0 +1,296 @@
+"""The gateway's command layer: every operation of Zeebe's two client APIs as Partita commands.
+
+The gRPC service (`partita.gateway.grpc_api`) and the REST API (`partita.gateway.rest_api`)
+parse their requests into the arguments below and render what these return; neither builds a
+command or reads a reply itself. Each operation sends its command through one `AsyncClient`
+(commands on `<ns>.commands` with reply headers naming this gateway's reply partition, many in
+flight) and raises `GatewayError` for anything but a result: a rejection in Zeebe's words, a
+reply that did not come in time, an argument the engine would refuse or cannot take.
+
+Backpressure is not retried here: Zeebe's clients retry RESOURCE_EXHAUSTED themselves.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+
+from msgspec import structs
+
+from partita.client import commands
+from partita.client.aio import AsyncClient
+from partita.client.commands import Request
+from partita.client.errors import CommandRejectedError, ReplyTimeoutError
+from partita.gateway.errors import GatewayError, Status, invalid, rejected, unimplemented
+from partita.gateway.waker import JobWaker
+from partita.protocol.records import Record
+from partita.protocol.values import (
+    DeploymentValue,
+    JobBatchValue,
+    JobValue,
+    MessageStartEventSubscriptionValue,
+    MessageSubscriptionValue,
+)
+
+DEFAULT_TENANT = "<default>"
+LONG_POLL_MS = 10_000
+"""How long an ActivateJobs request with no `requestTimeout` (0) waits for a job, as Zeebe's
+gateway (`longPolling.timeout`)."""
+MAX_LONG_POLL_MS = 3_600_000
+MAX_JOBS = 10_000
+"""The most jobs one ActivateJobs request may ask for."""
+
+ActivatedJob = tuple[int, JobValue]
+
+
+def tenant(value: str | None, where: str = "tenantId") -> str:
+    """The one tenant Partita has: `<default>` (or none given). Others are refused, as Zeebe
+    refuses them with multi-tenancy off."""
+    if value in (None, "", DEFAULT_TENANT):
+        return DEFAULT_TENANT
+    raise invalid(
+        f"Expected to handle request with tenant identifier '{value}' ({where}), but"
+        " multi-tenancy is not supported by Partita: use '<default>' or leave it empty"
+    )
+
+
+def document(text: str | None, where: str) -> dict[str, Any]:
+    """A variables document given as JSON text: an object, or nothing."""
+    if text is None or not text.strip():
+        return {}
+    try:
+        value = json.loads(text)
+    except ValueError as error:
+        raise invalid(f"{where} is not valid JSON: {error}") from None
+    return object_document(value, where)
+
+
+def object_document(value: object, where: str) -> dict[str, Any]:
+    """A variables document given as parsed JSON: an object, or null."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise invalid(
+            f"{where} must be a JSON object (variable names to values), not"
+            f" {type(value).__name__ if not isinstance(value, list) else 'an array'}"
+        )
+    return value
+
+
+def fetched(variables: str, names: Sequence[str]) -> str:
+    """A job's variables narrowed to `names` (all when none are named)."""
+    if not names:
+        return variables
+    values = json.loads(variables)
+    return json.dumps({n: values[n] for n in names if n in values})
+
+
+def message_key(reply: Record) -> int:
+    """The key of the published message, whichever record answered the publication: the
+    message itself when buffered, or the correlation that consumed it."""
+    value = reply.value
+    if isinstance(value, MessageSubscriptionValue | MessageStartEventSubscriptionValue):
+        return value.message_key
+    return reply.key
+
+
+class Operations:
+    def __init__(self, client: AsyncClient, waker: JobWaker | None = None) -> None:
+        self.client = client
+        self.waker = waker
+        self.partition_count = client.connection.partition_count
+        self._next_partition = 0
+
+    async def _request(self, request: Request, timeout: float | None = None) -> Record:
+        try:
+            return await self.client.request(request, timeout)
+        except CommandRejectedError as error:
+            raise rejected(error) from None
+        except ReplyTimeoutError as error:
+            raise GatewayError(Status.DEADLINE_EXCEEDED, str(error)) from None
+
+    # -- resources and instances ----------------------------------------------------------
+
+    async def deploy(self, resources: Sequence[tuple[str, bytes]], tenant_id: str | None) -> Record:
+        """DEPLOYMENT CREATED: its key, and the processes' metadata in its value."""
+        tenant(tenant_id)
+        if not resources:
+            raise invalid("Expected to deploy at least one resource, but none given")
+        for name, _ in resources:
+            if "/" in name or "\\" in name or name in (".", ".."):
+                raise invalid(f"resource name '{name}' holds a path separator: name the file only")
+        reply = await self._request(commands.deploy(resources))
+        assert isinstance(reply.value, DeploymentValue)
+        return reply
+
+    async def create_instance(
+        self,
+        *,
+        process_id: str = "",
+        version: int = -1,
+        definition_key: int = -1,
+        variables: dict[str, Any] | None = None,
+        tenant_id: str | None = None,
+        start_at: Sequence[str] = (),
+        await_result: bool = False,
+        fetch_variables: Sequence[str] = (),
+        timeout_s: float | None = None,
+    ) -> Record:
+        """PROCESS_INSTANCE_CREATION CREATED, or with `await_result` the completed instance's
+        PROCESS_INSTANCE_RESULT COMPLETED with its variables."""
+        tenant(tenant_id)
+        if start_at:
+            raise unimplemented(
+                "Starting an instance at chosen elements (start instructions)",
+                "the engine starts every instance at its none start event",
+            )
+        if definition_key <= 0 and not process_id:
+            raise invalid("Expected either a process definition key or a BPMN process id")
+        request = commands.create_instance(
+            process_id,
+            variables,
+            version=version,
+            await_result=await_result,
+            fetch_variables=fetch_variables,
+            definition_key=definition_key,
+        )
+        return await self._request(request, timeout_s)
+
+    async def cancel_instance(self, key: int) -> Record:
+        return await self._request(commands.cancel_instance(key))
+
+    async def set_variables(self, scope_key: int, variables: dict[str, Any], local: bool) -> Record:
+        return await self._request(commands.set_variables(scope_key, variables, local=local))
+
+    async def resolve_incident(self, key: int) -> Record:
+        return await self._request(commands.resolve_incident(key))
+
+    async def publish_message(
+        self,
+        name: str,
+        correlation_key: str,
+        *,
+        ttl_ms: int = -1,
+        message_id: str = "",
+        variables: dict[str, Any] | None = None,
+        tenant_id: str | None = None,
+    ) -> Record:
+        """The reply says where the message went (`message_key` finds its key)."""
+        tenant(tenant_id)
+        if not name:
+            raise invalid("Expected a message name, but it is empty")
+        if ttl_ms < -1:
+            raise invalid(f"timeToLive must not be negative, not {ttl_ms}")
+        request = commands.publish_message(
+            name, correlation_key, variables, ttl_ms=ttl_ms, message_id=message_id
+        )
+        return await self._request(request)
+
+    # -- jobs -----------------------------------------------------------------------------
+
+    async def complete_job(self, key: int, variables: dict[str, Any] | None) -> Record:
+        return await self._request(commands.complete_job(key, variables))
+
+    async def fail_job(
+        self,
+        key: int,
+        retries: int,
+        message: str,
+        backoff_ms: int,
+        variables: dict[str, Any] | None = None,
+    ) -> Record:
+        if backoff_ms < 0:
+            raise invalid(f"retryBackOff must not be negative, not {backoff_ms}")
+        if variables:
+            raise unimplemented(
+                "Failing a job with variables", "the engine's FAIL takes no variables yet"
+            )
+        return await self._request(commands.fail_job(key, retries, message, backoff_ms))
+
+    async def throw_error(
+        self, key: int, code: str, message: str, variables: dict[str, Any] | None
+    ) -> Record:
+        return await self._request(commands.throw_error(key, code, message, variables))
+
+    async def update_job_retries(self, key: int, retries: int) -> Record:
+        if retries < 1:
+            raise invalid(f"Expected retries to be greater than zero, but it was {retries}")
+        return await self._request(commands.update_job_retries(key, retries))
+
+    async def activate_jobs(
+        self,
+        job_type: str,
+        *,
+        worker: str,
+        timeout_ms: int,
+        max_jobs: int,
+        fetch_variables: Sequence[str] = (),
+        request_timeout_ms: int = 0,
+        tenant_ids: Sequence[str] = (),
+    ) -> AsyncIterator[list[ActivatedJob]]:
+        """The jobs activated for one request, a batch per partition that had some.
+
+        Long polling, as Zeebe's gateway does it: one round over the partitions (starting
+        where the last request started, so requests share them), asking each for what is
+        left of `max_jobs`; when a round activates nothing the request waits until the log
+        shows a job of its type becoming activatable, then asks that partition, until
+        `request_timeout_ms` (0: 10 s; negative: no waiting) has passed. Waiting sends no
+        command: an idle worker writes nothing to the log."""
+        if not job_type:
+            raise invalid("Expected a job type, but it is empty")
+        if not 0 < max_jobs <= MAX_JOBS:
+            raise invalid(f"maxJobsToActivate must be between 1 and {MAX_JOBS}, not {max_jobs}")
+        if timeout_ms <= 0:
+            raise invalid(f"Expected a job timeout greater than zero, but it was {timeout_ms}")
+        if request_timeout_ms > MAX_LONG_POLL_MS:
+            raise invalid(f"requestTimeout must be at most {MAX_LONG_POLL_MS} ms")
+        for tenant_id in tenant_ids:
+            tenant(tenant_id, "tenantIds")
+        wait_ms = LONG_POLL_MS if request_timeout_ms == 0 else request_timeout_ms
+        start = self._next_partition
+        self._next_partition = (start + 1) % self.partition_count
+        partitions = [(start + i) % self.partition_count for i in range(self.partition_count)]
+        remaining = max_jobs
+        loop_time = asyncio.get_running_loop().time
+        deadline = loop_time() + max(wait_ms, 0) / 1000
+        watch = self.waker.watch(job_type) if self.waker is not None else None
+        try:
+            while True:
+                for partition in partitions:
+                    request = commands.activate_jobs(
+                        job_type, partition, worker, remaining, timeout_ms
+                    )
+                    try:
+                        reply = await self.client.request(request)
+                    except ReplyTimeoutError:
+                        continue  # the partition is moving: the next round asks again
+                    except CommandRejectedError as error:
+                        raise rejected(error) from None
+                    batch = reply.value
+                    assert isinstance(batch, JobBatchValue)
+                    if batch.jobs:
+                        remaining -= len(batch.jobs)
+                        yield [
+                            (key, _narrowed(job, fetch_variables))
+                            for key, job in zip(batch.job_keys, batch.jobs, strict=True)
+                        ]
+                    if remaining <= 0:
+                        return
+                if remaining < max_jobs or watch is None:
+                    return
+                left = deadline - loop_time()
+                if left <= 0:
+                    return
+                woken = await watch.wait(left)
+                if not woken:
+                    return
+                partitions = sorted(woken)
+        finally:
+            if watch is not None:
+                watch.close()
+
+
+def _narrowed(job: JobValue, names: Sequence[str]) -> JobValue:
+    return structs.replace(job, variables=fetched(job.variables, names)) if names else job

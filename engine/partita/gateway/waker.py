@@ -1,0 +1,131 @@
+"""Wakes parked ActivateJobs requests when the log shows a job of their type become activatable.
+
+A long-polling request that found no job parks here instead of asking the engine again: one
+thread reads the tail of `<ns>.log` (read_committed, no consumer group, from its end when the
+gateway started) and filters by header, so only the few JOB events that make a job activatable
+(CREATED, FAILED, TIMED_OUT, RECURRED_AFTER_BACKOFF, RETRIES_UPDATED) are decoded, for their job
+type. Each wakes the requests watching that type with the partition to ask. An INCIDENT RESOLVED
+(a job's incident may make it activatable again) wakes every watch on its partition. Nothing is
+written: an idle worker costs the log nothing.
+
+A watch is taken before a request's first round of ACTIVATE commands, so a job that becomes
+activatable while the round runs wakes it too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import threading
+from collections import defaultdict
+
+from confluent_kafka import OFFSET_END, Message, TopicPartition
+
+from partita.log.clients import close_consumer, consume_available, new_consumer
+from partita.log.security import KafkaAccess
+from partita.protocol.codec import RecordCodec
+from partita.protocol.headers import EVENT, INTENT, RECORD_TYPE, VALUE_TYPE
+from partita.protocol.values import JobValue
+
+_LOG = logging.getLogger("partita.gateway")
+_ACTIVATABLE = {b"CREATED", b"FAILED", b"TIMED_OUT", b"RECURRED_AFTER_BACKOFF", b"RETRIES_UPDATED"}
+_EVERY_TYPE = ""
+
+
+class Watch:
+    """One parked request's view: the partitions where a job of its type may be waiting."""
+
+    def __init__(self, waker: JobWaker, job_type: str) -> None:
+        self._waker = waker
+        self.job_type = job_type
+        self.partitions: set[int] = set()
+        self._event = asyncio.Event()
+
+    def wake(self, partition: int) -> None:
+        self.partitions.add(partition)
+        self._event.set()
+
+    async def wait(self, timeout: float) -> set[int]:
+        """The partitions to ask, once any is known; empty after `timeout` seconds."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._event.wait(), timeout)
+        woken, self.partitions = self.partitions, set()
+        self._event.clear()
+        return woken
+
+    def close(self) -> None:
+        self._waker._watches[self.job_type].discard(self)
+
+
+class JobWaker:
+    def __init__(self, access: KafkaAccess, log_topic: str, partitions: int) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._watches: defaultdict[str, set[Watch]] = defaultdict(set)
+        self._codec = RecordCodec()
+        self._consumer = new_consumer(
+            access,
+            {
+                "group.id": f"{log_topic}.gateway-waker",  # never joins: assign only
+                "enable.auto.commit": False,
+                "isolation.level": "read_committed",
+                "fetch.wait.max.ms": 10,
+            },
+        )
+        self._consumer.assign([TopicPartition(log_topic, p, OFFSET_END) for p in range(partitions)])
+        self._closing = threading.Event()
+        self._thread = threading.Thread(target=self._read, name="partita-job-waker", daemon=True)
+        self._thread.start()
+
+    def watch(self, job_type: str) -> Watch:
+        watch = Watch(self, job_type)
+        self._watches[job_type].add(watch)
+        return watch
+
+    async def close(self) -> None:
+        self._closing.set()
+        await asyncio.to_thread(self._thread.join)
+        close_consumer(self._consumer)
+
+    def _read(self) -> None:
+        while not self._closing.is_set():
+            try:
+                messages = consume_available(self._consumer, 500, 0.1)
+            except Exception:  # a consumer error is logged and the reading goes on
+                _LOG.exception("the job waker could not read the log")
+                continue
+            woken = [w for w in map(self._activatable, messages) if w is not None]
+            if woken:
+                self._loop.call_soon_threadsafe(self._wake, woken)
+
+    def _activatable(self, message: Message) -> tuple[str, int] | None:
+        """(job type, partition) of a record that may make a job activatable; the type is
+        `_EVERY_TYPE` for a resolved incident."""
+        partition, data = message.partition(), message.value()
+        if message.error() is not None or partition is None or data is None:
+            return None
+        kinds = dict(message.headers() or ())
+        if kinds.get(RECORD_TYPE) != EVENT:
+            return None
+        value_type, intent = kinds.get(VALUE_TYPE), kinds.get(INTENT)
+        if value_type == b"INCIDENT" and intent == b"RESOLVED":
+            return _EVERY_TYPE, partition
+        if value_type != b"JOB" or intent not in _ACTIVATABLE:
+            return None
+        try:
+            value = self._codec.decode(data).value
+        except Exception:  # the engine's own records: unreadable ones are the engine's concern
+            return None
+        if not isinstance(value, JobValue):
+            return None
+        return value.type, partition
+
+    def _wake(self, woken: list[tuple[str, int]]) -> None:
+        for job_type, partition in woken:
+            if job_type == _EVERY_TYPE:
+                for watches in self._watches.values():
+                    for watch in watches:
+                        watch.wake(partition)
+            else:
+                for watch in self._watches.get(job_type, ()):
+                    watch.wake(partition)

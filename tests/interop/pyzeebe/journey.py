@@ -1,0 +1,74 @@
+"""A pyzeebe 4.7 program, unchanged pyzeebe API only, run by tests/integration/test_gateway_grpc.py
+in a process of its own (pyzeebe's stubs and the gateway's cannot share a process).
+
+    python journey.py ADDRESS BPMN_DIR
+
+Prints one JSON line per step: topology, deploy, a worker's task run with result, messages an
+instance waits for, and a task that always fails (its job becomes an incident after its
+retries, which the test reads from the log). No `from __future__ import annotations`: pyzeebe
+reads the task functions' annotations (`job: Job`) at run time.
+"""
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+
+from pyzeebe import Job, ZeebeClient, ZeebeWorker, create_insecure_channel
+
+
+def say(step: str, **fields: object) -> None:
+    print(json.dumps({"step": step, **fields}), flush=True)
+
+
+async def main(address: str, bpmn_dir: Path) -> None:
+    channel = create_insecure_channel(grpc_address=address)
+    client = ZeebeClient(channel)
+    worker = ZeebeWorker(channel, name="journey-worker", poll_retry_delay=0)
+
+    topology = await client.topology()
+    say(
+        "topology",
+        brokers=len(topology.brokers),
+        partitions=topology.partitions_count,
+        version=topology.gateway_version,
+    )
+
+    deployed = await client.deploy_resource(
+        str(bpmn_dir / "double.bpmn"), str(bpmn_dir / "fails.bpmn"), str(bpmn_dir / "wait.bpmn")
+    )
+    say("deploy", processes=sorted(d.bpmn_process_id for d in deployed.deployments))
+
+    @worker.task(task_type="gw-double")
+    async def double(job: Job, amount: int) -> dict[str, object]:
+        return {"amount": amount * int(job.custom_headers["factor"]), "by": job.worker}
+
+    @worker.task(task_type="gw-boom")
+    async def boom(amount: int) -> dict[str, object]:
+        raise RuntimeError(f"cannot handle amount {amount}")
+
+    working = asyncio.create_task(worker.work())
+    try:
+        result = await client.run_process_with_result("gw-double", {"amount": 21}, timeout=30_000)
+        say("run-with-result", variables=result.variables, key=result.process_instance_key)
+
+        waiting = asyncio.create_task(
+            client.run_process_with_result("gw-wait", {"orderId": "o-7"}, timeout=30_000)
+        )
+        await asyncio.sleep(1.0)  # the instance subscribes to the message first
+        published = await client.publish_message(
+            "gw-paid", correlation_key="o-7", variables={"paidBy": "card"}
+        )
+        done = await waiting
+        say("message", key=published.key, variables=done.variables)
+
+        failing = await client.run_process("gw-fails", {"amount": 5})
+        say("failing", key=failing.process_instance_key)
+        await asyncio.sleep(3.0)  # both attempts fail: an incident
+    finally:
+        await worker.stop()
+        await working
+
+
+if __name__ == "__main__":
+    asyncio.run(main(sys.argv[1], Path(sys.argv[2])))
