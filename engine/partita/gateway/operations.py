@@ -259,17 +259,11 @@ class Operations:
         try:
             while True:
                 for partition in partitions:
-                    request = commands.activate_jobs(
-                        job_type, partition, worker, remaining, timeout_ms
-                    )
-                    try:
-                        reply = await self.client.request(request)
-                    except ReplyTimeoutError:
+                    if self.waker is not None and not self.waker.may_have_jobs(job_type, partition):
+                        continue
+                    batch = await self._activate(job_type, partition, worker, remaining, timeout_ms)
+                    if batch is None:
                         continue  # the partition is moving: the next round asks again
-                    except CommandRejectedError as error:
-                        raise rejected(error) from None
-                    batch = reply.value
-                    assert isinstance(batch, JobBatchValue)
                     if batch.jobs:
                         remaining -= len(batch.jobs)
                         yield [
@@ -290,6 +284,28 @@ class Operations:
         finally:
             if watch is not None:
                 watch.close()
+
+    async def _activate(
+        self, job_type: str, partition: int, worker: str, count: int, timeout_ms: int
+    ) -> JobBatchValue | None:
+        """One ACTIVATE on `partition`; None when no reply came in time."""
+        request = commands.activate_jobs(job_type, partition, worker, count, timeout_ms)
+        if self.waker is not None:
+            self.waker.asking(job_type, partition)
+        batch: JobBatchValue | None = None
+        try:
+            value = (await self.client.request(request)).value
+            assert isinstance(value, JobBatchValue)
+            batch = value
+            return batch
+        except ReplyTimeoutError:
+            return None
+        except CommandRejectedError as error:
+            raise rejected(error) from None
+        finally:
+            if self.waker is not None:
+                drained = batch is not None and len(batch.jobs) < count
+                self.waker.answered(job_type, partition, drained)
 
 
 def _narrowed(job: JobValue, names: Sequence[str]) -> JobValue:

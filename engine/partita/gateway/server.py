@@ -75,6 +75,7 @@ class Gateway:
         operations = Operations(client, waker)
         admin = admin_client(client.connection.access)
         server = None
+        rest = None
         try:
             if self.listeners.grpc is not None:
                 server = grpc.aio.server(options=_GRPC_OPTIONS)
@@ -92,9 +93,18 @@ class Gateway:
                 _LOG.info(
                     "Zeebe gRPC API on %s", self.listeners.grpc.rsplit(":", 1)[0] + f":{port}"
                 )
+            if self.listeners.rest is not None:
+                from partita.gateway.rest_api import start_rest
+
+                rest, port = await start_rest(self.listeners.rest, operations, admin, self.config)
+                self.bound["rest"] = port
+                host = self.listeners.rest.rsplit(":", 1)[0]
+                _LOG.info("Camunda 8.8 REST API on http://%s:%d/v2", host, port)
             ready(self)
             await self.stopping.wait()
         finally:
+            if rest is not None:
+                await rest.cleanup()
             if server is not None:
                 await server.stop(grace=5)
             await waker.close()

@@ -10,6 +10,12 @@ written: an idle worker costs the log nothing.
 
 A watch is taken before a request's first round of ACTIVATE commands, so a job that becomes
 activatable while the round runs wakes it too.
+
+The waker also remembers which (job type, partition) an ACTIVATE found drained (fewer jobs than
+asked for) with no activatable job shown since: the next requests skip it, so a worker polling a
+type nobody creates asks each partition once, and then writes nothing at all. A job that became
+activatable while that ACTIVATE was on its way keeps it undrained. A consumer error forgets every
+drained mark (records could have been missed).
 """
 
 from __future__ import annotations
@@ -18,7 +24,7 @@ import asyncio
 import contextlib
 import logging
 import threading
-from collections import defaultdict
+from collections import OrderedDict, defaultdict
 
 from confluent_kafka import OFFSET_END, Message, TopicPartition
 
@@ -31,6 +37,10 @@ from partita.protocol.values import JobValue
 _LOG = logging.getLogger("partita.gateway")
 _ACTIVATABLE = {b"CREATED", b"FAILED", b"TIMED_OUT", b"RECURRED_AFTER_BACKOFF", b"RETRIES_UPDATED"}
 _EVERY_TYPE = ""
+_MAX_DRAINED = 100_000
+"""Drained marks kept at most (the oldest go first: that pair is asked again)."""
+
+Key = tuple[str, int]
 
 
 class Watch:
@@ -62,6 +72,9 @@ class JobWaker:
     def __init__(self, access: KafkaAccess, log_topic: str, partitions: int) -> None:
         self._loop = asyncio.get_running_loop()
         self._watches: defaultdict[str, set[Watch]] = defaultdict(set)
+        self._drained: OrderedDict[Key, None] = OrderedDict()
+        self._asking: dict[Key, int] = {}
+        self._dirty: set[Key] = set()
         self._codec = RecordCodec()
         self._consumer = new_consumer(
             access,
@@ -70,6 +83,8 @@ class JobWaker:
                 "enable.auto.commit": False,
                 "isolation.level": "read_committed",
                 "fetch.wait.max.ms": 10,
+                # truncated past our position: read what is left rather than skip to the end
+                "auto.offset.reset": "earliest",
             },
         )
         self._consumer.assign([TopicPartition(log_topic, p, OFFSET_END) for p in range(partitions)])
@@ -82,6 +97,29 @@ class JobWaker:
         self._watches[job_type].add(watch)
         return watch
 
+    def may_have_jobs(self, job_type: str, partition: int) -> bool:
+        return (job_type, partition) not in self._drained
+
+    def asking(self, job_type: str, partition: int) -> None:
+        """An ACTIVATE for the pair is on its way (`answered` follows)."""
+        key = (job_type, partition)
+        self._asking[key] = self._asking.get(key, 0) + 1
+
+    def answered(self, job_type: str, partition: int, drained: bool) -> None:
+        """Its reply came: `drained` when it activated fewer jobs than it asked for."""
+        key = (job_type, partition)
+        if drained and key not in self._dirty:
+            self._drained[key] = None
+            self._drained.move_to_end(key)
+            if len(self._drained) > _MAX_DRAINED:
+                self._drained.popitem(last=False)
+        left = self._asking.get(key, 1) - 1
+        if left > 0:
+            self._asking[key] = left
+        else:
+            self._asking.pop(key, None)
+            self._dirty.discard(key)
+
     async def close(self) -> None:
         self._closing.set()
         await asyncio.to_thread(self._thread.join)
@@ -93,7 +131,10 @@ class JobWaker:
                 messages = consume_available(self._consumer, 500, 0.1)
             except Exception:  # a consumer error is logged and the reading goes on
                 _LOG.exception("the job waker could not read the log")
+                self._loop.call_soon_threadsafe(self._forget)
                 continue
+            if any(m.error() is not None for m in messages):
+                self._loop.call_soon_threadsafe(self._forget)
             woken = [w for w in map(self._activatable, messages) if w is not None]
             if woken:
                 self._loop.call_soon_threadsafe(self._wake, woken)
@@ -120,12 +161,23 @@ class JobWaker:
             return None
         return value.type, partition
 
-    def _wake(self, woken: list[tuple[str, int]]) -> None:
+    def _forget(self) -> None:
+        self._drained.clear()
+        self._dirty.update(self._asking)
+
+    def _wake(self, woken: list[Key]) -> None:
         for job_type, partition in woken:
             if job_type == _EVERY_TYPE:
+                for key in [k for k in self._drained if k[1] == partition]:
+                    del self._drained[key]
+                self._dirty.update(k for k in self._asking if k[1] == partition)
                 for watches in self._watches.values():
                     for watch in watches:
                         watch.wake(partition)
             else:
+                key = (job_type, partition)
+                self._drained.pop(key, None)
+                if key in self._asking:
+                    self._dirty.add(key)
                 for watch in self._watches.get(job_type, ()):
                     watch.wake(partition)
