@@ -12,7 +12,7 @@
 #                  check and create-users.sh), scram-users (name and password of each role)
 #   admin/         client.properties of the super user (PLAIN), for `partita acls --apply`
 #   <role>/        for the roles the compose services run (engine, analytics, exporter,
-#                  operator): client.properties logging in as User:<role> with SCRAM-SHA-512
+#                  operator, gateway): client.properties logging in as User:<role> with SCRAM-SHA-512
 #   applications/  client.properties and job-worker.properties for your own producers and job
 #                  workers on the host (bootstrap.servers=localhost:9092)
 # and ca.pem, the CA's certificate (the truststore of every client), in each folder.
@@ -23,8 +23,8 @@
 set -euo pipefail
 
 OUT=${OUT:-/secrets}
-ROLES=(engine analytics exporter operator client job-worker)
-SERVICE_ROLES=(engine analytics exporter operator)
+ROLES=(engine analytics exporter operator client job-worker gateway)
+SERVICE_ROLES=(engine analytics exporter operator gateway)
 DAYS=825
 
 if [[ -f "$OUT/kafka/server.properties" ]]; then

@@ -35,6 +35,7 @@ ALLOWED: dict[str, set[str]] = {
     "snapshots": {"protocol", "state", "log"},
     "stream": {"protocol", "state", "processing", "snapshots", "log", "bpmn", "feel"},
     "client": {"protocol", "log"},
+    "gateway": {"protocol", "log", "client"},
     "analytics": {"protocol", "log"},
     "localkafka": {"log"},
 }

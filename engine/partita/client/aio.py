@@ -24,7 +24,7 @@ from partita.client.commands import Request
 from partita.client.connection import Connection
 from partita.client.errors import ResourceExhaustedError, rejection_error, timeout_error
 from partita.client.retry import RetryPolicy, is_backpressure
-from partita.config import Config
+from partita.config import Config, KafkaRole
 from partita.protocol.enums import RecordType
 from partita.protocol.records import Record
 from partita.protocol.values import JobBatchValue, JobValue
@@ -48,9 +48,15 @@ class AsyncClient:
 
     @classmethod
     async def connect(
-        cls, config: Config, *, timeout: float = 30.0, retry_for: float = 30.0
+        cls,
+        config: Config,
+        *,
+        timeout: float = 30.0,
+        retry_for: float = 30.0,
+        role: KafkaRole = KafkaRole.CLIENT,
     ) -> AsyncClient:
-        connection = await asyncio.to_thread(Connection, config, timeout)
+        """Connects as `role`: PARTITA_KAFKA_CONFIG_<ROLE> gives it its own principal."""
+        connection = await asyncio.to_thread(Connection, config, timeout, role=role)
         return cls(connection, timeout, retry_for)
 
     async def close(self) -> None:

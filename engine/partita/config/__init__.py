@@ -37,6 +37,7 @@ class KafkaRole(StrEnum):
     ANALYTICS = "analytics"
     EXPORTER = "exporter"
     OPERATOR = "operator"
+    GATEWAY = "gateway"
 
     @property
     def variable(self) -> str:

@@ -147,7 +147,7 @@ KAFKA_ROLE_CONFIG = Setting(
     parse_path,
     "",
     "a properties file merged over the first for one role's clients (`ENGINE`, `CLIENT`,"
-    " `JOB_WORKER`, `ANALYTICS`, `EXPORTER`, `OPERATOR`), so that part runs under its own"
+    " `JOB_WORKER`, `ANALYTICS`, `EXPORTER`, `OPERATOR`, `GATEWAY`), so that part runs under its own"
     " principal; it may change credentials, not the cluster",
     SECURITY,
     field="kafka_role_configs",

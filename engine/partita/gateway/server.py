@@ -22,6 +22,7 @@ from partita.config import Config, KafkaRole
 from partita.errors import ConfigError
 from partita.gateway.grpc_api import GatewayService
 from partita.gateway.operations import Operations
+from partita.gateway.rest_api import start_rest
 from partita.gateway.stubs import load
 from partita.gateway.waker import JobWaker
 from partita.log.admin import admin_client
@@ -68,7 +69,7 @@ class Gateway:
 
     async def run(self, ready: Callable[[Gateway], None] = lambda _: None) -> None:
         stubs = await asyncio.to_thread(load, self.config.home, self.jar, _LOG.info)
-        client = await AsyncClient.connect(self.config, retry_for=0)
+        client = await AsyncClient.connect(self.config, retry_for=0, role=KafkaRole.GATEWAY)
         waker = JobWaker(
             client.connection.access, self.config.log_topic, client.connection.partition_count
         )
@@ -94,8 +95,6 @@ class Gateway:
                     "Zeebe gRPC API on %s", self.listeners.grpc.rsplit(":", 1)[0] + f":{port}"
                 )
             if self.listeners.rest is not None:
-                from partita.gateway.rest_api import start_rest
-
                 rest, port = await start_rest(self.listeners.rest, operations, admin, self.config)
                 self.bound["rest"] = port
                 host = self.listeners.rest.rsplit(":", 1)[0]
@@ -126,5 +125,3 @@ def serve(config: Config, listeners: Listeners, jar: Path | None = None) -> None
 
     asyncio.run(main())
 
-
-__all__ = ["Gateway", "KafkaRole", "Listeners", "address", "serve"]

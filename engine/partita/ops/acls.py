@@ -229,12 +229,21 @@ def _operator(config: Config) -> list[_Rule]:
     ]
 
 
+def _gateway(config: Config) -> list[_Rule]:
+    return [
+        *_client_side(config, [config.replies_topic]),
+        (TOPIC, LITERAL, config.log_topic, READ, "job records that wake long polls"),
+        (GROUP, LITERAL, engine_group(config.namespace), DESCRIBE, "topology: owners, lag"),
+    ]
+
+
 _RULES: dict[KafkaRole, Callable[[Config], list[_Rule]]] = {
     KafkaRole.ENGINE: _engine,
     KafkaRole.CLIENT: _client,
     KafkaRole.ANALYTICS: _analytics,
     KafkaRole.EXPORTER: _exporter,
     KafkaRole.OPERATOR: _operator,
+    KafkaRole.GATEWAY: _gateway,
 }
 
 

@@ -65,6 +65,7 @@ def test_the_number_of_acls_of_each_role() -> None:
         "analytics": 6,
         "exporter": 4,
         "operator": 4,
+        "gateway": 5,
     }
 
 

@@ -29,6 +29,7 @@ ROLE_OF_SERVICE = {
     "worker": KafkaRole.ENGINE,
     "analytics": KafkaRole.ANALYTICS,
     "exporter": KafkaRole.EXPORTER,
+    "gateway": KafkaRole.GATEWAY,
 }
 
 
@@ -63,11 +64,11 @@ def _commands(name: str) -> list[list[str]]:
 
 
 @pytest.mark.parametrize("name", [PLAIN, SECURE])
-def test_compose_has_kafka_a_topics_job_and_workers(name: str) -> None:
+def test_compose_has_kafka_a_topics_job_workers_and_a_gateway(name: str) -> None:
     services = _compose(name)["services"]
     assert services["kafka"]["image"].startswith("apache/kafka:")
     assert services["kafka"]["environment"]["KAFKA_PROCESS_ROLES"] == "broker,controller"
-    expected = {"topics", "worker", "analytics", "exporter"} | (
+    expected = {"topics", "worker", "analytics", "exporter", "gateway"} | (
         {"acls"} if name == SECURE else set()
     )
     assert set(_partita_services(name)) == expected
