@@ -169,3 +169,27 @@ def test_a_failed_job_with_retries_is_activatable_again(engine: MemoryEngine) ->
     send(engine, command(JobIntent.FAIL, JobValue(retries=1), key=job.key))
     (again,) = _activate(engine).value.jobs
     assert again.retries == 1
+
+
+def test_updating_the_timeout_moves_an_activated_jobs_deadline(engine: MemoryEngine) -> None:
+    instance = create(engine, "one-task")
+    (job,) = jobs_of(engine, instance)
+    (refused,) = send(
+        engine, command(JobIntent.UPDATE_TIMEOUT, JobValue(timeout=5000), key=job.key)
+    )
+    assert refused.rejection_type is RejectionType.INVALID_STATE  # not activated yet
+    assert "is not activated" in refused.rejection_reason
+    _activate(engine, timeout=1000)
+    (zero,) = send(engine, command(JobIntent.UPDATE_TIMEOUT, JobValue(timeout=0), key=job.key))
+    assert zero.rejection_type is RejectionType.INVALID_ARGUMENT
+    (updated,) = send(
+        engine, command(JobIntent.UPDATE_TIMEOUT, JobValue(timeout=5000), key=job.key)
+    )
+    assert updated.intent is JobIntent.TIMEOUT_UPDATED
+    assert updated.value.deadline == updated.timestamp + 5000 and updated.value.worker == "w1"
+    engine.advance(2.0)  # past the first deadline: still activated
+    assert not [r for r in engine.events(0) if r.intent is JobIntent.TIMED_OUT]
+    assert _activate(engine).value.jobs == ()
+    engine.advance(4.0)  # past the new one
+    (timed_out,) = [r for r in engine.events(0) if r.intent is JobIntent.TIMED_OUT]
+    assert timed_out.key == job.key

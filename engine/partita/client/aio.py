@@ -173,6 +173,9 @@ class AsyncClient:
     async def update_job_retries(self, key: int, retries: int) -> Record:
         return await self.request(commands.update_job_retries(key, retries))
 
+    async def update_job_timeout(self, key: int, timeout_ms: int) -> Record:
+        return await self.request(commands.update_job_timeout(key, timeout_ms))
+
     async def publish_message(
         self,
         name: str,

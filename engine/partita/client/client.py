@@ -176,6 +176,10 @@ class Client:
     def update_job_retries(self, key: int, retries: int) -> Record:
         return self.request(commands.update_job_retries(key, retries))
 
+    def update_job_timeout(self, key: int, timeout_ms: int) -> Record:
+        """An activated job's deadline becomes now + `timeout_ms`."""
+        return self.request(commands.update_job_timeout(key, timeout_ms))
+
     def publish_message(
         self,
         name: str,

@@ -121,6 +121,10 @@ def update_job_retries(key: int, retries: int) -> Request:
     return Request(JobIntent.UPDATE_RETRIES, JobValue(retries=retries), key)
 
 
+def update_job_timeout(key: int, timeout_ms: int) -> Request:
+    return Request(JobIntent.UPDATE_TIMEOUT, JobValue(timeout=timeout_ms), key)
+
+
 def publish_message(
     name: str,
     correlation_key: str,

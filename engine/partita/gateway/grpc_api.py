@@ -335,4 +335,5 @@ class GatewayService:
 
     @_answers
     async def UpdateJobTimeout(self, request: Any, context: Any) -> Any:  # noqa: N802
-        raise unimplemented("UpdateJobTimeout", "the engine cannot change a job's timeout yet")
+        await self.operations.update_job_timeout(request.jobKey, request.timeout)
+        return self.pb.UpdateJobTimeoutResponse()

@@ -219,6 +219,9 @@ class Operations:
             raise invalid(f"Expected retries to be greater than zero, but it was {retries}")
         return await self._request(commands.update_job_retries(key, retries))
 
+    async def update_job_timeout(self, key: int, timeout_ms: int) -> Record:
+        return await self._request(commands.update_job_timeout(key, timeout_ms))
+
     async def activate_jobs(
         self,
         job_type: str,

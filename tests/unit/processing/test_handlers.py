@@ -39,7 +39,7 @@ def test_the_table_names_each_handler_and_its_module() -> None:
         "(../../engine/partita/processing/job/processors.py) |"
     ) in page
     assert "| `COMPLETED` | event | `apply_removed` | [job/appliers.py]" in page
-    assert "| `UPDATE_TIMEOUT` | client command | - | - |" in page  # no processor yet
+    assert "| `UPDATE_TIMEOUT` | client command | `update_timeout` | [job/processors.py]" in page
 
 
 def test_every_handler_is_registered_by_the_module_that_defines_it() -> None:

@@ -62,6 +62,18 @@ def apply_retries_updated(record: Record, db: PartitionDb) -> None:
         db.column(JOBS).upsert(record.key, replace(stored, retries=value.retries))
 
 
+@handlers.applier(JobIntent.TIMEOUT_UPDATED)
+def apply_timeout_updated(record: Record, db: PartitionDb) -> None:
+    """The job stays activated by the same worker, with the new deadline."""
+    value = record.value
+    assert isinstance(value, JobValue)
+    stored = db.column(JOBS).get(record.key)
+    if stored is not None:
+        job_state.make_activated(
+            db, record.key, stored.worker, value.deadline, pushed=stored.pushed
+        )
+
+
 @handlers.applier(JobIntent.ERROR_THROWN)
 def apply_error_thrown(record: Record, db: PartitionDb) -> None:
     stored = db.column(JOBS).get(record.key)

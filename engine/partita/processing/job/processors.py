@@ -5,7 +5,8 @@ service task. FAIL takes the retries the worker says are left: none -> an incide
 a back-off -> the job waits (RECUR_AFTER_BACKOFF from the due-date checker), without -> it is
 activatable at once. THROW_ERROR is caught by the nearest matching error catch event, else an
 UNHANDLED_ERROR_EVENT incident names the code; resolving it makes the job activatable again.
-A command for a job that no longer exists is rejected NOT_FOUND; one for a job that is
+UPDATE_TIMEOUT gives an activated job a new deadline, counted from now. A command for a job that
+no longer exists is rejected NOT_FOUND; one for a job that is
 waiting (an incident, a back-off) is rejected INVALID_STATE.
 
 JOB_BATCH ACTIVATE takes up to `maxJobsToActivate` activatable jobs of one type, oldest key
@@ -154,6 +155,31 @@ def update_retries(command: Record, ctx: ProcessingContext) -> None:
         )
     updated = replace(job_value(stored), retries=value.retries)
     ctx.append_event(JobIntent.RETRIES_UPDATED, updated, command.key, respond=True)
+
+
+@handlers.processor(JobIntent.UPDATE_TIMEOUT)
+def update_timeout(command: Record, ctx: ProcessingContext) -> None:
+    """JOB UPDATE_TIMEOUT: an activated job's deadline becomes now + the new timeout (a worker
+    that needs longer, or gives a job back sooner)."""
+    value = command.value
+    assert isinstance(value, JobValue)
+    stored = _active_job(ctx, command.key)
+    if ctx.state.column(STATES).get(command.key) != "ACTIVATED":
+        raise RejectionError(
+            RejectionType.INVALID_STATE,
+            f"job {command.key} is not activated: only an activated job has a timeout to update",
+        )
+    if value.timeout < 1:
+        raise RejectionError(
+            RejectionType.INVALID_ARGUMENT, f"timeout must be at least 1 ms, got {value.timeout}"
+        )
+    if ctx.now + value.timeout > MAX_DEADLINE:
+        raise RejectionError(
+            RejectionType.INVALID_ARGUMENT,
+            f"a timeout of {value.timeout} ms puts the deadline past {MAX_DEADLINE}",
+        )
+    updated = replace(job_value(stored), timeout=value.timeout, deadline=ctx.now + value.timeout)
+    ctx.append_event(JobIntent.TIMEOUT_UPDATED, updated, command.key, respond=True)
 
 
 @handlers.processor(JobIntent.RECUR_AFTER_BACKOFF)
