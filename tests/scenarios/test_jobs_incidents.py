@@ -13,6 +13,7 @@ from partita.protocol.intents import (
     IncidentIntent,
     JobBatchIntent,
     JobIntent,
+    VariableIntent,
 )
 from partita.protocol.records import Record, command
 from partita.protocol.values import (
@@ -193,3 +194,18 @@ def test_updating_the_timeout_moves_an_activated_jobs_deadline(engine: MemoryEng
     engine.advance(4.0)  # past the new one
     (timed_out,) = [r for r in engine.events(0) if r.intent is JobIntent.TIMED_OUT]
     assert timed_out.key == job.key
+
+
+def test_a_failure_sets_its_variables_on_the_task_for_the_retry(engine: MemoryEngine) -> None:
+    instance = create(engine, "one-task", n=1)
+    (job,) = _activate(engine).value.jobs
+    key = jobs_of(engine, instance)[0].key
+    failure = JobValue(retries=1, variables=json.dumps({"attempt": 1, "n": 5}))
+    failed, *variables = send(engine, command(JobIntent.FAIL, failure, key=key))
+    assert failed.intent is JobIntent.FAILED
+    assert {(v.intent, v.value.name, v.value.scope_key) for v in variables} == {
+        (VariableIntent.CREATED, "attempt", job.element_instance_key),
+        (VariableIntent.CREATED, "n", job.element_instance_key),  # local: shadows the instance's
+    }
+    (again,) = _activate(engine).value.jobs
+    assert json.loads(again.variables) == {"n": 5, "attempt": 1}

@@ -161,9 +161,14 @@ class AsyncClient:
         return await self.request(commands.complete_job(key, variables))
 
     async def fail_job(
-        self, key: int, retries: int, message: str = "", backoff_ms: int = 0
+        self,
+        key: int,
+        retries: int,
+        message: str = "",
+        backoff_ms: int = 0,
+        variables: dict[str, Any] | None = None,
     ) -> Record:
-        return await self.request(commands.fail_job(key, retries, message, backoff_ms))
+        return await self.request(commands.fail_job(key, retries, message, backoff_ms, variables))
 
     async def throw_error(
         self, key: int, code: str, message: str = "", variables: dict[str, Any] | None = None

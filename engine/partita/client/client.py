@@ -162,10 +162,17 @@ class Client:
     def complete_job(self, key: int, variables: dict[str, Any] | None = None) -> Record:
         return self.request(commands.complete_job(key, variables))
 
-    def fail_job(self, key: int, retries: int, message: str = "", backoff_ms: int = 0) -> Record:
+    def fail_job(
+        self,
+        key: int,
+        retries: int,
+        message: str = "",
+        backoff_ms: int = 0,
+        variables: dict[str, Any] | None = None,
+    ) -> Record:
         """Fail a job: with retries left it is activated again (after `backoff_ms`); with 0
-        an incident is raised."""
-        return self.request(commands.fail_job(key, retries, message, backoff_ms))
+        an incident is raised. `variables` are set on the job's task (local)."""
+        return self.request(commands.fail_job(key, retries, message, backoff_ms, variables))
 
     def throw_error(
         self, key: int, code: str, message: str = "", variables: dict[str, Any] | None = None

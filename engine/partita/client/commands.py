@@ -105,8 +105,20 @@ def complete_job(key: int, variables: dict[str, Any] | None = None) -> Request:
     return Request(JobIntent.COMPLETE, JobValue(variables=_document(variables)), key)
 
 
-def fail_job(key: int, retries: int, message: str = "", backoff_ms: int = 0) -> Request:
-    value = JobValue(retries=retries, error_message=message, retry_backoff=backoff_ms)
+def fail_job(
+    key: int,
+    retries: int,
+    message: str = "",
+    backoff_ms: int = 0,
+    variables: dict[str, Any] | None = None,
+) -> Request:
+    """Variables (optional) become local to the job's task."""
+    value = JobValue(
+        retries=retries,
+        error_message=message,
+        retry_backoff=backoff_ms,
+        variables=_document(variables),
+    )
     return Request(JobIntent.FAIL, value, key)
 
 

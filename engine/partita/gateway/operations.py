@@ -203,11 +203,7 @@ class Operations:
     ) -> Record:
         if backoff_ms < 0:
             raise invalid(f"retryBackOff must not be negative, not {backoff_ms}")
-        if variables:
-            raise unimplemented(
-                "Failing a job with variables", "the engine's FAIL takes no variables yet"
-            )
-        return await self._request(commands.fail_job(key, retries, message, backoff_ms))
+        return await self._request(commands.fail_job(key, retries, message, backoff_ms, variables))
 
     async def throw_error(
         self, key: int, code: str, message: str, variables: dict[str, Any] | None

@@ -23,7 +23,11 @@ from msgspec.structs import replace
 
 from partita.processing.behavior.error_catching import catch_error
 from partita.processing.behavior.incidents import job_incident
-from partita.processing.behavior.variables import propagate_variables, variables_document
+from partita.processing.behavior.variables import (
+    propagate_variables,
+    set_variable,
+    variables_document,
+)
 from partita.processing.context import MAX_DEADLINE, ProcessingContext, RejectionError
 from partita.processing.dispatch import MAX_DUE_COMMANDS, Handlers
 from partita.processing.instance import state as instance_state
@@ -88,7 +92,8 @@ def complete(command: Record, ctx: ProcessingContext) -> None:
 
 @handlers.processor(JobIntent.FAIL)
 def fail(command: Record, ctx: ProcessingContext) -> None:
-    """JOB FAIL: remaining retries from the worker; at 0 an incident stops the task."""
+    """JOB FAIL: remaining retries from the worker; at 0 an incident stops the task. Variables
+    sent with the failure are set on the task's own scope (a retry sees them)."""
     value = command.value
     assert isinstance(value, JobValue)
     stored = _active_job(ctx, command.key)
@@ -103,6 +108,7 @@ def fail(command: Record, ctx: ProcessingContext) -> None:
             f"a retryBackOff of {value.retry_backoff} ms puts the retry past {MAX_DEADLINE}",
         )
     retries = max(value.retries, 0)
+    variables = variables_document(value.variables) if value.variables not in ("", "{}") else {}
     failed = replace(
         job_value(stored),
         retries=retries,
@@ -114,6 +120,11 @@ def fail(command: Record, ctx: ProcessingContext) -> None:
         variables="{}",
     )
     ctx.append_event(JobIntent.FAILED, failed, command.key, respond=True)
+    element = instance_state.instance(ctx.state, failed.element_instance_key) if variables else None
+    if element is not None:  # as Zeebe: the failure's variables are local to the task
+        task = instance_state.value_of(element)
+        for name, variable in variables.items():
+            set_variable(ctx, failed.element_instance_key, name, variable, task)
     if retries <= 0:
         message = value.error_message or f"job {command.key} failed with no retries left"
         job_incident(ctx, command.key, failed, ErrorType.JOB_NO_RETRIES, message)
