@@ -28,6 +28,7 @@ class RunningGateway:
     rest: str
     """http://host:port of the REST API (CAMUNDA_REST_ADDRESS), without /v2."""
     log: Path
+    pid: int
 
 
 @contextmanager
@@ -61,7 +62,9 @@ def running_gateway(config: Config, log_dir: Path, *extra: str) -> Iterator[Runn
             if process.poll() is not None or time.monotonic() > deadline:
                 raise AssertionError(f"the gateway did not start:\n{log.read_text()}")
             time.sleep(0.1)
-        yield RunningGateway(f"127.0.0.1:{grpc_port}", f"http://127.0.0.1:{rest_port}", log)
+        yield RunningGateway(
+            f"127.0.0.1:{grpc_port}", f"http://127.0.0.1:{rest_port}", log, process.pid
+        )
     finally:
         process.terminate()
         try:

@@ -84,7 +84,6 @@ SECURITY = "Secured clusters"
 LOCAL = "Local broker (development)"
 WORKER = "Engine workers (`partita worker`)"
 ANALYTICS = "Analytics (`partita analytics`)"
-GATEWAY = "Gateway for Zeebe's clients (`partita gateway`)"
 
 BOOTSTRAP_SERVERS = Setting(
     "KAFKA_BOOTSTRAP_SERVERS",
@@ -147,8 +146,8 @@ KAFKA_ROLE_CONFIG = Setting(
     parse_path,
     "",
     "a properties file merged over the first for one role's clients (`ENGINE`, `CLIENT`,"
-    " `JOB_WORKER`, `ANALYTICS`, `EXPORTER`, `OPERATOR`, `GATEWAY`), so that part runs under its own"
-    " principal; it may change credentials, not the cluster",
+    " `JOB_WORKER`, `ANALYTICS`, `EXPORTER`, `OPERATOR`, `GATEWAY`), so that part runs under"
+    " its own principal; it may change credentials, not the cluster",
     SECURITY,
     field="kafka_role_configs",
     readers="the commands of that role",
@@ -345,38 +344,8 @@ ANALYTICS_TOKEN = Setting(
     readers="analytics, instances, incidents",
     shown_default="unset: no token",
 )
-GATEWAY_GRPC = Setting(
-    "PARTITA_GATEWAY_GRPC",
-    parse_str,
-    "127.0.0.1:26500",
-    "`host:port` where the gateway serves Zeebe's gRPC API (`ZEEBE_ADDRESS` of the clients);"
-    " `off` serves none",
-    GATEWAY,
-    flag="--grpc",
-    readers="gateway",
-)
-GATEWAY_REST = Setting(
-    "PARTITA_GATEWAY_REST",
-    parse_str,
-    "127.0.0.1:8080",
-    "`host:port` where the gateway serves the Camunda 8.8 REST API under `/v2`"
-    " (`CAMUNDA_REST_ADDRESS`, Modeler's cluster URL); `off` serves none",
-    GATEWAY,
-    flag="--rest",
-    readers="gateway",
-)
-GATEWAY_PROTOCOL_JAR = Setting(
-    "PARTITA_GATEWAY_PROTOCOL_JAR",
-    parse_path,
-    "",
-    "a local copy of `io.camunda:zeebe-gateway-protocol` (its jar), for a machine that cannot"
-    " reach Maven Central: the gateway generates its gRPC stubs from the `gateway.proto` in it,"
-    " once, into `$PARTITA_HOME/zeebe-gateway-protocol/`",
-    GATEWAY,
-    flag="--protocol-jar",
-    readers="gateway",
-    shown_default="unset: the local Maven repository, else Maven Central",
-)
+from partita.config.settings_gateway import GATEWAY_SETTINGS  # noqa: E402 (needs Setting)
+
 SUPERVISOR_PID = Setting(
     "PARTITA_SUPERVISOR_PID",
     parse_int,
@@ -413,9 +382,7 @@ SETTINGS: tuple[Setting[Any], ...] = (
     REPLY_TOPICS,
     ANALYTICS_HOST,
     ANALYTICS_TOKEN,
-    GATEWAY_GRPC,
-    GATEWAY_REST,
-    GATEWAY_PROTOCOL_JAR,
+    *GATEWAY_SETTINGS,
     SUPERVISOR_PID,
 )
 """Every setting, in the order docs/configuration.md shows them."""

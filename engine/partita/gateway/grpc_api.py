@@ -17,6 +17,7 @@ from typing import Any
 
 import grpc
 from confluent_kafka.admin import AdminClient
+from google.protobuf.message import DecodeError
 
 from partita.config import Config
 from partita.gateway.errors import GatewayError, Status, unimplemented
@@ -75,7 +76,7 @@ def _streams(method: Callable[..., AsyncIterator[Any]]) -> Callable[..., AsyncIt
 
 
 class GatewayService:
-    """The servicer `add_GatewayServicer_to_server` takes: one method per RPC."""
+    """One method per RPC of `gateway_protocol.Gateway` (`register` serves them)."""
 
     def __init__(
         self, stubs: Stubs, operations: Operations, admin: AdminClient, config: Config
@@ -337,3 +338,55 @@ class GatewayService:
     async def UpdateJobTimeout(self, request: Any, context: Any) -> Any:  # noqa: N802
         await self.operations.update_job_timeout(request.jobKey, request.timeout)
         return self.pb.UpdateJobTimeoutResponse()
+
+
+def register(server: grpc.aio.Server, service: GatewayService, stubs: Stubs) -> None:
+    """Serve `service` for every RPC of `gateway_protocol.Gateway` in `stubs`. Requests reach
+    the handlers as bytes and are parsed here, so a malformed one is INVALID_ARGUMENT naming
+    its message type (gRPC's own deserializer would answer INTERNAL)."""
+    messages = stubs.messages
+    descriptor = messages.DESCRIPTOR.services_by_name["Gateway"]
+    handlers = {}
+    for method in descriptor.methods:
+        request_type = getattr(messages, method.input_type.name)
+        response_type = getattr(messages, method.output_type.name)
+        call = getattr(service, method.name)
+        if method.server_streaming:
+            handlers[method.name] = grpc.unary_stream_rpc_method_handler(
+                _parsed_stream(call, request_type),
+                response_serializer=response_type.SerializeToString,
+            )
+        else:
+            handlers[method.name] = grpc.unary_unary_rpc_method_handler(
+                _parsed(call, request_type), response_serializer=response_type.SerializeToString
+            )
+    server.add_generic_rpc_handlers(
+        (grpc.method_handlers_generic_handler(descriptor.full_name, handlers),)
+    )
+
+
+async def _parse(raw: bytes, request_type: Any, context: grpc.aio.ServicerContext) -> Any:
+    try:
+        return request_type.FromString(raw)
+    except DecodeError as error:
+        await context.abort(
+            grpc.StatusCode.INVALID_ARGUMENT,
+            f"the request is not a valid {request_type.DESCRIPTOR.full_name} message: {error}",
+        )
+
+
+def _parsed(call: Callable[..., Awaitable[Any]], request_type: Any) -> Callable[..., Any]:
+    async def handle(raw: bytes, context: grpc.aio.ServicerContext) -> Any:
+        return await call(await _parse(raw, request_type, context), context)
+
+    return handle
+
+
+def _parsed_stream(
+    call: Callable[..., AsyncIterator[Any]], request_type: Any
+) -> Callable[..., Any]:
+    async def handle(raw: bytes, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
+        async for response in call(await _parse(raw, request_type, context), context):
+            yield response
+
+    return handle

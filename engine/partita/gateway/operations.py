@@ -24,7 +24,7 @@ from partita.client.aio import AsyncClient
 from partita.client.commands import Request
 from partita.client.errors import CommandRejectedError, ReplyTimeoutError
 from partita.gateway.errors import GatewayError, Status, invalid, rejected, unimplemented
-from partita.gateway.waker import JobWaker
+from partita.gateway.waker import Parked
 from partita.protocol.records import Record
 from partita.protocol.values import (
     DeploymentValue,
@@ -42,6 +42,7 @@ MAX_LONG_POLL_MS = 3_600_000
 MAX_JOBS = 10_000
 """The most jobs one ActivateJobs request may ask for."""
 
+MAX_RESOURCE_NAME = 255
 ActivatedJob = tuple[int, JobValue]
 
 
@@ -87,6 +88,21 @@ def fetched(variables: str, names: Sequence[str]) -> str:
     return json.dumps({n: values[n] for n in names if n in values})
 
 
+def resource_name(name: str) -> str:
+    """The name a resource is deployed under: the last part of what the client sent, as
+    camunda-client-java sends the path it was given (`../samples/order.bpmn` is
+    `order.bpmn`), so no name ever holds a path."""
+    base = name.replace("\\", "/").rsplit("/", 1)[-1].strip()
+    if base in ("", ".", ".."):
+        raise invalid(f"resource name '{name}' names no file: send the file's name")
+    if len(base) > MAX_RESOURCE_NAME or any(ord(c) < 32 or ord(c) == 127 for c in base):
+        raise invalid(
+            f"resource name '{name[:80]}' must be a file name of at most {MAX_RESOURCE_NAME}"
+            " characters without control characters"
+        )
+    return base
+
+
 def message_key(reply: Record) -> int:
     """The key of the published message, whichever record answered the publication: the
     message itself when buffered, or the correlation that consumed it."""
@@ -97,9 +113,9 @@ def message_key(reply: Record) -> int:
 
 
 class Operations:
-    def __init__(self, client: AsyncClient, waker: JobWaker | None = None) -> None:
+    def __init__(self, client: AsyncClient, parked: Parked | None = None) -> None:
         self.client = client
-        self.waker = waker
+        self.parked = parked
         self.partition_count = client.connection.partition_count
         self._next_partition = 0
 
@@ -118,10 +134,8 @@ class Operations:
         tenant(tenant_id)
         if not resources:
             raise invalid("Expected to deploy at least one resource, but none given")
-        for name, _ in resources:
-            if "/" in name or "\\" in name or name in (".", ".."):
-                raise invalid(f"resource name '{name}' holds a path separator: name the file only")
-        reply = await self._request(commands.deploy(resources))
+        named = [(resource_name(name), content) for name, content in resources]
+        reply = await self._request(commands.deploy(named))
         assert isinstance(reply.value, DeploymentValue)
         return reply
 
@@ -254,11 +268,13 @@ class Operations:
         remaining = max_jobs
         loop_time = asyncio.get_running_loop().time
         deadline = loop_time() + max(wait_ms, 0) / 1000
-        watch = self.waker.watch(job_type) if self.waker is not None else None
+        watch = self.parked.watch(job_type) if self.parked is not None else None
         try:
             while True:
                 for partition in partitions:
-                    if self.waker is not None and not self.waker.may_have_jobs(job_type, partition):
+                    if self.parked is not None and not self.parked.may_have_jobs(
+                        job_type, partition
+                    ):
                         continue
                     batch = await self._activate(job_type, partition, worker, remaining, timeout_ms)
                     if batch is None:
@@ -289,8 +305,8 @@ class Operations:
     ) -> JobBatchValue | None:
         """One ACTIVATE on `partition`; None when no reply came in time."""
         request = commands.activate_jobs(job_type, partition, worker, count, timeout_ms)
-        if self.waker is not None:
-            self.waker.asking(job_type, partition)
+        if self.parked is not None:
+            self.parked.asking(job_type, partition)
         batch: JobBatchValue | None = None
         try:
             value = (await self.client.request(request)).value
@@ -302,9 +318,9 @@ class Operations:
         except CommandRejectedError as error:
             raise rejected(error) from None
         finally:
-            if self.waker is not None:
+            if self.parked is not None:
                 drained = batch is not None and len(batch.jobs) < count
-                self.waker.answered(job_type, partition, drained)
+                self.parked.answered(job_type, partition, drained)
 
 
 def _narrowed(job: JobValue, names: Sequence[str]) -> JobValue:

@@ -11,7 +11,7 @@ import asyncio
 import logging
 import signal
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import grpc
@@ -20,11 +20,13 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from partita.client.aio import AsyncClient
 from partita.config import Config, KafkaRole
 from partita.errors import ConfigError
-from partita.gateway.grpc_api import GatewayService
+from partita.gateway.auth import Authenticator
+from partita.gateway.grpc_api import GatewayService, register
 from partita.gateway.operations import Operations
 from partita.gateway.rest_api import start_rest
+from partita.gateway.security import AuthInterceptor, Tls
 from partita.gateway.stubs import load
-from partita.gateway.waker import JobWaker
+from partita.gateway.waker import JobWaker, Parked
 from partita.log.admin import admin_client
 
 _LOG = logging.getLogger("partita.gateway")
@@ -46,6 +48,8 @@ class Listeners:
     grpc: str | None
     """`host:port`, or None for no gRPC."""
     rest: str | None
+    tls: Tls | None = None
+    authenticator: Authenticator = field(default_factory=Authenticator)
 
 
 def address(text: str, what: str) -> str | None:
@@ -70,21 +74,31 @@ class Gateway:
     async def run(self, ready: Callable[[Gateway], None] = lambda _: None) -> None:
         stubs = await asyncio.to_thread(load, self.config.home, self.jar, _LOG.info)
         client = await AsyncClient.connect(self.config, retry_for=0, role=KafkaRole.GATEWAY)
+        parked = Parked()
         waker = JobWaker(
-            client.connection.access, self.config.log_topic, client.connection.partition_count
+            client.connection.access,
+            self.config.log_topic,
+            client.connection.partition_count,
+            parked,
         )
-        operations = Operations(client, waker)
+        operations = Operations(client, parked)
         admin = admin_client(client.connection.access)
         server = None
         rest = None
         try:
             if self.listeners.grpc is not None:
-                server = grpc.aio.server(options=_GRPC_OPTIONS)
+                interceptors = [AuthInterceptor(self.listeners.authenticator)]
+                server = grpc.aio.server(options=_GRPC_OPTIONS, interceptors=interceptors)
                 service = GatewayService(stubs, operations, admin, self.config)
-                stubs.services.add_GatewayServicer_to_server(service, server)
+                register(server, service, stubs)
                 health_service = health.aio.HealthServicer()
                 health_pb2_grpc.add_HealthServicer_to_server(health_service, server)
-                port = server.add_insecure_port(self.listeners.grpc)
+                tls = self.listeners.tls
+                port = (
+                    server.add_secure_port(self.listeners.grpc, tls.grpc_credentials())
+                    if tls is not None
+                    else server.add_insecure_port(self.listeners.grpc)
+                )
                 if port == 0:
                     raise ConfigError(f"gRPC: cannot listen on {self.listeners.grpc}")
                 self.bound["grpc"] = port
@@ -95,10 +109,19 @@ class Gateway:
                     "Zeebe gRPC API on %s", self.listeners.grpc.rsplit(":", 1)[0] + f":{port}"
                 )
             if self.listeners.rest is not None:
-                rest, port = await start_rest(self.listeners.rest, operations, admin, self.config)
+                tls = self.listeners.tls
+                rest, port = await start_rest(
+                    self.listeners.rest,
+                    operations,
+                    admin,
+                    self.config,
+                    ssl_context=tls.ssl_context() if tls is not None else None,
+                    authenticator=self.listeners.authenticator,
+                )
                 self.bound["rest"] = port
                 host = self.listeners.rest.rsplit(":", 1)[0]
-                _LOG.info("Camunda 8.8 REST API on http://%s:%d/v2", host, port)
+                scheme = "https" if tls is not None else "http"
+                _LOG.info("Camunda 8.8 REST API on %s://%s:%d/v2", scheme, host, port)
             ready(self)
             await self.stopping.wait()
         finally:
@@ -124,4 +147,3 @@ def serve(config: Config, listeners: Listeners, jar: Path | None = None) -> None
         await gateway.run()
 
     asyncio.run(main())
-

@@ -24,7 +24,7 @@ import asyncio
 import contextlib
 import logging
 import threading
-from collections import OrderedDict, defaultdict
+from collections import OrderedDict
 
 from confluent_kafka import OFFSET_END, Message, TopicPartition
 
@@ -36,7 +36,7 @@ from partita.protocol.values import JobValue
 
 _LOG = logging.getLogger("partita.gateway")
 _ACTIVATABLE = {b"CREATED", b"FAILED", b"TIMED_OUT", b"RECURRED_AFTER_BACKOFF", b"RETRIES_UPDATED"}
-_EVERY_TYPE = ""
+EVERY_TYPE = ""
 _MAX_DRAINED = 100_000
 """Drained marks kept at most (the oldest go first: that pair is asked again)."""
 
@@ -46,8 +46,8 @@ Key = tuple[str, int]
 class Watch:
     """One parked request's view: the partitions where a job of its type may be waiting."""
 
-    def __init__(self, waker: JobWaker, job_type: str) -> None:
-        self._waker = waker
+    def __init__(self, parked: Parked, job_type: str) -> None:
+        self._parked = parked
         self.job_type = job_type
         self.partitions: set[int] = set()
         self._event = asyncio.Event()
@@ -65,16 +65,86 @@ class Watch:
         return woken
 
     def close(self) -> None:
-        self._waker._watches[self.job_type].discard(self)
+        self._parked.unwatch(self)
 
 
-class JobWaker:
-    def __init__(self, access: KafkaAccess, log_topic: str, partitions: int) -> None:
-        self._loop = asyncio.get_running_loop()
-        self._watches: defaultdict[str, set[Watch]] = defaultdict(set)
+class Parked:
+    """The parked requests and the drained marks. Used on the event loop only: the log reader
+    hands it what it found with `call_soon_threadsafe`."""
+
+    def __init__(self) -> None:
+        self._watches: dict[str, set[Watch]] = {}
         self._drained: OrderedDict[Key, None] = OrderedDict()
         self._asking: dict[Key, int] = {}
         self._dirty: set[Key] = set()
+
+    def watch(self, job_type: str) -> Watch:
+        watch = Watch(self, job_type)
+        self._watches.setdefault(job_type, set()).add(watch)
+        return watch
+
+    def unwatch(self, watch: Watch) -> None:
+        watches = self._watches.get(watch.job_type)
+        if watches is not None:
+            watches.discard(watch)
+            if not watches:
+                del self._watches[watch.job_type]
+
+    def may_have_jobs(self, job_type: str, partition: int) -> bool:
+        return (job_type, partition) not in self._drained
+
+    def asking(self, job_type: str, partition: int) -> None:
+        """An ACTIVATE for the pair is on its way (`answered` follows)."""
+        key = (job_type, partition)
+        self._asking[key] = self._asking.get(key, 0) + 1
+
+    def answered(self, job_type: str, partition: int, drained: bool) -> None:
+        """Its reply came (or none in time): `drained` when it activated fewer jobs than it
+        asked for, and no job of the pair became activatable while it was on its way."""
+        key = (job_type, partition)
+        if drained and key not in self._dirty:
+            self._drained[key] = None
+            self._drained.move_to_end(key)
+            if len(self._drained) > _MAX_DRAINED:
+                self._drained.popitem(last=False)
+        left = self._asking.get(key, 1) - 1
+        if left > 0:
+            self._asking[key] = left
+        else:
+            self._asking.pop(key, None)
+            self._dirty.discard(key)
+
+    def forget(self) -> None:
+        """Records may have been missed: no pair is known to be drained any more."""
+        self._drained.clear()
+        self._dirty.update(self._asking)
+
+    def wake(self, woken: list[Key]) -> None:
+        """Jobs of these (type, partition) pairs may be activatable (`EVERY_TYPE`: any type)."""
+        for job_type, partition in woken:
+            if job_type == EVERY_TYPE:
+                for key in [k for k in self._drained if k[1] == partition]:
+                    del self._drained[key]
+                self._dirty.update(k for k in self._asking if k[1] == partition)
+                watches = [w for ws in self._watches.values() for w in ws]
+            else:
+                key = (job_type, partition)
+                self._drained.pop(key, None)
+                if key in self._asking:
+                    self._dirty.add(key)
+                watches = list(self._watches.get(job_type, ()))
+            for watch in watches:
+                watch.wake(partition)
+
+
+class JobWaker:
+    """Reads the log's tail on a thread of its own and tells `parked` what it found."""
+
+    def __init__(
+        self, access: KafkaAccess, log_topic: str, partitions: int, parked: Parked
+    ) -> None:
+        self._loop = asyncio.get_running_loop()
+        self.parked = parked
         self._codec = RecordCodec()
         self._consumer = new_consumer(
             access,
@@ -92,34 +162,6 @@ class JobWaker:
         self._thread = threading.Thread(target=self._read, name="partita-job-waker", daemon=True)
         self._thread.start()
 
-    def watch(self, job_type: str) -> Watch:
-        watch = Watch(self, job_type)
-        self._watches[job_type].add(watch)
-        return watch
-
-    def may_have_jobs(self, job_type: str, partition: int) -> bool:
-        return (job_type, partition) not in self._drained
-
-    def asking(self, job_type: str, partition: int) -> None:
-        """An ACTIVATE for the pair is on its way (`answered` follows)."""
-        key = (job_type, partition)
-        self._asking[key] = self._asking.get(key, 0) + 1
-
-    def answered(self, job_type: str, partition: int, drained: bool) -> None:
-        """Its reply came: `drained` when it activated fewer jobs than it asked for."""
-        key = (job_type, partition)
-        if drained and key not in self._dirty:
-            self._drained[key] = None
-            self._drained.move_to_end(key)
-            if len(self._drained) > _MAX_DRAINED:
-                self._drained.popitem(last=False)
-        left = self._asking.get(key, 1) - 1
-        if left > 0:
-            self._asking[key] = left
-        else:
-            self._asking.pop(key, None)
-            self._dirty.discard(key)
-
     async def close(self) -> None:
         self._closing.set()
         await asyncio.to_thread(self._thread.join)
@@ -131,17 +173,17 @@ class JobWaker:
                 messages = consume_available(self._consumer, 500, 0.1)
             except Exception:  # a consumer error is logged and the reading goes on
                 _LOG.exception("the job waker could not read the log")
-                self._loop.call_soon_threadsafe(self._forget)
+                self._loop.call_soon_threadsafe(self.parked.forget)
                 continue
             if any(m.error() is not None for m in messages):
-                self._loop.call_soon_threadsafe(self._forget)
+                self._loop.call_soon_threadsafe(self.parked.forget)
             woken = [w for w in map(self._activatable, messages) if w is not None]
             if woken:
-                self._loop.call_soon_threadsafe(self._wake, woken)
+                self._loop.call_soon_threadsafe(self.parked.wake, woken)
 
-    def _activatable(self, message: Message) -> tuple[str, int] | None:
+    def _activatable(self, message: Message) -> Key | None:
         """(job type, partition) of a record that may make a job activatable; the type is
-        `_EVERY_TYPE` for a resolved incident."""
+        `EVERY_TYPE` for a resolved incident."""
         partition, data = message.partition(), message.value()
         if message.error() is not None or partition is None or data is None:
             return None
@@ -150,7 +192,7 @@ class JobWaker:
             return None
         value_type, intent = kinds.get(VALUE_TYPE), kinds.get(INTENT)
         if value_type == b"INCIDENT" and intent == b"RESOLVED":
-            return _EVERY_TYPE, partition
+            return EVERY_TYPE, partition
         if value_type != b"JOB" or intent not in _ACTIVATABLE:
             return None
         try:
@@ -160,24 +202,3 @@ class JobWaker:
         if not isinstance(value, JobValue):
             return None
         return value.type, partition
-
-    def _forget(self) -> None:
-        self._drained.clear()
-        self._dirty.update(self._asking)
-
-    def _wake(self, woken: list[Key]) -> None:
-        for job_type, partition in woken:
-            if job_type == _EVERY_TYPE:
-                for key in [k for k in self._drained if k[1] == partition]:
-                    del self._drained[key]
-                self._dirty.update(k for k in self._asking if k[1] == partition)
-                for watches in self._watches.values():
-                    for watch in watches:
-                        watch.wake(partition)
-            else:
-                key = (job_type, partition)
-                self._drained.pop(key, None)
-                if key in self._asking:
-                    self._dirty.add(key)
-                for watch in self._watches.get(job_type, ()):
-                    watch.wake(partition)
