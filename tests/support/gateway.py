@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from partita.config import Config
 from partita.log.admin import port_open
@@ -32,8 +33,11 @@ class RunningGateway:
 
 
 @contextmanager
-def running_gateway(config: Config, log_dir: Path, *extra: str) -> Iterator[RunningGateway]:
-    """A gateway for `config`'s namespace on free ports, stopped (SIGTERM) at the end."""
+def running_gateway(
+    config: Config, log_dir: Path, *extra: str, env: dict[str, str] | None = None
+) -> Iterator[RunningGateway]:
+    """A gateway for `config`'s namespace on free ports, stopped (SIGTERM) at the end; `extra`
+    flags and `env` variables configure it further."""
     grpc_port, rest_port = free_port(), free_port()
     log = log_dir / f"gateway-{grpc_port}.log"
     env = {
@@ -42,6 +46,7 @@ def running_gateway(config: Config, log_dir: Path, *extra: str) -> Iterator[Runn
         "KAFKA_BOOTSTRAP_SERVERS": config.bootstrap,
         "PARTITA_NAMESPACE": config.namespace,
         "PARTITA_HOME": str(Config.from_env().home),
+        **(env or {}),
     }
     command = [
         sys.executable,
@@ -75,3 +80,84 @@ def running_gateway(config: Config, log_dir: Path, *extra: str) -> Iterator[Runn
             raise AssertionError(
                 f"the gateway did not stop on SIGTERM:\n{log.read_text()}"
             ) from None
+
+
+@dataclass(frozen=True)
+class GatewayCertificates:
+    ca: Path
+    cert: Path
+    key: Path
+    client_cert: Path
+    client_key: Path
+
+
+def make_certificates(folder: Path) -> GatewayCertificates:
+    """A CA, a server certificate for 127.0.0.1 and localhost, and a client certificate, as PEM
+    files (made with `cryptography`: the test's own authority)."""
+    import datetime
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    now = datetime.datetime.now(datetime.UTC)
+
+    def name(common: str) -> x509.Name:
+        return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common)])
+
+    def write_key(key: ec.EllipticCurvePrivateKey, path: Path) -> Path:
+        path.write_bytes(
+            key.private_bytes(
+                serialization.Encoding.PEM,
+                serialization.PrivateFormat.PKCS8,
+                serialization.NoEncryption(),
+            )
+        )
+        return path
+
+    def write_cert(cert: x509.Certificate, path: Path) -> Path:
+        path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+        return path
+
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca = (
+        x509.CertificateBuilder()
+        .subject_name(name("partita test CA"))
+        .issuer_name(name("partita test CA"))
+        .public_key(ca_key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=2))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(ca_key, hashes.SHA256())
+    )
+
+    def issue(common: str, sans: list[x509.GeneralName]) -> tuple[x509.Certificate, Any]:
+        key = ec.generate_private_key(ec.SECP256R1())
+        builder = (
+            x509.CertificateBuilder()
+            .subject_name(name(common))
+            .issuer_name(ca.subject)
+            .public_key(key.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now - datetime.timedelta(minutes=5))
+            .not_valid_after(now + datetime.timedelta(days=2))
+        )
+        if sans:
+            builder = builder.add_extension(x509.SubjectAlternativeName(sans), critical=False)
+        return builder.sign(ca_key, hashes.SHA256()), key
+
+    server, server_key = issue(
+        "localhost",
+        [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))],
+    )
+    client, client_key = issue("orders-app", [])
+    return GatewayCertificates(
+        ca=write_cert(ca, folder / "ca.pem"),
+        cert=write_cert(server, folder / "gateway.pem"),
+        key=write_key(server_key, folder / "gateway-key.pem"),
+        client_cert=write_cert(client, folder / "client.pem"),
+        client_key=write_key(client_key, folder / "client-key.pem"),
+    )
