@@ -104,3 +104,41 @@ def test_jobs_waiting_when_a_topic_appears_are_pushed(tmp_path: Path) -> None:
     )
     memory.assert_replay_matches(tmp_path)
     memory.close()
+
+
+def test_a_yielded_job_is_activatable_at_once_and_the_yield_pushes_nothing(
+    pushing: MemoryEngine,
+) -> None:
+    instance = create(pushing, "one-task", n=1)
+    (key, _record) = pushed(pushing)[0]
+    (yielded,) = send(pushing, command(JobIntent.YIELD, JobValue(), key=key))
+    assert yielded.intent is JobIntent.YIELDED and yielded.value.deadline == -1
+    assert len(pushed(pushing)) == 1  # not pushed back by its own yield
+    batch = JobBatchValue(type="work", worker="poller", timeout=1000, max_jobs_to_activate=5)
+    (polled,) = send(pushing, command(JobBatchIntent.ACTIVATE, batch))
+    assert polled.value.job_keys == (key,) and polled.value.jobs[0].worker == "poller"
+    (again,) = send(pushing, command(JobIntent.YIELD, JobValue(), key=key))
+    assert again.intent is JobIntent.YIELDED  # a polled job may be yielded too
+    second = create(pushing, "one-task", n=2)  # the type's next push takes it along
+    assert [k for k, _ in pushed(pushing)] == [key, key, jobs_of(pushing, second)[0].key]
+    assert jobs_of(pushing, instance)[0].key == key
+
+
+def test_only_an_activated_job_can_be_yielded(tmp_path: Path) -> None:
+    memory = MemoryEngine(build_engine(), tmp_path, partitions=1)
+    value = DeploymentValue(
+        resources=(
+            DeploymentResource("one-task.bpmn", (BPMN_FIXTURES / "one-task.bpmn").read_bytes()),
+        )
+    )
+    memory.send(0, command(DeploymentIntent.CREATE, value))
+    memory.run()
+    instance = create(memory, "one-task")
+    (job,) = jobs_of(memory, instance)
+    (refused,) = send(memory, command(JobIntent.YIELD, JobValue(), key=job.key))
+    assert refused.rejection_type is RejectionType.INVALID_STATE
+    assert "only an activated job can be yielded" in refused.rejection_reason
+    complete(memory, job)
+    (gone,) = send(memory, command(JobIntent.YIELD, JobValue(), key=job.key))
+    assert gone.rejection_type is RejectionType.NOT_FOUND
+    memory.close()

@@ -181,6 +181,9 @@ class AsyncClient:
     async def update_job_timeout(self, key: int, timeout_ms: int) -> Record:
         return await self.request(commands.update_job_timeout(key, timeout_ms))
 
+    async def yield_job(self, key: int) -> Record:
+        return await self.request(commands.yield_job(key))
+
     async def publish_message(
         self,
         name: str,

@@ -89,6 +89,8 @@ class JobIntent(Intent):
     RECURRED_AFTER_BACKOFF = 13, EVT
     UPDATE_TIMEOUT = 14, CMD
     TIMEOUT_UPDATED = 15, EVT
+    YIELD = 16, CMD
+    YIELDED = 17, EVT
 
 
 class JobBatchIntent(Intent):
@@ -210,6 +212,7 @@ CLIENT_COMMANDS: frozenset[tuple[ValueType, Intent]] = frozenset(
         (ValueType.JOB, JobIntent.THROW_ERROR),
         (ValueType.JOB, JobIntent.UPDATE_RETRIES),
         (ValueType.JOB, JobIntent.UPDATE_TIMEOUT),
+        (ValueType.JOB, JobIntent.YIELD),
         (ValueType.MESSAGE, MessageIntent.PUBLISH),
         (ValueType.VARIABLE_DOCUMENT, VariableDocumentIntent.UPDATE),
         (ValueType.INCIDENT, IncidentIntent.RESOLVE),

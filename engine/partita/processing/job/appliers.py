@@ -88,7 +88,7 @@ def apply_recurred(record: Record, db: PartitionDb) -> None:
         job_state.make_activatable(db, record.key, stored)
 
 
-@handlers.applier(JobIntent.TIMED_OUT)
+@handlers.applier(JobIntent.TIMED_OUT, JobIntent.YIELDED)
 def apply_timed_out(record: Record, db: PartitionDb) -> None:
     stored = db.column(JOBS).get(record.key)
     if stored is not None:

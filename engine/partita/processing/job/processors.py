@@ -193,6 +193,23 @@ def update_timeout(command: Record, ctx: ProcessingContext) -> None:
     ctx.append_event(JobIntent.TIMEOUT_UPDATED, updated, command.key, respond=True)
 
 
+@handlers.processor(JobIntent.YIELD)
+def yield_job(command: Record, ctx: ProcessingContext) -> None:
+    """JOB YIELD: a worker (a gateway's job stream) that cannot take an activated job gives it
+    back at once: it is activatable again, for pollers, without waiting out its deadline. The
+    yield itself pushes nothing (no ping-pong with the push that brought it); the type's next
+    push takes it along when its workers are still there."""
+    stored = _active_job(ctx, command.key)
+    if ctx.state.column(STATES).get(command.key) != "ACTIVATED":
+        raise RejectionError(
+            RejectionType.INVALID_STATE,
+            f"job {command.key} is not activated: only an activated job can be yielded",
+        )
+    yielded = replace(job_value(stored), worker="", deadline=-1)
+    ctx.append_event(JobIntent.YIELDED, yielded, command.key, respond=True)
+    ctx.touched_job_types.discard(yielded.type)
+
+
 @handlers.processor(JobIntent.RECUR_AFTER_BACKOFF)
 def recur_after_backoff(command: Record, ctx: ProcessingContext) -> None:
     stored = ctx.state.column(JOBS).get(command.key)
