@@ -9,14 +9,21 @@ read the running analytics (`partita.cli.analytics`).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
-import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from partita.cli.analytics import INCIDENTS_EPILOG, register_incidents_list
-from partita.cli.common import Command, Subcommands, add_command, add_group, build_config
-from partita.config import duration_ms
+from partita.cli.common import (
+    Command,
+    Subcommands,
+    add_command,
+    add_group,
+    build_config,
+    progress,
+)
+from partita.config import Config, duration_ms
 from partita.errors import PartitaError
 
 DEPLOY_EXAMPLES = """examples:
@@ -69,6 +76,11 @@ WORK_EXAMPLES = """examples:
   partita jobs work price --vars '{"price": 21.5}'   until Ctrl-C
   partita jobs work notify --count 10                stop after 10 jobs
   partita jobs work notify --duration 60             stop after a minute
+  partita jobs work notify --poll                    ask for jobs instead of taking pushed ones
+
+It takes pushed jobs from <ns>.jobs.TYPE (made here when this principal may create topics)
+in the consumer group <ns>.workers.TYPE; while that group has members the engine pushes the
+type's jobs, otherwise they wait for pollers (as Zeebe pushes only to open job streams).
 """
 
 PUBLISH_EXAMPLES = """examples:
@@ -174,25 +186,46 @@ def cmd_jobs_retries(args: argparse.Namespace) -> int:
 
 
 def cmd_jobs_work(args: argparse.Namespace) -> int:
-    """A demo job worker: activate jobs of a type and complete them with fixed variables."""
+    """A demo job worker: complete jobs of a type with fixed variables. It takes pushed jobs
+    (joining the type's workers on `<ns>.jobs.<type>`, made here when this principal may);
+    where the job topic cannot be made, or with --poll, it polls."""
+    from partita.client import Client, JobWorker
+    from partita.client.tasks import ActivatedJob
+
     variables = _json_arg(args.vars)
-    done = 0
-    deadline = time.monotonic() + args.duration if args.duration else None
-    with _client(args) as client:
-        while args.count is None or done < args.count:
-            if deadline is not None and time.monotonic() > deadline:
-                break
-            jobs = client.activate_jobs(args.type, worker="partita-cli", max_jobs=32)
-            for key, job in jobs:
-                client.complete_job(key, variables)
-                done += 1
-                print(f"completed job {key} of instance {job.process_instance_key}", flush=True)
-                if args.count is not None and done >= args.count:
-                    break
-            if not jobs:
-                time.sleep(0.2)
-    print(f"{done} jobs of type {args.type} completed")
+    config = build_config(args)
+    with Client(config, timeout=args.timeout) as client:
+        mode: Literal["push", "poll"] = "poll" if args.poll else "push"
+        if mode == "push":
+            try:
+                _ensure_job_topic(config, client, args.type)
+            except PartitaError as error:
+                progress(f"polling for jobs of type {args.type}: {error}")
+                mode = "poll"
+        worker = JobWorker(config, "partita-cli", mode=mode, client=client, concurrency=1)
+
+        @worker.task(args.type)
+        def work(job: ActivatedJob) -> dict[str, object]:
+            print(f"completed job {job.key} of instance {job.process_instance_key}", flush=True)
+            return variables
+
+        worker.install_signal_handlers()
+        progress(f"working jobs of type {args.type} ({mode}); Ctrl-C to stop")
+        stats = worker.run(duration=args.duration, max_jobs=args.count)
+    print(f"{stats.completed} jobs of type {args.type} completed")
     return 0
+
+
+def _ensure_job_topic(config: Config, client: Any, job_type: str) -> None:
+    """`<ns>.jobs.<type>` exists after this, or PartitaError says why it cannot."""
+    from partita.log.admin import admin_client
+    from partita.log.topics import apply_topics, job_topic_spec
+
+    topics = client.connection.consumer.list_topics(timeout=client.timeout).topics
+    if config.job_topic(job_type) in topics:
+        return
+    actual = dataclasses.replace(config, partitions=client.partition_count)
+    apply_topics(admin_client(client.connection.access), [job_topic_spec(actual, job_type)])
 
 
 def cmd_publish(args: argparse.Namespace) -> int:
@@ -299,6 +332,11 @@ def register(commands: Subcommands) -> None:
     work.add_argument("type", metavar="TYPE")
     work.add_argument("--vars", help="variables every completion sets (JSON object)")
     work.add_argument("--count", type=int, help="stop after this many jobs")
+    work.add_argument(
+        "--poll",
+        action="store_true",
+        help="ask for jobs (ActivateJobs) instead of taking pushed ones from the job topic",
+    )
     work.add_argument("--duration", type=float, help="stop after this many seconds")
 
     publish = _client_command(

@@ -126,3 +126,22 @@ def cluster_metadata(
                 " Check the address (KAFKA_BOOTSTRAP_SERVERS) or start a local broker with"
                 f" `partita kafka up`.{seen}"
             )
+
+
+def groups_with_members(admin: AdminClient, groups: list[str], timeout: float = 5.0) -> set[str]:
+    """Those of `groups` that have at least one member now (a group never joined has none).
+    KafkaException when the cluster cannot say (e.g. no Describe right on a group)."""
+    if not groups:
+        return set()
+    found = set()
+    for name, future in admin.describe_consumer_groups(groups, request_timeout=timeout).items():
+        try:
+            description = future.result()
+        except KafkaException as exc:
+            error = exc.args[0]
+            if isinstance(error, KafkaError) and error.code() == KafkaError.GROUP_ID_NOT_FOUND:
+                continue
+            raise
+        if description.members:
+            found.add(name)
+    return found

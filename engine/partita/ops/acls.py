@@ -152,6 +152,7 @@ def _engine(config: Config) -> list[_Rule]:
         ),
         (GROUP, LITERAL, engine_group(ns), READ, "partition ownership, committed offsets"),
         (GROUP, PREFIXED, f"{ns}.restore.", DESCRIBE, "group id of restore/standby consumers"),
+        (GROUP, PREFIXED, f"{ns}.workers.", DESCRIBE, "job push: do the type's workers run?"),
         *(
             (GROUP, LITERAL, group, DESCRIBE, "truncation waits for it (downstream group)")
             for group in config.downstream_groups

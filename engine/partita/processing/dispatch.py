@@ -46,6 +46,10 @@ class TopicHook(Protocol):
     def topic_prefix(self, namespace: str) -> str:
         """The prefix of the topics this hook writes to."""
 
+    def readers(self, topic: str) -> str | None:
+        """The consumer group that must have members for `topic` to be written to (None: it
+        is written whenever it exists)."""
+
     def topics_found(self, topics: Mapping[str, int]) -> list[str]:
         """The topics with the prefix that exist now (name -> partitions); returns the names
         that became writable since the last call, for `catch_up`."""

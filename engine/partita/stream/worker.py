@@ -50,8 +50,11 @@ from partita.stream.processing.backpressure import Backpressure
 from partita.stream.processing.replies import ReplyRoutes
 from partita.stream.replay.standby import Standby
 from partita.stream.skips import of_config as skip_list_of
+from partita.stream.topic_readers import TopicReaders
 
 _LOG = logging.getLogger("partita.worker")
+_WAITING_REFRESH_S = 1.0
+"""How soon the worker looks again while a job topic has no workers yet."""
 _CONNECT_TIMEOUT_S = 60.0
 """How long a starting worker waits for the cluster before it gives up."""
 
@@ -129,6 +132,7 @@ class Worker:
         self.replies = ReplyRoutes(config.allowed_reply_topics)
         self.backpressure = Backpressure(config.backpressure_lag, 0, config.commands_topic)
         self.access = kafka_access(config, KafkaRole.ENGINE)
+        self._readers = TopicReaders(self.access)
         self._batch_threads: ThreadPoolExecutor | None = None
 
     # -- rebalance callbacks (run inside consume()) ----------------------------------------------
@@ -392,9 +396,10 @@ class Worker:
         return count
 
     def _refresh_topics(self, consumer: Consumer) -> None:
-        """From the cluster's metadata, every few seconds: the partition counts of the allowed
-        reply topics, and the topics of the engine's topic hooks (job push: a job type is
-        pushed while `<ns>.jobs.<type>` exists, and jobs waiting when it appears are pushed at
+        """From the cluster's metadata, every few seconds (every second while a job topic waits
+        for its workers): the partition counts of the allowed reply topics, and the topics of
+        the engine's topic hooks (job push: a job type is pushed while `<ns>.jobs.<type>`
+        exists and its workers' group has members; jobs waiting until then are pushed at
         once)."""
         self._next_job_topic_refresh = time.monotonic() + self.job_topic_refresh_s
         try:
@@ -411,13 +416,16 @@ class Worker:
         )
         for hook in self.engine.topic_hooks:
             prefix = hook.topic_prefix(self.config.namespace)
-            new = hook.topics_found(
-                {
-                    name: len(topic.partitions)
-                    for name, topic in metadata.topics.items()
-                    if name.startswith(prefix) and topic.error is None and topic.partitions
-                }
-            )
+            existing = {
+                name: len(topic.partitions)
+                for name, topic in metadata.topics.items()
+                if name.startswith(prefix) and topic.error is None and topic.partitions
+            }
+            new = hook.topics_found(self._readers.read(hook, existing))
+            if self._readers.waiting:
+                self._next_job_topic_refresh = min(
+                    self._next_job_topic_refresh, time.monotonic() + _WAITING_REFRESH_S
+                )
             if not new:
                 continue
             _LOG.info("new topics for %s: %s", type(hook).__name__, new)

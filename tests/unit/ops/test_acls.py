@@ -59,7 +59,7 @@ def acls_of(role: KafkaRole, config: Config = CONFIG, job_types: Sequence[str] =
 def test_the_number_of_acls_of_each_role() -> None:
     counts = {str(role): len(acls_of(role)) for role in KafkaRole}
     assert counts == {
-        "engine": 12,
+        "engine": 13,
         "client": 3,
         "job-worker": 6,
         "analytics": 6,
@@ -135,7 +135,9 @@ def test_the_engine_reads_the_offsets_of_the_downstream_groups_it_waits_for() ->
     for group in (f"{NS}.analytics", "warehouse"):
         assert allows(engine, G, group, Operation.DESCRIBE)
         assert not allows(engine, G, group, R)
-    assert len(engine) == 14
+    assert allows(engine, G, f"{NS}.workers.ship", Operation.DESCRIBE)  # job push: workers?
+    assert not allows(engine, G, f"{NS}.workers.ship", R)
+    assert len(engine) == 15
 
 
 def test_a_job_worker_reads_its_jobs_and_answers_as_a_client() -> None:

@@ -1,10 +1,12 @@
 """Push activation: jobs produced to `<ns>.jobs.<type>` in the transaction that activates them.
 
-A job type is pushed when its job topic exists (the worker discovers job topics and keeps
-`JobPush.topics` current). Whenever a command changes a job of a pushed type (created, failed
-with retries, timed out, recurred, completed, cancelled), the partition activates activatable
-jobs of that type, oldest first, while fewer than `limit` pushed jobs of the type are
-unfinished: one JOB_BATCH ACTIVATED event per job (worker `partita.push`, deadline now +
+A job type is pushed while its job topic exists and its workers' consumer group
+`<ns>.workers.<type>` has members (the worker checks both every few seconds and keeps
+`JobPush.topics` current), as Zeebe pushes only while a job stream is open: otherwise its jobs
+stay activatable for ActivateJobs. Whenever a command changes a job of a pushed type (created,
+failed with retries, timed out, recurred, completed, cancelled), the partition activates
+activatable jobs of that type, oldest first, while fewer than `limit` pushed jobs of the type
+are unfinished: one JOB_BATCH ACTIVATED event per job (worker `partita.push`, deadline now +
 `timeout_ms`), and the same record on the job topic, keyed by the job key. A pushed job whose
 deadline passes times out like a polled one and is pushed again.
 """
@@ -55,8 +57,14 @@ class JobPush:
     def topic_prefix(self, namespace: str) -> str:
         return f"{namespace}.jobs."
 
+    def readers(self, topic: str) -> str | None:
+        """`<ns>.jobs.<type>` is pushed to while `<ns>.workers.<type>` has members: a type
+        whose workers all poll (or none run) keeps its jobs activatable for ActivateJobs."""
+        namespace, _, job_type = topic.partition(".jobs.")
+        return f"{namespace}.workers.{job_type}" if job_type else None
+
     def topics_found(self, topics: Mapping[str, int]) -> list[str]:
-        """Job topics that exist now; returns the job types newly pushed."""
+        """Job topics that exist and are read now; returns the job types newly pushed."""
         found: dict[str, tuple[str, int]] = {}
         for name, partitions in topics.items():
             job_type = name.split(".jobs.", 1)[1] if ".jobs." in name else ""
