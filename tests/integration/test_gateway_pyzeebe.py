@@ -58,7 +58,8 @@ def test_pyzeebe_journey(engine: Config, gateway: RunningGateway) -> None:
         "partitions": engine.partitions,
         "version": "8.8.0",
     }
-    assert steps["deploy"]["processes"] == ["gw-double", "gw-fails", "gw-wait"]
+    assert steps["deploy"]["processes"] == ["gw-double", "gw-fails", "gw-streamed", "gw-wait"]
+    assert steps["streamed"]["variables"] == {"amount": 2}
     assert steps["run-with-result"]["variables"] == {"amount": 42, "by": "journey-worker"}
     assert steps["message"]["variables"] == {"orderId": "o-7", "paidBy": "card"}
     assert steps["message"]["key"] > 0
@@ -91,7 +92,13 @@ def test_pyzeebe_journey(engine: Config, gateway: RunningGateway) -> None:
         for r in records
         if r.intent is JobBatchIntent.ACTIVATED and r.value.jobs  # type: ignore[union-attr]
     ]
-    assert {a.value.worker for a in activated} == {"journey-worker"}  # type: ignore[union-attr]
+    workers = {(a.value.type, a.value.worker) for a in activated}  # type: ignore[union-attr]
+    # polled jobs in the worker's name; the streamed type's job pushed to the gateway's stream
+    assert workers == {
+        ("gw-double", "journey-worker"),
+        ("gw-boom", "journey-worker"),
+        ("gw-streamed", "partita.push"),
+    }
     assert all(
         r.value_type is not ValueType.JOB or r.value.tenant_id == "<default>" for r in records
     )  # type: ignore[union-attr]

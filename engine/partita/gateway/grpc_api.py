@@ -272,10 +272,17 @@ class GatewayService:
 
     @_streams
     async def StreamActivatedJobs(self, request: Any, context: Any) -> AsyncIterator[Any]:  # noqa: N802
-        raise unimplemented(
-            "StreamActivatedJobs", "job streaming is not served by this gateway yet: poll"
+        jobs = self.operations.stream_jobs(
+            request.type,
+            worker=request.worker,
+            timeout_ms=request.timeout,
+            fetch_variables=list(request.fetchVariable),
+            tenant_ids=list(request.tenantIds),
         )
-        yield  # an async generator
+        async for job in jobs:
+            activated = self._job(job)
+            activated.worker = request.worker
+            yield activated
 
     def _job(self, activated: ActivatedJob) -> Any:
         key, job = activated

@@ -23,7 +23,9 @@ from partita.client import commands
 from partita.client.aio import AsyncClient
 from partita.client.commands import Request
 from partita.client.errors import CommandRejectedError, ReplyTimeoutError
+from partita.errors import PartitaError
 from partita.gateway.errors import GatewayError, Status, invalid, rejected, unimplemented
+from partita.gateway.streams import JobStreams
 from partita.gateway.waker import Parked
 from partita.protocol.records import Record
 from partita.protocol.values import (
@@ -113,9 +115,15 @@ def message_key(reply: Record) -> int:
 
 
 class Operations:
-    def __init__(self, client: AsyncClient, parked: Parked | None = None) -> None:
+    def __init__(
+        self,
+        client: AsyncClient,
+        parked: Parked | None = None,
+        streams: JobStreams | None = None,
+    ) -> None:
         self.client = client
         self.parked = parked
+        self.streams = streams
         self.partition_count = client.connection.partition_count
         self._next_partition = 0
 
@@ -299,6 +307,38 @@ class Operations:
         finally:
             if watch is not None:
                 watch.close()
+
+    async def stream_jobs(
+        self,
+        job_type: str,
+        *,
+        worker: str,
+        timeout_ms: int,
+        fetch_variables: Sequence[str] = (),
+        tenant_ids: Sequence[str] = (),
+    ) -> AsyncIterator[ActivatedJob]:
+        """The jobs of `job_type` pushed to this gateway and handed to this stream, one at a
+        time, until the caller stops. The engine pushes with its own deadline
+        (PARTITA_JOB_PUSH_TIMEOUT_MS): `timeout_ms` is checked but not applied per stream."""
+        if not job_type:
+            raise invalid("Expected a job type, but it is empty")
+        if timeout_ms < 0:
+            raise invalid(f"Expected a job timeout of zero or more, but it was {timeout_ms}")
+        for tenant_id in tenant_ids:
+            tenant(tenant_id, "tenantIds")
+        if self.streams is None:
+            raise unimplemented("StreamActivatedJobs", "this gateway serves no job streams")
+        try:
+            async for key, job in self.streams.stream(
+                job_type, worker, lambda job: _narrowed(job, fetch_variables)
+            ):
+                yield key, job
+        except PartitaError as error:  # the job topic is missing and cannot be made here
+            raise GatewayError(
+                Status.FAILED_PRECONDITION,
+                f"cannot stream jobs of type '{job_type}': {error}. An operator creates the"
+                f" job topic with `partita topics apply --job-type {job_type}`",
+            ) from None
 
     async def _activate(
         self, job_type: str, partition: int, worker: str, count: int, timeout_ms: int

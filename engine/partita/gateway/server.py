@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,6 +26,7 @@ from partita.gateway.grpc_api import GatewayService, register
 from partita.gateway.operations import Operations
 from partita.gateway.rest_api import start_rest
 from partita.gateway.security import AuthInterceptor, Tls
+from partita.gateway.streams import JobStreams
 from partita.gateway.stubs import load
 from partita.gateway.waker import JobWaker, Parked
 from partita.log.admin import admin_client
@@ -81,7 +83,10 @@ class Gateway:
             client.connection.partition_count,
             parked,
         )
-        operations = Operations(client, parked)
+        streams = JobStreams(
+            self.config, client.connection.access, client, f"gateway-{uuid.uuid4().hex[:8]}"
+        )
+        operations = Operations(client, parked, streams)
         admin = admin_client(client.connection.access)
         server = None
         rest = None
@@ -129,6 +134,7 @@ class Gateway:
                 await rest.cleanup()
             if server is not None:
                 await server.stop(grace=5)
+            await streams.close()
             await waker.close()
             await client.close()
 

@@ -35,7 +35,7 @@ async def main(address: str, bpmn_dir: Path) -> None:
     )
 
     deployed = await client.deploy_resource(
-        str(bpmn_dir / "double.bpmn"), str(bpmn_dir / "fails.bpmn"), str(bpmn_dir / "wait.bpmn")
+        *(str(bpmn_dir / f"{name}.bpmn") for name in ("double", "fails", "wait", "streamed"))
     )
     say("deploy", processes=sorted(d.bpmn_process_id for d in deployed.deployments))
 
@@ -47,7 +47,14 @@ async def main(address: str, bpmn_dir: Path) -> None:
     async def boom(amount: int) -> dict[str, object]:
         raise RuntimeError(f"cannot handle amount {amount}")
 
+    streamer = ZeebeWorker(channel, name="journey-streamer", stream_enabled=True)
+
+    @streamer.task(task_type="gw-streamed")
+    async def streamed(amount: int) -> dict[str, object]:
+        return {"amount": amount + 1}
+
     working = asyncio.create_task(worker.work())
+    streaming = asyncio.create_task(streamer.work())
     try:
         result = await client.run_process_with_result("gw-double", {"amount": 21}, timeout=30_000)
         say("run-with-result", variables=result.variables, key=result.process_instance_key)
@@ -62,12 +69,18 @@ async def main(address: str, bpmn_dir: Path) -> None:
         done = await waiting
         say("message", key=published.key, variables=done.variables)
 
+        await asyncio.sleep(3.0)  # the engine sees the stream's gateway among the type's workers
+        result = await client.run_process_with_result("gw-streamed", {"amount": 1}, timeout=30_000)
+        say("streamed", variables=result.variables)
+
         failing = await client.run_process("gw-fails", {"amount": 5})
         say("failing", key=failing.process_instance_key)
         await asyncio.sleep(3.0)  # both attempts fail: an incident
     finally:
         await worker.stop()
+        await streamer.stop()
         await working
+        await streaming
 
 
 if __name__ == "__main__":

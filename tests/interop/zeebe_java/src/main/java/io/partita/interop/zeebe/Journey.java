@@ -62,12 +62,15 @@ public final class Journey {
     // A client of its own for the streaming worker: closing the first one cancelled its worker's
     // pending ActivateJobs, so no job of this step can go to the closed worker.
     try (ZeebeClient client = connect(address)) {
-      // The gateway refuses the job stream (UNIMPLEMENTED): the client logs it, reopens the stream
-      // after a backoff, and polls meanwhile. The worker is closed only by the client's close:
-      // JobStreamerImpl.open leaks its lock when a scheduled reopen finds the worker closed, so a
-      // second close (worker.close(), then client.close()) can block forever (8.6.15 and 8.6.39).
-      long started = System.nanoTime();
+      // The worker opens a job stream (and polls, more slowly, beside it). The gateway joins the
+      // type's workers; once the engine sees them (it looks every second) it pushes the type's
+      // jobs, and the gateway hands them to the stream: the instance is created after that.
+      // The worker is closed only by the client's close: JobStreamerImpl.open leaks its lock
+      // when a scheduled reopen finds the worker closed, so a second close (worker.close(),
+      // then client.close()) can block forever (8.6.15 and 8.6.39).
       doubler(client, "java-streamer", true);
+      Thread.sleep(3000);
+      long started = System.nanoTime();
       Map<String, Object> streamed = result(client);
       streamed.put("millis", (System.nanoTime() - started) / 1_000_000);
       say("streaming-worker", streamed);
