@@ -1,5 +1,5 @@
 // @camunda8/sdk 8.8.13 (unchanged, public API only) against `partita gateway`, run by
-// tests/integration/test_gateway_node.py:
+// tests/gateway/test_node.py:
 //
 //   ZEEBE_GRPC_ADDRESS=grpc://127.0.0.1:P1 ZEEBE_REST_ADDRESS=http://127.0.0.1:P2 \
 //   CAMUNDA_AUTH_STRATEGY=NONE node journey.js BPMN_DIR

@@ -1,5 +1,5 @@
 """A camunda-orchestration-sdk 10.0.1 program, the SDK's public API only, run by
-tests/integration/test_gateway_rest.py with the SDK's own venv (it is not a dependency of the
+tests/gateway/test_rest.py with the SDK's own venv (it is not a dependency of the
 checkout) against `partita gateway`'s REST API:
 
     CAMUNDA_REST_ADDRESS=http://127.0.0.1:PORT python journey.py BPMN_DIR

@@ -1,4 +1,4 @@
-"""A pyzeebe 4.7 program, unchanged pyzeebe API only, run by tests/integration/test_gateway_grpc.py
+"""A pyzeebe 4.7 program, unchanged pyzeebe API only, run by tests/gateway/test_pyzeebe.py
 in a process of its own (pyzeebe's stubs and the gateway's cannot share a process).
 
     python journey.py ADDRESS BPMN_DIR

@@ -33,7 +33,7 @@ import org.apache.hc.client5.http.async.AsyncExecChainHandler;
 /**
  * Camunda's Java client 8.8, unchanged API only, against {@code partita gateway} with the client's
  * defaults: REST for every command (job activation too), gRPC only for job streaming, which is off
- * by default; plaintext, no credentials. Run by tests/integration/test_gateway_camunda_java.py:
+ * by default; plaintext, no credentials. Run by tests/gateway/test_camunda_java.py:
  *
  * <pre>java -jar target/camunda-journey.jar REST_URL GRPC_URL BPMN_FILE...</pre>
  *

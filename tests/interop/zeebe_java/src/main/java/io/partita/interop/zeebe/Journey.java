@@ -19,7 +19,7 @@ import java.util.function.Function;
 
 /**
  * Zeebe's Java client 8.6, unchanged API only, against {@code partita gateway} over plaintext
- * gRPC. Run by tests/integration/test_gateway_java.py:
+ * gRPC. Run by tests/gateway/test_java.py:
  *
  * <pre>java -jar target/zeebe-journey.jar ADDRESS BPMN_FILE...</pre>
  *
