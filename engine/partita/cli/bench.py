@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from partita.cli import bench_e2e
+from partita.cli import bench_e2e, bench_gateway
 from partita.cli.bench_e2e import add_keep_topics, local_broker_pid
 from partita.cli.common import Subcommands, add_command, add_group, build_config, progress
 from partita.errors import ConfigError
@@ -318,3 +318,4 @@ def register(commands: Subcommands) -> None:
     for bench in (loop_bench, recovery_bench, journey_bench, txn_bench):
         add_keep_topics(bench)
     bench_e2e.register(benches)
+    bench_gateway.register(benches)

@@ -20,7 +20,7 @@ examples:
   PARTITA_GATEWAY_PROTOCOL_JAR=zeebe-gateway-protocol-8.8.9.jar partita gateway   # offline
   partita gateway --tls-cert gw.pem --tls-key gw-key.pem     grpcs:// and https://
   PARTITA_GATEWAY_TOKEN=$(openssl rand -hex 24) partita gateway   # Authorization: Bearer
-  echo -n 's3cret' | partita gateway --hash-password alice >> users.txt
+  partita gateway --hash-password alice    a users-file line; the password on standard input
   PARTITA_GATEWAY_USERS=users.txt partita gateway          # Authorization: Basic
   PARTITA_GATEWAY_JWKS=https://idp/jwks.json PARTITA_GATEWAY_JWT_ISSUER=https://idp \\
     PARTITA_GATEWAY_JWT_AUDIENCE=zeebe-api partita gateway  # OAuth tokens (JWT)

@@ -27,6 +27,7 @@ from partita.errors import PartitaError
 from partita.gateway.errors import GatewayError, Status, invalid, rejected, unimplemented
 from partita.gateway.streams import JobStreams
 from partita.gateway.waker import Parked
+from partita.log.admin import answers_metadata
 from partita.protocol.records import Record
 from partita.protocol.values import (
     DeploymentValue,
@@ -41,6 +42,7 @@ LONG_POLL_MS = 10_000
 """How long an ActivateJobs request with no `requestTimeout` (0) waits for a job, as Zeebe's
 gateway (`longPolling.timeout`)."""
 MAX_LONG_POLL_MS = 3_600_000
+_MIN_ACTIVATE_WAIT_S = 2.0
 MAX_JOBS = 10_000
 """The most jobs one ActivateJobs request may ask for."""
 
@@ -133,7 +135,19 @@ class Operations:
         except CommandRejectedError as error:
             raise rejected(error) from None
         except ReplyTimeoutError as error:
-            raise GatewayError(Status.DEADLINE_EXCEEDED, str(error)) from None
+            raise await self._no_reply(error) from None
+
+    async def _no_reply(self, error: ReplyTimeoutError) -> GatewayError:
+        """UNAVAILABLE when Kafka itself does not answer (the command may not even be
+        written), else DEADLINE_EXCEEDED (no engine answered in time)."""
+        access = self.client.connection.access
+        if not await asyncio.to_thread(answers_metadata, access, 2.0):
+            return GatewayError(
+                Status.UNAVAILABLE,
+                f"Kafka at {access.bootstrap} does not answer; the request was not processed"
+                " (or not answered): try again when the cluster is back",
+            )
+        return GatewayError(Status.DEADLINE_EXCEEDED, str(error))
 
     # -- resources and instances ----------------------------------------------------------
 
@@ -284,7 +298,12 @@ class Operations:
                         job_type, partition
                     ):
                         continue
-                    batch = await self._activate(job_type, partition, worker, remaining, timeout_ms)
+                    # a partition between owners answers late: the request waits for it at
+                    # most until its own end (and a little), never failing for it
+                    wait = max(_MIN_ACTIVATE_WAIT_S, deadline - loop_time() + _MIN_ACTIVATE_WAIT_S)
+                    batch = await self._activate(
+                        job_type, partition, worker, remaining, timeout_ms, wait
+                    )
                     if batch is None:
                         continue  # the partition is moving: the next round asks again
                     if batch.jobs:
@@ -340,8 +359,14 @@ class Operations:
                 f" job topic with `partita topics apply --job-type {job_type}`",
             ) from None
 
-    async def _activate(
-        self, job_type: str, partition: int, worker: str, count: int, timeout_ms: int
+    async def _activate(  # noqa: PLR0917
+        self,
+        job_type: str,
+        partition: int,
+        worker: str,
+        count: int,
+        timeout_ms: int,
+        wait_s: float,
     ) -> JobBatchValue | None:
         """One ACTIVATE on `partition`; None when no reply came in time."""
         request = commands.activate_jobs(job_type, partition, worker, count, timeout_ms)
@@ -349,7 +374,7 @@ class Operations:
             self.parked.asking(job_type, partition)
         batch: JobBatchValue | None = None
         try:
-            value = (await self.client.request(request)).value
+            value = (await self.client.request(request, min(wait_s, self.client.timeout))).value
             assert isinstance(value, JobBatchValue)
             batch = value
             return batch

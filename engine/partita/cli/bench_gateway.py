@@ -1,0 +1,98 @@
+"""`partita bench gateway`: what the gateway adds, Partita's own client side by side with
+Zeebe-style gRPC and REST clients through `partita gateway`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from partita.cli.common import Subcommands, add_command, build_config, progress
+
+EXAMPLES = """examples:
+  partita bench gateway                     every path, one partition, 200 instances/s
+  partita bench gateway --partitions 3 --rate 100
+  partita bench gateway --paths native grpc-stream
+
+Paths: native (Partita's client and push job worker), grpc (CreateProcessInstanceWithResult and
+a pyzeebe-style long-polling worker), grpc-stream (the same with a job stream), rest (REST
+create with awaitCompletion, REST activation and completion). Each prints saturation and
+latency at --rate; the gateway paths also their p50 and p99 as a ratio to native's."""
+
+
+def cmd_bench_gateway(args: argparse.Namespace) -> int:
+    from partita.bench import gateway
+
+    config = build_config(args)
+    partitions = args.partitions or 1
+    progress(
+        f"The gateway's overhead at {config.bootstrap}: {', '.join(args.paths)} on {partitions}"
+        " partition(s); engine worker, gateway, job workers and load in their own processes"
+    )
+    result = gateway.run(
+        config,
+        instances=args.instances,
+        rate=args.rate,
+        latency_instances=args.latency_instances,
+        in_flight=args.in_flight,
+        partitions=partitions,
+        paths=tuple(args.paths),
+        keep_topics=args.keep_topics,
+        progress=progress,
+    )
+    _say(result)
+    print(json.dumps(result))
+    return 0
+
+
+def _say(result: dict[str, Any]) -> None:
+    """One line per path a reader takes in at a glance (stderr; JSON on stdout)."""
+    for path, figures in result["paths"].items():
+        saturated, fixed = figures["saturation"], figures["fixed_rate"]
+        ratio = figures.get("vs_native")
+        versus = f" ({ratio['p50']}x / {ratio['p99']}x native)" if ratio else ""
+        progress(
+            f"{path:>12}: {saturated['instances_per_s']:,.0f} instances/s saturated;"
+            f" at {result['rate']:g}/s p50 {fixed['latency_ms_p50']} ms,"
+            f" p99 {fixed['latency_ms_p99']} ms{versus}"
+        )
+
+
+PATHS = ("native", "grpc", "grpc-stream", "rest")
+"""`partita.bench.gateway.PATHS`, written out: importing the bench would slow every --help."""
+
+
+def register(benches: Subcommands) -> None:
+    from partita.cli.bench_e2e import add_keep_topics
+
+    bench = add_command(
+        benches,
+        "gateway",
+        cmd_bench_gateway,
+        "the gateway's overhead: native client vs gRPC and REST clients (needs Kafka)",
+        examples=EXAMPLES,
+        local=True,
+    )
+    bench.add_argument(
+        "--instances", type=int, default=2000, help="instances at saturation (default: 2000)"
+    )
+    bench.add_argument(
+        "--rate", type=float, default=200.0, help="instances per second (default: 200)"
+    )
+    bench.add_argument(
+        "--latency-instances",
+        type=int,
+        default=2000,
+        help="instances at --rate (default: 2000)",
+    )
+    bench.add_argument(
+        "--in-flight", type=int, default=200, help="unanswered creations at most (default: 200)"
+    )
+    bench.add_argument(
+        "--paths",
+        nargs="+",
+        choices=PATHS,
+        default=list(PATHS),
+        help="the paths to measure, in order (default: all)",
+    )
+    add_keep_topics(bench)
