@@ -3,8 +3,8 @@
 A long-polling request that found no job parks here instead of asking the engine again: one
 thread reads the tail of `<ns>.log` (read_committed, no consumer group, from its end when the
 gateway started) and filters by header, so only the few JOB events that make a job activatable
-(CREATED, FAILED, TIMED_OUT, RECURRED_AFTER_BACKOFF, RETRIES_UPDATED) are decoded, for their job
-type. Each wakes the requests watching that type with the partition to ask. An INCIDENT RESOLVED
+(CREATED, FAILED, TIMED_OUT, RECURRED_AFTER_BACKOFF, RETRIES_UPDATED, YIELDED) are decoded,
+for their job type. Each wakes the requests watching that type with the partition to ask. An INCIDENT RESOLVED
 (a job's incident may make it activatable again) wakes every watch on its partition. Nothing is
 written: an idle worker costs the log nothing.
 
@@ -35,7 +35,14 @@ from partita.protocol.headers import EVENT, INTENT, RECORD_TYPE, VALUE_TYPE
 from partita.protocol.values import JobValue
 
 _LOG = logging.getLogger("partita.gateway")
-_ACTIVATABLE = {b"CREATED", b"FAILED", b"TIMED_OUT", b"RECURRED_AFTER_BACKOFF", b"RETRIES_UPDATED"}
+_ACTIVATABLE = {
+    b"CREATED",
+    b"FAILED",
+    b"TIMED_OUT",
+    b"RECURRED_AFTER_BACKOFF",
+    b"RETRIES_UPDATED",
+    b"YIELDED",
+}
 EVERY_TYPE = ""
 _MAX_DRAINED = 100_000
 """Drained marks kept at most (the oldest go first: that pair is asked again)."""
