@@ -3,10 +3,10 @@
 A long-polling request that found no job parks here instead of asking the engine again: one
 thread reads the tail of `<ns>.log` (read_committed, no consumer group, from its end when the
 gateway started) and filters by header, so only the few JOB events that make a job activatable
-(CREATED, FAILED, TIMED_OUT, RECURRED_AFTER_BACKOFF, RETRIES_UPDATED, YIELDED) are decoded,
-for their job type. Each wakes the requests watching that type with the partition to ask. An INCIDENT RESOLVED
-(a job's incident may make it activatable again) wakes every watch on its partition. Nothing is
-written: an idle worker costs the log nothing.
+(CREATED, FAILED, TIMED_OUT, RECURRED_AFTER_BACKOFF, RETRIES_UPDATED, YIELDED) are decoded, for
+their job type. Each wakes the requests watching that type with the partition to ask. An
+INCIDENT RESOLVED (a job's incident may make it activatable again) wakes every watch on its
+partition. Nothing is written: an idle worker costs the log nothing.
 
 A watch is taken before a request's first round of ACTIVATE commands, so a job that becomes
 activatable while the round runs wakes it too.
@@ -14,8 +14,8 @@ activatable while the round runs wakes it too.
 The waker also remembers which (job type, partition) an ACTIVATE found drained (fewer jobs than
 asked for) with no activatable job shown since: the next requests skip it, so a worker polling a
 type nobody creates asks each partition once, and then writes nothing at all. A job that became
-activatable while that ACTIVATE was on its way keeps it undrained. A consumer error forgets every
-drained mark (records could have been missed).
+activatable while that ACTIVATE was on its way keeps it undrained. A consumer error forgets
+every drained mark (records could have been missed).
 """
 
 from __future__ import annotations
