@@ -99,6 +99,15 @@ def test_pyzeebe_journey(engine: Config, gateway: RunningGateway) -> None:
         ("gw-boom", "journey-worker"),
         ("gw-streamed", "partita.push"),
     }
+    # pushed with the engine's 5-minute deadline, the streamed job gets the stream's own timeout
+    # (pyzeebe's 10 s): the gateway sent JOB UPDATE_TIMEOUT for it
+    (streamed,) = [
+        a.value.job_keys[0]  # type: ignore[union-attr]
+        for a in activated
+        if a.value.type == "gw-streamed"  # type: ignore[union-attr]
+    ]
+    retimed = [r for r in records if r.intent is JobIntent.UPDATE_TIMEOUT and r.key == streamed]
+    assert [r.value.timeout for r in retimed] == [10_000]  # type: ignore[union-attr]
     assert all(
         r.value_type is not ValueType.JOB or r.value.tenant_id == "<default>" for r in records
     )  # type: ignore[union-attr]

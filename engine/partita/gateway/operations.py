@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
@@ -43,6 +44,7 @@ LONG_POLL_MS = 10_000
 gateway (`longPolling.timeout`)."""
 MAX_LONG_POLL_MS = 3_600_000
 _MIN_ACTIVATE_WAIT_S = 2.0
+_RETIME_SLACK_MS = 1000
 MAX_JOBS = 10_000
 """The most jobs one ActivateJobs request may ask for."""
 
@@ -338,7 +340,8 @@ class Operations:
     ) -> AsyncIterator[ActivatedJob]:
         """The jobs of `job_type` pushed to this gateway and handed to this stream, one at a
         time, until the caller stops. The engine pushes with its own deadline
-        (PARTITA_JOB_PUSH_TIMEOUT_MS): `timeout_ms` is checked but not applied per stream."""
+        (PARTITA_JOB_PUSH_TIMEOUT_MS); a stream's other `timeout_ms` is applied to each job
+        it gets (`_retimed`)."""
         if not job_type:
             raise invalid("Expected a job type, but it is empty")
         if timeout_ms < 0:
@@ -351,13 +354,25 @@ class Operations:
             async for key, job in self.streams.stream(
                 job_type, worker, lambda job: _narrowed(job, fetch_variables)
             ):
-                yield key, job
+                yield key, self._retimed(key, job, timeout_ms)
         except PartitaError as error:  # the job topic is missing and cannot be made here
             raise GatewayError(
                 Status.FAILED_PRECONDITION,
                 f"cannot stream jobs of type '{job_type}': {error}. An operator creates the"
                 f" job topic with `partita topics apply --job-type {job_type}`",
             ) from None
+
+    def _retimed(self, key: int, job: JobValue, timeout_ms: int) -> JobValue:
+        """A pushed job carries the engine's push deadline; a stream that asked for another
+        timeout gets its own: JOB UPDATE_TIMEOUT goes out (not awaited) and the job says the
+        new deadline. Within a second of the push deadline nothing is sent."""
+        if timeout_ms <= 0 or self.streams is None:
+            return job
+        deadline = int(time.time() * 1000) + timeout_ms
+        if abs(deadline - job.deadline) <= _RETIME_SLACK_MS:
+            return job
+        self.streams.retime(key, timeout_ms)
+        return structs.replace(job, deadline=deadline)
 
     async def _activate(  # noqa: PLR0917
         self,

@@ -180,6 +180,18 @@ class JobStreams:
         self._yields.add(task)
         task.add_done_callback(self._yields.discard)
 
+    def retime(self, key: int, timeout_ms: int) -> None:
+        """JOB UPDATE_TIMEOUT for `key`, without waiting for its reply."""
+        task = self.loop.create_task(self._answer(commands.update_job_timeout(key, timeout_ms)))
+        self._yields.add(task)
+        task.add_done_callback(self._yields.discard)
+
+    async def _answer(self, request: commands.Request) -> None:
+        with contextlib.suppress(CommandRejectedError, ReplyTimeoutError):
+            # rejected: the job was answered first (its worker was quick); no reply: the push
+            # deadline holds
+            await self.client.request(request)
+
     async def _yield(self, key: int) -> None:
         with contextlib.suppress(CommandRejectedError, ReplyTimeoutError):
             # rejected: completed or timed out meanwhile; no reply: its deadline still holds
