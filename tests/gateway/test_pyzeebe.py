@@ -92,22 +92,29 @@ def test_pyzeebe_journey(engine: Config, gateway: RunningGateway) -> None:
         for r in records
         if r.intent is JobBatchIntent.ACTIVATED and r.value.jobs  # type: ignore[union-attr]
     ]
-    workers = {(a.value.type, a.value.worker) for a in activated}  # type: ignore[union-attr]
-    # polled jobs in the worker's name; the streamed type's job pushed to the gateway's stream
-    assert workers == {
-        ("gw-double", "journey-worker"),
-        ("gw-boom", "journey-worker"),
-        ("gw-streamed", "partita.push"),
+    # A job reaches a worker one of two ways: activated for it by ActivateJobs (in its name),
+    # or pushed by the engine to the gateway (as `partita.push`, 5-minute deadline) and handed
+    # to its stream or parked long poll, which the gateway makes the worker's own with JOB
+    # UPDATE_TIMEOUT: its name, and pyzeebe's 10 s timeout.
+    handed = {
+        r.key: (r.value.worker, r.value.timeout)  # type: ignore[union-attr]
+        for r in records
+        if r.intent is JobIntent.UPDATE_TIMEOUT
     }
-    # pushed with the engine's 5-minute deadline, the streamed job gets the stream's own timeout
-    # (pyzeebe's 10 s): the gateway sent JOB UPDATE_TIMEOUT for it
-    (streamed,) = [
-        a.value.job_keys[0]  # type: ignore[union-attr]
-        for a in activated
-        if a.value.type == "gw-streamed"  # type: ignore[union-attr]
-    ]
-    retimed = [r for r in records if r.intent is JobIntent.UPDATE_TIMEOUT and r.key == streamed]
-    assert [r.value.timeout for r in retimed] == [10_000]  # type: ignore[union-attr]
+    expected = {"gw-double": "journey-worker", "gw-boom": "journey-worker"}
+    expected["gw-streamed"] = "journey-streamer"
+    taken = set()
+    for a in activated:
+        job_type, worker = a.value.type, a.value.worker  # type: ignore[union-attr]
+        for key in a.value.job_keys:  # type: ignore[union-attr]
+            if worker == "partita.push":
+                assert handed[key] == (expected[job_type], 10_000), (job_type, key)
+                taken.add((job_type, handed[key][0]))
+            else:
+                taken.add((job_type, worker))
+    assert taken == set(expected.items())
+    streamed = [a for a in activated if a.value.type == "gw-streamed"]  # type: ignore[union-attr]
+    assert [a.value.worker for a in streamed] == ["partita.push"]  # type: ignore[union-attr]
     assert all(
         r.value_type is not ValueType.JOB or r.value.tenant_id == "<default>" for r in records
     )  # type: ignore[union-attr]

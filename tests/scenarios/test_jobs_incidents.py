@@ -196,6 +196,20 @@ def test_updating_the_timeout_moves_an_activated_jobs_deadline(engine: MemoryEng
     assert timed_out.key == job.key
 
 
+def test_updating_the_timeout_with_a_worker_name_hands_the_job_to_that_worker(
+    engine: MemoryEngine,
+) -> None:
+    instance = create(engine, "one-task")
+    (job,) = _activate(engine).value.jobs
+    key = jobs_of(engine, instance)[0].key
+    handed = JobValue(timeout=5000, worker="client-of-a-gateway")
+    (updated,) = send(engine, command(JobIntent.UPDATE_TIMEOUT, handed, key=key))
+    assert updated.value.worker == "client-of-a-gateway"
+    (kept,) = send(engine, command(JobIntent.UPDATE_TIMEOUT, JobValue(timeout=6000), key=key))
+    assert kept.value.worker == "client-of-a-gateway"  # no name: the worker stays
+    assert job.worker == "w1"
+
+
 def test_a_failure_sets_its_variables_on_the_task_for_the_retry(engine: MemoryEngine) -> None:
     instance = create(engine, "one-task", n=1)
     (job,) = _activate(engine).value.jobs

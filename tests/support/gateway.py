@@ -161,3 +161,18 @@ def make_certificates(folder: Path) -> GatewayCertificates:
         client_cert=write_cert(client, folder / "client.pem"),
         client_key=write_key(client_key, folder / "client-key.pem"),
     )
+
+
+def job_takers(records: list[Any]) -> dict[int, str]:
+    """Which worker took each activated job, from the log: the worker a JOB_BATCH ACTIVATED
+    names (ActivateJobs), or, for a job the engine pushed to a gateway (`partita.push`), the
+    worker the gateway handed it to, as its JOB UPDATE_TIMEOUT names it."""
+    from partita.protocol.intents import JobBatchIntent, JobIntent
+
+    handed = {r.key: r.value.worker for r in records if r.intent is JobIntent.UPDATE_TIMEOUT}
+    takers = {}
+    for r in records:
+        if r.intent is JobBatchIntent.ACTIVATED:
+            for key in r.value.job_keys:
+                takers[key] = handed.get(key, r.value.worker)
+    return takers

@@ -133,8 +133,9 @@ def update_job_retries(key: int, retries: int) -> Request:
     return Request(JobIntent.UPDATE_RETRIES, JobValue(retries=retries), key)
 
 
-def update_job_timeout(key: int, timeout_ms: int) -> Request:
-    return Request(JobIntent.UPDATE_TIMEOUT, JobValue(timeout=timeout_ms), key)
+def update_job_timeout(key: int, timeout_ms: int, worker: str = "") -> Request:
+    """With `worker`, the job is recorded as that worker's from now on."""
+    return Request(JobIntent.UPDATE_TIMEOUT, JobValue(timeout=timeout_ms, worker=worker), key)
 
 
 def yield_job(key: int) -> Request:

@@ -27,7 +27,7 @@ from partita.client.errors import CommandRejectedError, ReplyTimeoutError
 from partita.errors import PartitaError
 from partita.gateway.errors import GatewayError, Status, invalid, rejected, unimplemented
 from partita.gateway.streams import JobStreams
-from partita.gateway.waker import Parked
+from partita.gateway.waker import Parked, Watch
 from partita.log.admin import answers_metadata
 from partita.protocol.records import Record
 from partita.protocol.values import (
@@ -44,7 +44,6 @@ LONG_POLL_MS = 10_000
 gateway (`longPolling.timeout`)."""
 MAX_LONG_POLL_MS = 3_600_000
 _MIN_ACTIVATE_WAIT_S = 2.0
-_RETIME_SLACK_MS = 1000
 MAX_JOBS = 10_000
 """The most jobs one ActivateJobs request may ask for."""
 
@@ -274,7 +273,9 @@ class Operations:
         left of `max_jobs`; when a round activates nothing the request waits until the log
         shows a job of its type becoming activatable, then asks that partition, until
         `request_timeout_ms` (0: 10 s; negative: no waiting) has passed. Waiting sends no
-        command: an idle worker writes nothing to the log."""
+        command: an idle worker writes nothing to the log. While it waits, the gateway also
+        takes the type's pushed jobs (`JobStreams.take`): a job pushed in the transaction
+        that created it reaches a parked poll without an activation's round trip."""
         if not job_type:
             raise invalid("Expected a job type, but it is empty")
         if not 0 < max_jobs <= MAX_JOBS:
@@ -321,13 +322,50 @@ class Operations:
                 left = deadline - loop_time()
                 if left <= 0:
                     return
-                woken = await watch.wait(left)
+                pushed, woken = await self._park(job_type, remaining, watch, left)
+                if pushed:
+                    yield [
+                        (
+                            key,
+                            self._retimed(key, _narrowed(job, fetch_variables), timeout_ms, worker),
+                        )
+                        for key, job in pushed
+                    ]
+                    return
                 if not woken:
                     return
                 partitions = sorted(woken)
         finally:
             if watch is not None:
                 watch.close()
+
+    async def _park(
+        self, job_type: str, count: int, watch: Watch, left: float
+    ) -> tuple[list[ActivatedJob], set[int]]:
+        """Wait up to `left` seconds for pushed jobs (up to `count`, handed over by the
+        type's feed) or for the log to show activatable ones (the partitions to ask)."""
+        taker = await self.streams.take(job_type, count) if self.streams is not None else None
+        if taker is None:
+            return [], await watch.wait(left)
+        assert self.streams is not None
+        try:
+            woken: set[int] = set()
+            if not taker.ready.is_set():
+                waiting = asyncio.ensure_future(watch.wait(left))
+                ready = asyncio.ensure_future(taker.ready.wait())
+                done, pending = await asyncio.wait(
+                    {waiting, ready}, timeout=left, return_when=asyncio.FIRST_COMPLETED
+                )
+                for task in pending:
+                    task.cancel()
+                if waiting in done:
+                    woken = waiting.result()
+            pushed = list(taker.jobs)
+        except BaseException:  # cancelled (the client went away): its jobs go to others
+            self.streams.release(job_type, taker, keep=0)
+            raise
+        self.streams.release(job_type, taker, keep=len(pushed))
+        return pushed, woken
 
     async def stream_jobs(
         self,
@@ -354,7 +392,7 @@ class Operations:
             async for key, job in self.streams.stream(
                 job_type, worker, lambda job: _narrowed(job, fetch_variables)
             ):
-                yield key, self._retimed(key, job, timeout_ms)
+                yield key, self._retimed(key, job, timeout_ms, worker)
         except PartitaError as error:  # the job topic is missing and cannot be made here
             raise GatewayError(
                 Status.FAILED_PRECONDITION,
@@ -362,17 +400,17 @@ class Operations:
                 f" job topic with `partita topics apply --job-type {job_type}`",
             ) from None
 
-    def _retimed(self, key: int, job: JobValue, timeout_ms: int) -> JobValue:
-        """A pushed job carries the engine's push deadline; a stream that asked for another
-        timeout gets its own: JOB UPDATE_TIMEOUT goes out (not awaited) and the job says the
-        new deadline. Within a second of the push deadline nothing is sent."""
-        if timeout_ms <= 0 or self.streams is None:
+    def _retimed(self, key: int, job: JobValue, timeout_ms: int, worker: str) -> JobValue:
+        """A pushed job carries the engine's push deadline and worker name (`partita.push`);
+        handed to a request, it becomes that request's: JOB UPDATE_TIMEOUT with the request's
+        timeout (the push's when it asked for none) and worker goes out, not awaited, and the
+        job says the request's deadline and worker."""
+        if self.streams is None:
             return job
-        deadline = int(time.time() * 1000) + timeout_ms
-        if abs(deadline - job.deadline) <= _RETIME_SLACK_MS:
-            return job
-        self.streams.retime(key, timeout_ms)
-        return structs.replace(job, deadline=deadline)
+        now = int(time.time() * 1000)
+        timeout = timeout_ms if timeout_ms > 0 else max(job.deadline - now, 1)
+        self.streams.retime(key, timeout, worker)
+        return structs.replace(job, deadline=now + timeout, worker=worker)
 
     async def _activate(  # noqa: PLR0917
         self,

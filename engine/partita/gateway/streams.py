@@ -1,14 +1,16 @@
-"""Job streams (StreamActivatedJobs) fed by Partita's job push.
+"""The job push, served to Zeebe's clients: job streams (StreamActivatedJobs) and parked
+ActivateJobs long polls.
 
-While at least one stream of a job type is open, the gateway is one of that type's workers: it
-consumes `<ns>.jobs.<type>` in the group `<ns>.workers.<type>` (with `partita.client.JobWorker`s
-and other gateways, which share the topic's partitions), so the engine pushes the type's jobs,
-and it hands each job to the type's open streams in turn. A job it cannot hand to anyone (the
-last stream closed, a stream's client went away with jobs still queued for it) goes back to the
-engine at once with JOB YIELD, activatable again for pollers, instead of waiting out its
-deadline. When the last stream of a type closes, the gateway leaves the group, and the engine
-stops pushing the type within a few seconds (jobs it pushed meanwhile wait in the topic for the
-next worker of the type, or their deadline).
+While a job type has an open stream or a parked long poll here, the gateway is one of that
+type's workers: it consumes `<ns>.jobs.<type>` in the group `<ns>.workers.<type>` (with
+`partita.client.JobWorker`s and other gateways, which share the topic's partitions), so the
+engine pushes the type's jobs, activated in the transaction that creates them, and the gateway
+hands each to the type's open streams in turn, else to its parked long polls (oldest first, at
+most what each asked for), else holds it half a second for the next request. A job nobody
+takes goes back to the engine with JOB YIELD, activatable again for pollers, instead of waiting
+out its deadline. A type's consumer stays in the group a while after its last request (long
+polls come back at once), then leaves; the engine stops pushing the type within seconds, and
+jobs it pushed meanwhile wait in the topic for the type's next worker, or their deadline.
 
 A job whose deadline has already passed is skipped: the engine times it out and pushes it again.
 """
@@ -16,6 +18,7 @@ A job whose deadline has already passed is skipped: the engine times it out and 
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import itertools
 import logging
@@ -24,12 +27,13 @@ import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 
-from confluent_kafka import Consumer, Message
+from confluent_kafka import Consumer, KafkaException, Message
 
 from partita.client import commands
 from partita.client.aio import AsyncClient
 from partita.client.errors import CommandRejectedError, ReplyTimeoutError
 from partita.config import Config
+from partita.errors import PartitaError
 from partita.log.admin import admin_client
 from partita.log.clients import close_consumer, consume_available, new_consumer
 from partita.log.security import KafkaAccess
@@ -40,6 +44,10 @@ from partita.protocol.values import JobBatchValue, JobValue
 _LOG = logging.getLogger("partita.gateway")
 
 ActivatedJob = tuple[int, JobValue]
+HOLD_S = 0.5
+"""How long a pushed job that no request waits for is held for the next one."""
+LINGER_S = 15.0
+"""How long a type's consumer stays in the group after its last stream or long poll."""
 
 
 @dataclass(eq=False)
@@ -51,13 +59,25 @@ class JobStream:
     queue: asyncio.Queue[ActivatedJob] = field(default_factory=asyncio.Queue)
 
 
+@dataclass(eq=False)
+class Taker:
+    """One parked ActivateJobs request: up to `count` pushed jobs, handed over once."""
+
+    count: int
+    jobs: list[ActivatedJob] = field(default_factory=list)
+    ready: asyncio.Event = field(default_factory=asyncio.Event)
+
+
 class _Feed:
-    """The consumer of one job type's topic, on a thread of its own, and its open streams."""
+    """The consumer of one job type's topic, on a thread of its own, and who takes its jobs."""
 
     def __init__(self, streams: JobStreams, job_type: str) -> None:
         self.streams = streams
         self.job_type = job_type
         self.open: list[JobStream] = []
+        self.takers: list[Taker] = []
+        self.held: collections.deque[tuple[float, ActivatedJob]] = collections.deque()
+        self.last_used = time.monotonic()
         self._turn = itertools.count()
         self._codec = RecordCodec()
         self._closing = threading.Event()
@@ -123,13 +143,36 @@ class _Feed:
         return key, job
 
     def deliver(self, jobs: list[ActivatedJob]) -> None:
-        """On the loop: each job to the next open stream, or back to the engine."""
+        """On the loop: each job to the next open stream, else to the oldest parked long poll
+        with room, else held for the next request (`expire` gives it back)."""
+        now = time.monotonic()
         for job in jobs:
             if self.open:
                 stream = self.open[next(self._turn) % len(self.open)]
                 stream.queue.put_nowait(job)
+            elif self.takers:
+                taker = self.takers[0]
+                taker.jobs.append(job)
+                taker.ready.set()
+                if len(taker.jobs) >= taker.count:
+                    self.takers.pop(0)
             else:
-                self.streams.give_back(job[0])
+                self.held.append((now, job))
+
+    def take_held(self, count: int) -> list[ActivatedJob]:
+        taken: list[ActivatedJob] = []
+        while self.held and len(taken) < count:
+            taken.append(self.held.popleft()[1])
+        return taken
+
+    def expire(self, now: float) -> None:
+        """Held jobs nobody took within `HOLD_S` go back to the engine."""
+        while self.held and now - self.held[0][0] > HOLD_S:
+            self.streams.give_back(self.held.popleft()[1][0])
+
+    @property
+    def idle(self) -> bool:
+        return not self.open and not self.takers and not self.held
 
 
 class JobStreams:
@@ -142,34 +185,90 @@ class JobStreams:
         self._feeds: dict[str, _Feed] = {}
         self._topics: set[str] = set()
         self._yields: set[asyncio.Task[None]] = set()
+        self._janitor: asyncio.Task[None] | None = None
+
+    async def _feed(self, job_type: str) -> _Feed:
+        """The type's feed, started (with its topic made) when it has none."""
+        await self._ensure_topic(job_type)
+        feed = self._feeds.get(job_type)
+        if feed is None:
+            feed = self._feeds[job_type] = _Feed(self, job_type)
+            feed.start()
+            if self._janitor is None:
+                self._janitor = self.loop.create_task(self._sweep())
+        feed.last_used = time.monotonic()
+        return feed
+
+    async def _sweep(self) -> None:
+        """Every tenth of a second: give back held jobs nobody took, and stop the feeds of
+        types nobody asked for in `LINGER_S`."""
+        while True:
+            await asyncio.sleep(0.1)
+            now = time.monotonic()
+            for job_type, feed in list(self._feeds.items()):
+                feed.expire(now)
+                if feed.open or feed.takers:
+                    feed.last_used = now
+                elif feed.idle and now - feed.last_used > LINGER_S:
+                    del self._feeds[job_type]
+                    await feed.stop()
+
+    async def take(self, job_type: str, count: int) -> Taker | None:
+        """Park a long poll of `job_type` for up to `count` pushed jobs (held ones first);
+        None when the type's job topic is missing and cannot be made here (the poll then
+        waits for activatable jobs only). `release` it when done."""
+        try:
+            feed = await self._feed(job_type)
+        except (PartitaError, KafkaException):
+            return None
+        taker = Taker(count)
+        taker.jobs = feed.take_held(count)
+        if taker.jobs:
+            taker.ready.set()
+        if len(taker.jobs) < count:
+            feed.takers.append(taker)
+        return taker
+
+    def release(self, job_type: str, taker: Taker, keep: int) -> None:
+        """The poll is done with `taker`, having used its first `keep` jobs: the rest go to
+        the next request (held) or back to the engine."""
+        feed = self._feeds.get(job_type)
+        if feed is not None and taker in feed.takers:
+            feed.takers.remove(taker)
+        rest, taker.jobs = taker.jobs[keep:], taker.jobs[:keep]
+        if feed is not None and rest:
+            feed.deliver(rest)
+        else:
+            for key, _job in rest:
+                self.give_back(key)
 
     async def stream(
         self, job_type: str, worker: str, narrow: Callable[[JobValue], JobValue]
     ) -> AsyncIterator[ActivatedJob]:
         """The jobs of `job_type` handed to this stream, until the caller stops iterating;
         jobs queued for it then go back to the engine."""
-        await self._ensure_topic(job_type)
+        feed = await self._feed(job_type)
         stream = JobStream(job_type, worker)
-        feed = self._feeds.get(job_type)
-        if feed is None:
-            feed = self._feeds[job_type] = _Feed(self, job_type)
-            feed.start()
         feed.open.append(stream)
+        for held in feed.take_held(len(feed.held)):
+            stream.queue.put_nowait(held)
         try:
             while True:
                 key, job = await stream.queue.get()
                 yield key, narrow(job)
         finally:
             feed.open.remove(stream)
+            feed.last_used = time.monotonic()
             while not stream.queue.empty():
                 self.give_back(stream.queue.get_nowait()[0])
-            if not feed.open and self._feeds.get(job_type) is feed:
-                del self._feeds[job_type]
-                await feed.stop()
 
     async def close(self) -> None:
+        if self._janitor is not None:
+            self._janitor.cancel()
         for feed in list(self._feeds.values()):
             await feed.stop()
+            for _at, (key, _job) in feed.held:
+                self.give_back(key)
         self._feeds.clear()
         if self._yields:
             await asyncio.wait(self._yields, timeout=10)
@@ -180,9 +279,11 @@ class JobStreams:
         self._yields.add(task)
         task.add_done_callback(self._yields.discard)
 
-    def retime(self, key: int, timeout_ms: int) -> None:
-        """JOB UPDATE_TIMEOUT for `key`, without waiting for its reply."""
-        task = self.loop.create_task(self._answer(commands.update_job_timeout(key, timeout_ms)))
+    def retime(self, key: int, timeout_ms: int, worker: str) -> None:
+        """JOB UPDATE_TIMEOUT for `key` (its timeout and worker), without waiting for the
+        reply."""
+        request = commands.update_job_timeout(key, timeout_ms, worker)
+        task = self.loop.create_task(self._answer(request))
         self._yields.add(task)
         task.add_done_callback(self._yields.discard)
 

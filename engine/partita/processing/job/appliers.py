@@ -64,14 +64,13 @@ def apply_retries_updated(record: Record, db: PartitionDb) -> None:
 
 @handlers.applier(JobIntent.TIMEOUT_UPDATED)
 def apply_timeout_updated(record: Record, db: PartitionDb) -> None:
-    """The job stays activated by the same worker, with the new deadline."""
+    """The job stays activated, with the new deadline (and the worker the command named)."""
     value = record.value
     assert isinstance(value, JobValue)
     stored = db.column(JOBS).get(record.key)
     if stored is not None:
-        job_state.make_activated(
-            db, record.key, stored.worker, value.deadline, pushed=stored.pushed
-        )
+        worker = value.worker or stored.worker
+        job_state.make_activated(db, record.key, worker, value.deadline, pushed=stored.pushed)
 
 
 @handlers.applier(JobIntent.ERROR_THROWN)

@@ -171,7 +171,8 @@ def update_retries(command: Record, ctx: ProcessingContext) -> None:
 @handlers.processor(JobIntent.UPDATE_TIMEOUT)
 def update_timeout(command: Record, ctx: ProcessingContext) -> None:
     """JOB UPDATE_TIMEOUT: an activated job's deadline becomes now + the new timeout (a worker
-    that needs longer, or gives a job back sooner)."""
+    that needs longer, or gives a job back sooner). With a worker name, the job is recorded as
+    that worker's from now on (a gateway handing a pushed job to a client's request)."""
     value = command.value
     assert isinstance(value, JobValue)
     stored = _active_job(ctx, command.key)
@@ -189,7 +190,12 @@ def update_timeout(command: Record, ctx: ProcessingContext) -> None:
             RejectionType.INVALID_ARGUMENT,
             f"a timeout of {value.timeout} ms puts the deadline past {MAX_DEADLINE}",
         )
-    updated = replace(job_value(stored), timeout=value.timeout, deadline=ctx.now + value.timeout)
+    updated = replace(
+        job_value(stored),
+        timeout=value.timeout,
+        deadline=ctx.now + value.timeout,
+        worker=value.worker or stored.worker,
+    )
     ctx.append_event(JobIntent.TIMEOUT_UPDATED, updated, command.key, respond=True)
 
 
