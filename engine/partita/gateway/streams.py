@@ -46,8 +46,10 @@ _LOG = logging.getLogger("partita.gateway")
 ActivatedJob = tuple[int, JobValue]
 HOLD_S = 0.5
 """How long a pushed job that no request waits for is held for the next one."""
-LINGER_S = 15.0
-"""How long a type's consumer stays in the group after its last stream or long poll."""
+LINGER_S = 3.0
+"""How long a type's consumer stays in the group after its last stream or long poll: long
+enough for a poller's next request, short enough that jobs nobody asks for stop coming (each
+would be held, given back and pushed again at the type's next push)."""
 
 
 @dataclass(eq=False)
