@@ -31,6 +31,8 @@ def test_short_chaos_run_loses_and_duplicates_nothing() -> None:
             "10",
             "--fault-every",
             "4",
+            "--min-faults",
+            "8",
             "--seed",
             "3",
         ],

@@ -106,6 +106,7 @@ def cmd_chaos(args: argparse.Namespace) -> int:
         duration=args.duration,
         rate=args.rate,
         fault_every=args.fault_every,
+        min_faults=args.min_faults,
         seed=args.seed,
         hostile_rate=args.hostile_rate,
         snapshot_records=args.snapshot_records,
@@ -192,6 +193,7 @@ CHAOS_EXAMPLES = """examples:
   partita chaos --hostile-rate 5                  5 hostile records/s to <ns>.commands
   partita chaos --hostile-rate 0 --no-truncate    no hostile producer, the whole log kept
   partita chaos --snapshot-records 200            snapshot and truncate every 200 records
+  partita chaos --duration 45 --min-faults 8      at least 8 faults, however slow the machine
 
 Starts its own broker on free ports (nothing else is touched). Clients write to <ns>.commands;
 meanwhile a hostile producer writes garbage, forged EVENT and COMMAND_REJECTION records,
@@ -310,6 +312,12 @@ def register(commands: Subcommands) -> None:
     chaos.add_argument("--duration", type=float, default=60.0, help="seconds of load (60)")
     chaos.add_argument("--rate", type=float, default=20.0, help="instances per second (20)")
     chaos.add_argument("--fault-every", type=float, default=5.0, help="seconds between faults (5)")
+    chaos.add_argument(
+        "--min-faults",
+        type=int,
+        default=0,
+        help="keep the load going past --duration until this many faults happened (0)",
+    )
     chaos.add_argument("--seed", type=int, default=1, help="random seed of the faults (1)")
     chaos.add_argument(
         "--hostile-rate",

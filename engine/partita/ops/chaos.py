@@ -71,6 +71,9 @@ class ChaosSettings:
     duration: float = 60.0
     rate: float = 20.0
     fault_every: float = 5.0
+    min_faults: int = 0
+    """The load goes on past `duration` until this many faults were injected (a slow machine
+    takes longer per fault; the run still sees them all)."""
     partitions: int = 3
     max_workers: int = 3
     seed: int = 1
@@ -224,7 +227,9 @@ class ChaosRun:
         started = time.monotonic()
         next_fault = started + settings.fault_every
         n = 0
-        while (now := time.monotonic()) < started + settings.duration:
+        while (now := time.monotonic()) < started + settings.duration or (
+            sum(self.fleet.faults.values()) < settings.min_faults
+        ):
             while n < (now - started) * settings.rate:
                 value = ProcessInstanceCreationValue(
                     bpmn_process_id="chaos", variables=json.dumps({"n": n})
