@@ -127,7 +127,8 @@ def test_camunda_java_client_journey(
 
     records = [r for rs in read_log(engine).partitions.values() for r in rs]
     # one job, taken by the client's worker (by ActivateJobs, or pushed to its parked poll)
-    assert list(job_takers(records).values()) == ["java-rest-worker"], output
+    takers = list(job_takers(records).values())
+    assert takers in (["java-rest-worker"], ["partita.push"]), output
     completed = [r for r in records if r.intent is JobIntent.COMPLETED]
     assert [json.loads(r.value.variables) for r in completed] == [  # type: ignore[union-attr]
         {"amount": 42, "by": "java-rest-worker"}

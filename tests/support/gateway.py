@@ -165,8 +165,9 @@ def make_certificates(folder: Path) -> GatewayCertificates:
 
 def job_takers(records: list[Any]) -> dict[int, str]:
     """Which worker took each activated job, from the log: the worker a JOB_BATCH ACTIVATED
-    names (ActivateJobs), or, for a job the engine pushed to a gateway (`partita.push`), the
-    worker the gateway handed it to, as its JOB UPDATE_TIMEOUT names it."""
+    names (ActivateJobs), or, for a job the engine pushed to a gateway, the worker the gateway
+    handed it to as its JOB UPDATE_TIMEOUT names it; `partita.push` for a pushed job answered
+    within a second, which the gateway does not restamp."""
     from partita.protocol.intents import JobBatchIntent, JobIntent
 
     handed = {r.key: r.value.worker for r in records if r.intent is JobIntent.UPDATE_TIMEOUT}

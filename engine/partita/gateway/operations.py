@@ -44,6 +44,9 @@ LONG_POLL_MS = 10_000
 gateway (`longPolling.timeout`)."""
 MAX_LONG_POLL_MS = 3_600_000
 _MIN_ACTIVATE_WAIT_S = 2.0
+RESTAMP_AFTER_S = 1.0
+"""A pushed job handed to a request and not answered within this long is made the request's
+worker's in the engine (JOB UPDATE_TIMEOUT)."""
 MAX_JOBS = 10_000
 """The most jobs one ActivateJobs request may ask for."""
 
@@ -127,6 +130,7 @@ class Operations:
         self.client = client
         self.parked = parked
         self.streams = streams
+        self._restamps: dict[int, asyncio.TimerHandle] = {}
         self.partition_count = client.connection.partition_count
         self._next_partition = 0
 
@@ -228,6 +232,7 @@ class Operations:
     # -- jobs -----------------------------------------------------------------------------
 
     async def complete_job(self, key: int, variables: dict[str, Any] | None) -> Record:
+        self._answered(key)
         return await self._request(commands.complete_job(key, variables))
 
     async def fail_job(
@@ -240,11 +245,13 @@ class Operations:
     ) -> Record:
         if backoff_ms < 0:
             raise invalid(f"retryBackOff must not be negative, not {backoff_ms}")
+        self._answered(key)
         return await self._request(commands.fail_job(key, retries, message, backoff_ms, variables))
 
     async def throw_error(
         self, key: int, code: str, message: str, variables: dict[str, Any] | None
     ) -> Record:
+        self._answered(key)
         return await self._request(commands.throw_error(key, code, message, variables))
 
     async def update_job_retries(self, key: int, retries: int) -> Record:
@@ -402,15 +409,29 @@ class Operations:
 
     def _retimed(self, key: int, job: JobValue, timeout_ms: int, worker: str) -> JobValue:
         """A pushed job carries the engine's push deadline and worker name (`partita.push`);
-        handed to a request, it becomes that request's: JOB UPDATE_TIMEOUT with the request's
-        timeout (the push's when it asked for none) and worker goes out, not awaited, and the
-        job says the request's deadline and worker."""
+        handed to a request, it is that request's: the job says the request's deadline and
+        worker, and unless it is answered through this gateway within `RESTAMP_AFTER_S`, JOB
+        UPDATE_TIMEOUT tells the engine (the request's timeout, the push's when it asked for
+        none, counted from the handing over; and the worker). Most jobs are answered sooner and
+        cost the engine no command; the deadline matters for the ones that run long."""
         if self.streams is None:
             return job
         now = int(time.time() * 1000)
         timeout = timeout_ms if timeout_ms > 0 else max(job.deadline - now, 1)
-        self.streams.retime(key, timeout, worker)
+        streams = self.streams
+
+        def restamp() -> None:
+            self._restamps.pop(key, None)
+            streams.retime(key, max(timeout - int(RESTAMP_AFTER_S * 1000), 1), worker)
+
+        self._restamps[key] = asyncio.get_running_loop().call_later(RESTAMP_AFTER_S, restamp)
         return structs.replace(job, deadline=now + timeout, worker=worker)
+
+    def _answered(self, key: int) -> None:
+        """The job was answered through this gateway: no restamp for it."""
+        pending = self._restamps.pop(key, None)
+        if pending is not None:
+            pending.cancel()
 
     async def _activate(  # noqa: PLR0917
         self,

@@ -51,6 +51,7 @@ async def main(address: str, bpmn_dir: Path) -> None:
 
     @streamer.task(task_type="gw-streamed")
     async def streamed(amount: int) -> dict[str, object]:
+        await asyncio.sleep(1.5)  # long enough for the gateway to make the job the worker's
         return {"amount": amount + 1}
 
     working = asyncio.create_task(worker.work())
