@@ -20,14 +20,9 @@ from confluent_kafka.admin import AdminClient
 from google.protobuf.message import DecodeError
 
 from partita.config import Config
+from partita.gateway.arguments import DEFAULT_TENANT, document, message_key
 from partita.gateway.errors import GatewayError, Status, unimplemented
-from partita.gateway.operations import (
-    DEFAULT_TENANT,
-    ActivatedJob,
-    Operations,
-    document,
-    message_key,
-)
+from partita.gateway.operations import ActivatedJob, Operations
 from partita.gateway.stubs import Stubs
 from partita.gateway.topology import PORT, topology
 from partita.protocol.values import DeploymentValue, JobValue, ProcessInstanceCreationValue

@@ -13,7 +13,6 @@ Backpressure is not retried here: Zeebe's clients retry RESOURCE_EXHAUSTED thems
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
@@ -25,6 +24,7 @@ from partita.client.aio import AsyncClient
 from partita.client.commands import Request
 from partita.client.errors import CommandRejectedError, ReplyTimeoutError
 from partita.errors import PartitaError
+from partita.gateway.arguments import narrowed, resource_name, tenant
 from partita.gateway.errors import GatewayError, Status, invalid, rejected, unimplemented
 from partita.gateway.streams import JobStreams
 from partita.gateway.waker import Parked, Watch
@@ -34,11 +34,8 @@ from partita.protocol.values import (
     DeploymentValue,
     JobBatchValue,
     JobValue,
-    MessageStartEventSubscriptionValue,
-    MessageSubscriptionValue,
 )
 
-DEFAULT_TENANT = "<default>"
 LONG_POLL_MS = 10_000
 """How long an ActivateJobs request with no `requestTimeout` (0) waits for a job, as Zeebe's
 gateway (`longPolling.timeout`)."""
@@ -50,74 +47,7 @@ worker's in the engine (JOB UPDATE_TIMEOUT)."""
 MAX_JOBS = 10_000
 """The most jobs one ActivateJobs request may ask for."""
 
-MAX_RESOURCE_NAME = 255
 ActivatedJob = tuple[int, JobValue]
-
-
-def tenant(value: str | None, where: str = "tenantId") -> str:
-    """The one tenant Partita has: `<default>` (or none given). Others are refused, as Zeebe
-    refuses them with multi-tenancy off."""
-    if value in (None, "", DEFAULT_TENANT):
-        return DEFAULT_TENANT
-    raise invalid(
-        f"Expected to handle request with tenant identifier '{value}' ({where}), but"
-        " multi-tenancy is not supported by Partita: use '<default>' or leave it empty"
-    )
-
-
-def document(text: str | None, where: str) -> dict[str, Any]:
-    """A variables document given as JSON text: an object, or nothing."""
-    if text is None or not text.strip():
-        return {}
-    try:
-        value = json.loads(text)
-    except ValueError as error:
-        raise invalid(f"{where} is not valid JSON: {error}") from None
-    return object_document(value, where)
-
-
-def object_document(value: object, where: str) -> dict[str, Any]:
-    """A variables document given as parsed JSON: an object, or null."""
-    if value is None:
-        return {}
-    if not isinstance(value, dict):
-        raise invalid(
-            f"{where} must be a JSON object (variable names to values), not"
-            f" {type(value).__name__ if not isinstance(value, list) else 'an array'}"
-        )
-    return value
-
-
-def fetched(variables: str, names: Sequence[str]) -> str:
-    """A job's variables narrowed to `names` (all when none are named)."""
-    if not names:
-        return variables
-    values = json.loads(variables)
-    return json.dumps({n: values[n] for n in names if n in values})
-
-
-def resource_name(name: str) -> str:
-    """The name a resource is deployed under: the last part of what the client sent, as
-    camunda-client-java sends the path it was given (`../samples/order.bpmn` is
-    `order.bpmn`), so no name ever holds a path."""
-    base = name.replace("\\", "/").rsplit("/", 1)[-1].strip()
-    if base in ("", ".", ".."):
-        raise invalid(f"resource name '{name}' names no file: send the file's name")
-    if len(base) > MAX_RESOURCE_NAME or any(ord(c) < 32 or ord(c) == 127 for c in base):
-        raise invalid(
-            f"resource name '{name[:80]}' must be a file name of at most {MAX_RESOURCE_NAME}"
-            " characters without control characters"
-        )
-    return base
-
-
-def message_key(reply: Record) -> int:
-    """The key of the published message, whichever record answered the publication: the
-    message itself when buffered, or the correlation that consumed it."""
-    value = reply.value
-    if isinstance(value, MessageSubscriptionValue | MessageStartEventSubscriptionValue):
-        return value.message_key
-    return reply.key
 
 
 class Operations:
@@ -319,7 +249,7 @@ class Operations:
                     if batch.jobs:
                         remaining -= len(batch.jobs)
                         yield [
-                            (key, _narrowed(job, fetch_variables))
+                            (key, narrowed(job, fetch_variables))
                             for key, job in zip(batch.job_keys, batch.jobs, strict=True)
                         ]
                     if remaining <= 0:
@@ -334,7 +264,7 @@ class Operations:
                     yield [
                         (
                             key,
-                            self._retimed(key, _narrowed(job, fetch_variables), timeout_ms, worker),
+                            self._retimed(key, narrowed(job, fetch_variables), timeout_ms, worker),
                         )
                         for key, job in pushed
                     ]
@@ -397,7 +327,7 @@ class Operations:
             raise unimplemented("StreamActivatedJobs", "this gateway serves no job streams")
         try:
             async for key, job in self.streams.stream(
-                job_type, worker, lambda job: _narrowed(job, fetch_variables)
+                job_type, worker, lambda job: narrowed(job, fetch_variables)
             ):
                 yield key, self._retimed(key, job, timeout_ms, worker)
         except PartitaError as error:  # the job topic is missing and cannot be made here
@@ -460,7 +390,3 @@ class Operations:
             if self.parked is not None:
                 drained = batch is not None and len(batch.jobs) < count
                 self.parked.answered(job_type, partition, drained)
-
-
-def _narrowed(job: JobValue, names: Sequence[str]) -> JobValue:
-    return structs.replace(job, variables=fetched(job.variables, names)) if names else job

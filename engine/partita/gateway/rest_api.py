@@ -28,9 +28,10 @@ from aiohttp import web
 from confluent_kafka.admin import AdminClient
 
 from partita.config import Config
+from partita.gateway.arguments import DEFAULT_TENANT, message_key
 from partita.gateway.auth import Authenticator
 from partita.gateway.errors import GatewayError, Status, unimplemented
-from partita.gateway.operations import DEFAULT_TENANT, Operations, message_key
+from partita.gateway.operations import Operations
 from partita.gateway.rest_bodies import (
     MAX_JSON_BYTES,
     ProblemError,

@@ -22,8 +22,9 @@ from typing import Any
 
 from aiohttp import BodyPartReader, web
 
+from partita.gateway.arguments import DEFAULT_TENANT, object_document
 from partita.gateway.grpc_api import GATEWAY_VERSION
-from partita.gateway.operations import DEFAULT_TENANT, ActivatedJob, object_document
+from partita.gateway.operations import ActivatedJob
 from partita.gateway.topology import PORT, Topology
 from partita.protocol.records import Record
 from partita.protocol.values import (

@@ -9,8 +9,7 @@ import pytest
 from msgspec import structs
 
 from partita.client.errors import rejection_error
-from partita.gateway.errors import GatewayError, Status, rejected
-from partita.gateway.operations import (
+from partita.gateway.arguments import (
     document,
     fetched,
     message_key,
@@ -18,6 +17,7 @@ from partita.gateway.operations import (
     resource_name,
     tenant,
 )
+from partita.gateway.errors import GatewayError, Status, rejected
 from partita.protocol.enums import RecordType, RejectionType
 from partita.protocol.intents import (
     MessageIntent,

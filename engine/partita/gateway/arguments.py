@@ -1,0 +1,92 @@
+"""What the gateway checks and shapes in a request before any command goes out, the same for
+both protocols: variables documents, the one tenant, resource names, the variables a job
+carries, and where a published message went."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from msgspec import structs
+
+from partita.gateway.errors import invalid
+from partita.protocol.records import Record
+from partita.protocol.values import (
+    JobValue,
+    MessageStartEventSubscriptionValue,
+    MessageSubscriptionValue,
+)
+
+DEFAULT_TENANT = "<default>"
+MAX_RESOURCE_NAME = 255
+
+
+def tenant(value: str | None, where: str = "tenantId") -> str:
+    """The one tenant Partita has: `<default>` (or none given). Others are refused, as Zeebe
+    refuses them with multi-tenancy off."""
+    if value in (None, "", DEFAULT_TENANT):
+        return DEFAULT_TENANT
+    raise invalid(
+        f"Expected to handle request with tenant identifier '{value}' ({where}), but"
+        " multi-tenancy is not supported by Partita: use '<default>' or leave it empty"
+    )
+
+
+def document(text: str | None, where: str) -> dict[str, Any]:
+    """A variables document given as JSON text: an object, or nothing."""
+    if text is None or not text.strip():
+        return {}
+    try:
+        value = json.loads(text)
+    except ValueError as error:
+        raise invalid(f"{where} is not valid JSON: {error}") from None
+    return object_document(value, where)
+
+
+def object_document(value: object, where: str) -> dict[str, Any]:
+    """A variables document given as parsed JSON: an object, or null."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise invalid(
+            f"{where} must be a JSON object (variable names to values), not"
+            f" {type(value).__name__ if not isinstance(value, list) else 'an array'}"
+        )
+    return value
+
+
+def fetched(variables: str, names: Sequence[str]) -> str:
+    """A job's variables narrowed to `names` (all when none are named)."""
+    if not names:
+        return variables
+    values = json.loads(variables)
+    return json.dumps({n: values[n] for n in names if n in values})
+
+
+def resource_name(name: str) -> str:
+    """The name a resource is deployed under: the last part of what the client sent, as
+    camunda-client-java sends the path it was given (`../samples/order.bpmn` is
+    `order.bpmn`), so no name ever holds a path."""
+    base = name.replace("\\", "/").rsplit("/", 1)[-1].strip()
+    if base in ("", ".", ".."):
+        raise invalid(f"resource name '{name}' names no file: send the file's name")
+    if len(base) > MAX_RESOURCE_NAME or any(ord(c) < 32 or ord(c) == 127 for c in base):
+        raise invalid(
+            f"resource name '{name[:80]}' must be a file name of at most {MAX_RESOURCE_NAME}"
+            " characters without control characters"
+        )
+    return base
+
+
+def message_key(reply: Record) -> int:
+    """The key of the published message, whichever record answered the publication: the
+    message itself when buffered, or the correlation that consumed it."""
+    value = reply.value
+    if isinstance(value, MessageSubscriptionValue | MessageStartEventSubscriptionValue):
+        return value.message_key
+    return reply.key
+
+
+def narrowed(job: JobValue, names: Sequence[str]) -> JobValue:
+    return structs.replace(job, variables=fetched(job.variables, names)) if names else job
