@@ -37,7 +37,9 @@ def running_gateway(
     config: Config, log_dir: Path, *extra: str, env: dict[str, str] | None = None
 ) -> Iterator[RunningGateway]:
     """A gateway for `config`'s namespace on free ports, stopped (SIGTERM) at the end; `extra`
-    flags and `env` variables configure it further."""
+    flags and `env` variables configure it further. A plaintext gateway without
+    authentication is handed over once its topology shows every partition owned (the engine
+    worker may still be joining its group under load)."""
     grpc_port, rest_port = free_port(), free_port()
     log = log_dir / f"gateway-{grpc_port}.log"
     env = {
@@ -67,9 +69,12 @@ def running_gateway(
             if process.poll() is not None or time.monotonic() > deadline:
                 raise AssertionError(f"the gateway did not start:\n{log.read_text()}")
             time.sleep(0.1)
-        yield RunningGateway(
+        running = RunningGateway(
             f"127.0.0.1:{grpc_port}", f"http://127.0.0.1:{rest_port}", log, process.pid
         )
+        if not extra and not env:
+            _wait_for_owners(running, config.partitions, deadline)
+        yield running
     finally:
         process.terminate()
         try:
@@ -80,6 +85,20 @@ def running_gateway(
             raise AssertionError(
                 f"the gateway did not stop on SIGTERM:\n{log.read_text()}"
             ) from None
+
+
+def _wait_for_owners(gateway: RunningGateway, partitions: int, deadline: float) -> None:
+    import json
+    import urllib.request
+
+    while True:
+        with urllib.request.urlopen(f"{gateway.rest}/v2/topology", timeout=30) as response:
+            brokers = json.loads(response.read())["brokers"]
+        if sum(len(b["partitions"]) for b in brokers) == partitions:
+            return
+        if time.monotonic() > deadline:
+            raise AssertionError(f"the gateway's topology never showed {partitions} partitions")
+        time.sleep(0.2)
 
 
 @dataclass(frozen=True)

@@ -80,6 +80,7 @@ class _Feed:
         self.takers: list[Taker] = []
         self.held: collections.deque[tuple[float, ActivatedJob]] = collections.deque()
         self.last_used = time.monotonic()
+        self.stopped = False
         self._turn = itertools.count()
         self._codec = RecordCodec()
         self._closing = threading.Event()
@@ -107,9 +108,13 @@ class _Feed:
         self._thread.start()
 
     async def stop(self) -> None:
+        """Leave the group. Jobs it held, or read while leaving, go back to the engine."""
+        self.stopped = True
         self._closing.set()
         if self._thread is not None:
             await asyncio.to_thread(self._thread.join)
+        while self.held:
+            self.streams.give_back(self.held.popleft()[1][0])
 
     def _read(self) -> None:
         consumer = self._consumer
@@ -149,7 +154,9 @@ class _Feed:
         with room, else held for the next request (`expire` gives it back)."""
         now = time.monotonic()
         for job in jobs:
-            if self.open:
+            if self.stopped:  # read while leaving the group: nobody here will take it
+                self.streams.give_back(job[0])
+            elif self.open:
                 stream = self.open[next(self._turn) % len(self.open)]
                 stream.queue.put_nowait(job)
             elif self.takers:
@@ -269,8 +276,6 @@ class JobStreams:
             self._janitor.cancel()
         for feed in list(self._feeds.values()):
             await feed.stop()
-            for _at, (key, _job) in feed.held:
-                self.give_back(key)
         self._feeds.clear()
         if self._yields:
             await asyncio.wait(self._yields, timeout=10)

@@ -18,6 +18,8 @@ from partita.config import Config
 from partita.log.clients import engine_group
 
 _TIMEOUT_S = 5.0
+_LAST: dict[str, Topology] = {}
+"""The last topology seen, by namespace: a busy coordinator's timeout does not empty it."""
 PORT = 26501
 """The port a broker of the topology names (Zeebe's command port); clients only show it."""
 
@@ -52,8 +54,8 @@ def topology(admin: AdminClient, config: Config, partitions: int) -> Topology:
             group
         ].result()
         members = sorted(description.members or [], key=lambda m: m.member_id)
-    except KafkaException:
-        members = []
+    except KafkaException:  # the coordinator did not answer in time: what it said last
+        return _LAST.get(config.namespace) or Topology([], partitions, 1)
     lags = _lags(admin, config, group)
     brokers = []
     for node_id, member in enumerate(members):
@@ -68,7 +70,9 @@ def topology(admin: AdminClient, config: Config, partitions: int) -> Topology:
         ]
         host = (member.host or "").lstrip("/") or "unknown"
         brokers.append(BrokerView(node_id, host, member.client_id, views))
-    return Topology(brokers, partitions, _replication(admin, config.log_topic))
+    seen = Topology(brokers, partitions, _replication(admin, config.log_topic))
+    _LAST[config.namespace] = seen
+    return seen
 
 
 def _replication(admin: AdminClient, topic: str) -> int:

@@ -110,3 +110,15 @@ def test_a_poll_cancelled_before_it_used_its_jobs_passes_them_on() -> None:
         return [key for _, (key, _) in feed.held]
 
     assert run(scenario) == [7]
+
+
+def test_a_feed_leaving_the_group_gives_back_what_it_held_and_what_it_still_reads() -> None:
+    async def scenario() -> list[int]:
+        streams = Recording()
+        feed = await streams._feed("t")
+        feed.deliver(jobs(1))  # held: no request waits
+        await feed.stop()  # the linger ended
+        feed.deliver(jobs(2))  # read by its consumer while it was leaving
+        return streams.given_back
+
+    assert run(scenario) == [1, 2]
