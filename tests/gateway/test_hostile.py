@@ -18,26 +18,13 @@ import pytest
 
 from partita.config import Config
 from partita.gateway.stubs import load
-from tests.support.gateway import RunningGateway, running_gateway
+from tests.support.gateway import RunningGateway
 from tests.support.paths import BPMN_FIXTURES
-from tests.support.worker_processes import engine_namespace
 
 pytestmark = pytest.mark.kafka
 
 STUBS = load(Config.from_env().home)
 pb = STUBS.messages
-
-
-@pytest.fixture(scope="module")
-def engine(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Config]:
-    with engine_namespace(kafka_bootstrap, tmp_path_factory.mktemp("hostile-gw"), "hg") as config:
-        yield config
-
-
-@pytest.fixture(scope="module")
-def gateway(engine: Config, tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningGateway]:
-    with running_gateway(engine, tmp_path_factory.mktemp("gateway")) as running:
-        yield running
 
 
 @pytest.fixture(scope="module")

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-from collections.abc import Iterator
 
 import pytest
 
@@ -32,9 +31,9 @@ from partita.protocol.intents import (
 )
 from partita.protocol.records import Record
 from tests.support.example_programs import build
-from tests.support.gateway import RunningGateway, job_takers, running_gateway
+from tests.support.gateway import RunningGateway, job_takers
 from tests.support.paths import BPMN_FIXTURES, ROOT
-from tests.support.worker_processes import engine_namespace, read_log
+from tests.support.worker_processes import read_log
 
 pytestmark = [pytest.mark.kafka, pytest.mark.interop]
 
@@ -47,18 +46,6 @@ def journey() -> list[str]:
     """The program built with Maven; the command that runs it."""
     build(["mvn", "-B", "-q", "package", "-DskipTests"], PROJECT, "the Zeebe Java client program")
     return ["java", "-jar", str(PROJECT / "target" / "zeebe-journey.jar")]
-
-
-@pytest.fixture(scope="module")
-def engine(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Config]:
-    with engine_namespace(kafka_bootstrap, tmp_path_factory.mktemp("zeebe-java"), "zj") as config:
-        yield config
-
-
-@pytest.fixture(scope="module")
-def gateway(engine: Config, tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningGateway]:
-    with running_gateway(engine, tmp_path_factory.mktemp("gateway")) as running:
-        yield running
 
 
 def test_zeebe_java_client_journey(

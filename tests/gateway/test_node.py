@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,9 +25,9 @@ from partita.protocol.enums import BpmnElementType
 from partita.protocol.intents import ProcessInstanceIntent, VariableIntent
 from partita.protocol.records import Record
 from tests.support.example_programs import build
-from tests.support.gateway import RunningGateway, job_takers, running_gateway
+from tests.support.gateway import RunningGateway, job_takers
 from tests.support.paths import BPMN_FIXTURES, ROOT
-from tests.support.worker_processes import engine_namespace, read_log, wait_until
+from tests.support.worker_processes import read_log, wait_until
 
 pytestmark = [pytest.mark.kafka, pytest.mark.interop]
 
@@ -55,18 +54,6 @@ def camunda_node() -> Path:
         ["npm", "ci", "--no-audit", "--no-fund", "--silent"], PROJECT, "the @camunda8/sdk program"
     )
     return PROJECT
-
-
-@pytest.fixture(scope="module")
-def engine(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Config]:
-    with engine_namespace(kafka_bootstrap, tmp_path_factory.mktemp("node"), "nd") as config:
-        yield config
-
-
-@pytest.fixture(scope="module")
-def gateway(engine: Config, tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningGateway]:
-    with running_gateway(engine, tmp_path_factory.mktemp("gateway")) as running:
-        yield running
 
 
 def sdk_environment(gateway: RunningGateway) -> dict[str, str]:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -20,25 +19,13 @@ import pytest
 from partita.config import Config
 from partita.protocol.enums import ValueType
 from partita.protocol.intents import IncidentIntent, JobBatchIntent, JobIntent
-from tests.support.gateway import RunningGateway, job_takers, running_gateway
+from tests.support.gateway import RunningGateway, job_takers
 from tests.support.paths import BPMN_FIXTURES, ROOT
-from tests.support.worker_processes import engine_namespace, read_log, wait_until
+from tests.support.worker_processes import read_log, wait_until
 
 pytestmark = pytest.mark.kafka
 
 JOURNEY = ROOT / "tests" / "interop" / "pyzeebe" / "journey.py"
-
-
-@pytest.fixture(scope="module")
-def engine(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Config]:
-    with engine_namespace(kafka_bootstrap, tmp_path_factory.mktemp("pyzeebe"), "pz") as config:
-        yield config
-
-
-@pytest.fixture(scope="module")
-def gateway(engine: Config, tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningGateway]:
-    with running_gateway(engine, tmp_path_factory.mktemp("gateway")) as running:
-        yield running
 
 
 def test_pyzeebe_journey(engine: Config, gateway: RunningGateway) -> None:

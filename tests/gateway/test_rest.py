@@ -19,7 +19,6 @@ import sys
 import urllib.error
 import urllib.request
 import uuid
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -34,9 +33,9 @@ from partita.protocol.intents import (
     ProcessInstanceIntent,
 )
 from partita.protocol.records import Record
-from tests.support.gateway import RunningGateway, running_gateway
+from tests.support.gateway import RunningGateway
 from tests.support.paths import BPMN_FIXTURES, ROOT
-from tests.support.worker_processes import engine_namespace, read_log, wait_until
+from tests.support.worker_processes import read_log, wait_until
 
 pytestmark = pytest.mark.kafka
 
@@ -46,18 +45,6 @@ SDK_VENV = ROOT / ".partita" / "interop" / "camunda-orchestration-sdk-10.0.1"
 JOURNEY = ROOT / "tests" / "interop" / "camunda_python" / "journey.py"
 
 Answer = tuple[int, Any]
-
-
-@pytest.fixture(scope="module")
-def engine(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Config]:
-    with engine_namespace(kafka_bootstrap, tmp_path_factory.mktemp("rest"), "rs") as config:
-        yield config
-
-
-@pytest.fixture(scope="module")
-def gateway(engine: Config, tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningGateway]:
-    with running_gateway(engine, tmp_path_factory.mktemp("gateway")) as running:
-        yield running
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,6 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,19 +25,12 @@ from partita.config import Config
 from partita.gateway.auth import hash_password
 from tests.support.gateway import GatewayCertificates, make_certificates, running_gateway
 from tests.support.paths import BPMN_FIXTURES, ROOT
-from tests.support.worker_processes import engine_namespace
 
 pytestmark = pytest.mark.kafka
 
 SECURED = ROOT / "tests" / "interop" / "pyzeebe" / "secured.py"
 TOKEN = "static-token-of-the-test-0123456789"
 BPMN = str(BPMN_FIXTURES / "gateway" / "double.bpmn")
-
-
-@pytest.fixture(scope="module")
-def engine(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Config]:
-    with engine_namespace(kafka_bootstrap, tmp_path_factory.mktemp("secured-gw"), "sg") as config:
-        yield config
 
 
 @pytest.fixture(scope="module")

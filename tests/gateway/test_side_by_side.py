@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,18 +16,11 @@ from partita.config import Config
 from partita.gateway.stubs import load
 from tests.support.gateway import running_gateway
 from tests.support.paths import BPMN_FIXTURES
-from tests.support.worker_processes import engine_namespace
 
 pytestmark = pytest.mark.kafka
 
 STUBS = load(Config.from_env().home)
 pb = STUBS.messages
-
-
-@pytest.fixture(scope="module")
-def engine(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Config]:
-    with engine_namespace(kafka_bootstrap, tmp_path_factory.mktemp("two-gw"), "tw") as config:
-        yield config
 
 
 def test_two_gateways_serve_one_namespace(engine: Config, tmp_path: Path) -> None:

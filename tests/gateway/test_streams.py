@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,18 +19,12 @@ from partita.gateway.stubs import load
 from partita.protocol.intents import JobBatchIntent, JobIntent
 from tests.support.gateway import running_gateway
 from tests.support.paths import BPMN_FIXTURES
-from tests.support.worker_processes import engine_namespace, read_log
+from tests.support.worker_processes import read_log
 
 pytestmark = pytest.mark.kafka
 
 STUBS = load(Config.from_env().home)
 pb = STUBS.messages
-
-
-@pytest.fixture(scope="module")
-def engine(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Config]:
-    with engine_namespace(kafka_bootstrap, tmp_path_factory.mktemp("streams"), "st") as config:
-        yield config
 
 
 def test_a_stream_gets_pushed_jobs_in_its_own_name(engine: Config, tmp_path: Path) -> None:

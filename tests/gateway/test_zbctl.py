@@ -16,7 +16,6 @@ import os
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -24,9 +23,9 @@ import pytest
 from partita.config import Config
 from partita.protocol.enums import BpmnElementType
 from partita.protocol.intents import ProcessInstanceCreationIntent, ProcessInstanceIntent
-from tests.support.gateway import RunningGateway, running_gateway
+from tests.support.gateway import RunningGateway
 from tests.support.paths import BPMN_FIXTURES, ROOT
-from tests.support.worker_processes import engine_namespace, read_log
+from tests.support.worker_processes import read_log
 
 pytestmark = [pytest.mark.kafka, pytest.mark.interop]
 
@@ -80,18 +79,6 @@ def zbctl() -> Path:
         )
         assert f"\tmod\t{MODULE}\t{VERSION}\t" in info.stdout, info.stdout + info.stderr
     return zbctl
-
-
-@pytest.fixture(scope="module")
-def engine(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Config]:
-    with engine_namespace(kafka_bootstrap, tmp_path_factory.mktemp("zbctl"), "zb") as config:
-        yield config
-
-
-@pytest.fixture(scope="module")
-def gateway(engine: Config, tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningGateway]:
-    with running_gateway(engine, tmp_path_factory.mktemp("gateway")) as running:
-        yield running
 
 
 def run(zbctl: Path, gateway: RunningGateway, *args: str) -> str:

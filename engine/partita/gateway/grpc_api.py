@@ -35,37 +35,41 @@ _STATUS_CODES = {status: grpc.StatusCode[status.value[0]] for status in Status}
 Handler = Callable[[Any, Any, grpc.aio.ServicerContext], Awaitable[Any]]
 
 
-def _answers(method: Handler) -> Handler:
+async def _fail(context: grpc.aio.ServicerContext, error: Exception, name: str) -> None:
     """End the call with the status of a `GatewayError`, and INTERNAL (logged) for a bug."""
+    if isinstance(error, GatewayError):
+        await context.abort(_STATUS_CODES[error.status], error.message)
+    _LOG.exception("%s failed", name)
+    await context.abort(grpc.StatusCode.INTERNAL, f"{type(error).__name__}: {error}")
+
+
+def _answers(method: Handler) -> Handler:
+    """A unary RPC whose failures end the call (`_fail`)."""
 
     @functools.wraps(method)
     async def answer(self: Any, request: Any, context: grpc.aio.ServicerContext) -> Any:
         try:
             return await method(self, request, context)
-        except GatewayError as error:
-            await context.abort(_STATUS_CODES[error.status], error.message)
         except (asyncio.CancelledError, grpc.aio.AbortError):
             raise
         except Exception as error:
-            _LOG.exception("%s failed", method.__name__)
-            await context.abort(grpc.StatusCode.INTERNAL, f"{type(error).__name__}: {error}")
+            await _fail(context, error, method.__name__)
 
     return answer
 
 
 def _streams(method: Callable[..., AsyncIterator[Any]]) -> Callable[..., AsyncIterator[Any]]:
+    """A streaming RPC whose failures end the call (`_fail`)."""
+
     @functools.wraps(method)
     async def stream(self: Any, request: Any, context: grpc.aio.ServicerContext) -> Any:
         try:
             async for response in method(self, request, context):
                 yield response
-        except GatewayError as error:
-            await context.abort(_STATUS_CODES[error.status], error.message)
         except (asyncio.CancelledError, grpc.aio.AbortError):
             raise
         except Exception as error:
-            _LOG.exception("%s failed", method.__name__)
-            await context.abort(grpc.StatusCode.INTERNAL, f"{type(error).__name__}: {error}")
+            await _fail(context, error, method.__name__)
 
     return stream
 
