@@ -32,6 +32,9 @@ from partita.protocol.headers import CORRELATION_ID, ReplyTo, header, record_hea
 from partita.protocol.records import Record, command
 from partita.protocol.routing import partition_for_command
 
+_NEW_TOPICS_S = 10.0
+"""How long a client waits for missing topics to show in the metadata before it says so."""
+
 
 def producer_config() -> dict[str, object]:
     """Settings of a client's command producer (the access adds address and security)."""
@@ -68,12 +71,18 @@ class Connection:
                 "error_cb": reporter,
             },
         )
-        topics = cluster_metadata(self.consumer, reporter, self.access, timeout).topics
-        if config.commands_topic not in topics or config.replies_topic not in topics:
-            raise PartitaError(
-                f"topics {config.commands_topic} and {config.replies_topic} are missing: run"
-                " `partita topics apply` (or `partita up`) first"
-            )
+        wanted = (config.commands_topic, config.replies_topic)
+        deadline = time.monotonic() + min(timeout, _NEW_TOPICS_S)
+        while True:  # topics created a moment ago reach every broker's metadata a moment later
+            topics = cluster_metadata(self.consumer, reporter, self.access, timeout).topics
+            if all(name in topics for name in wanted):
+                break
+            if time.monotonic() > deadline:
+                raise PartitaError(
+                    f"topics {config.commands_topic} and {config.replies_topic} are missing: run"
+                    " `partita topics apply` (or `partita up`) first"
+                )
+            time.sleep(0.2)
         self.partition_count = len(topics[config.commands_topic].partitions)
         reply_partitions = len(topics[config.replies_topic].partitions)
         self.reply_partition = uuid.uuid4().int % reply_partitions
