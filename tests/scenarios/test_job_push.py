@@ -142,3 +142,26 @@ def test_only_an_activated_job_can_be_yielded(tmp_path: Path) -> None:
     (gone,) = send(memory, command(JobIntent.YIELD, JobValue(), key=job.key))
     assert gone.rejection_type is RejectionType.NOT_FOUND
     memory.close()
+
+
+def test_when_a_types_workers_leave_its_pushed_jobs_are_given_back(tmp_path: Path) -> None:
+    push = JobPush(topics={"work": (TOPIC, 1)}, limit=2, timeout_ms=10_000)
+    memory = MemoryEngine(build_engine(), tmp_path, partitions=1, job_push=push)
+    value = DeploymentValue(
+        resources=(
+            DeploymentResource("one-task.bpmn", (BPMN_FIXTURES / "one-task.bpmn").read_bytes()),
+        )
+    )
+    memory.send(0, command(DeploymentIntent.CREATE, value))
+    memory.run()
+    instances = [create(memory, "one-task", n=n) for n in range(2)]
+    assert len(pushed(memory)) == 2  # pushed into a topic whose last worker then left
+    assert push.topics_found({}) == ["work"]  # the workers' group went empty: a change
+    memory.machines[0].process((), catch_up=[(push, ["work"])])
+    yielded = [r for r in memory.events(0) if r.intent is JobIntent.YIELDED]
+    assert sorted(r.key for r in yielded) == sorted(jobs_of(memory, i)[0].key for i in instances)
+    batch = JobBatchValue(type="work", worker="poller", timeout=1000, max_jobs_to_activate=5)
+    (polled,) = send(memory, command(JobBatchIntent.ACTIVATE, batch))
+    assert sorted(polled.value.job_keys) == sorted(r.key for r in yielded)  # pollers take them
+    memory.assert_replay_matches(tmp_path)
+    memory.close()

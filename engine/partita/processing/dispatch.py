@@ -52,15 +52,15 @@ class TopicHook(Protocol):
 
     def topics_found(self, topics: Mapping[str, int]) -> list[str]:
         """The topics with the prefix that exist now (name -> partitions); returns the names
-        that became writable since the last call, for `catch_up`."""
+        that became writable or stopped being so since the last call, for `catch_up`."""
 
     def bind(self, ctx: ProcessingContext) -> None:
         """Attach the hook to a batch's context, so processors and after-command hooks use it."""
 
     def catch_up(self, ctx: ProcessingContext, names: Sequence[str], now: int) -> None:
         """In a batch without commands, at `now` (ms): the work that waited for the topics
-        `names` (e.g. jobs activatable before their job topic existed). Begins its own
-        trigger on `ctx`."""
+        `names` to appear or to go (e.g. jobs activatable before their job topic had workers;
+        jobs pushed to a topic whose workers left). Begins its own trigger on `ctx`."""
 
 
 _P = TypeVar("_P", bound=Processor)

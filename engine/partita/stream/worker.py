@@ -428,7 +428,7 @@ class Worker:
                 )
             if not new:
                 continue
-            _LOG.info("new topics for %s: %s", type(hook).__name__, new)
+            _LOG.info("topics of %s now written or not: %s", type(hook).__name__, new)
             for task in list(self.tasks.values()):
                 if task.state is not TaskState.PROCESSING:
                     continue

@@ -16,6 +16,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from msgspec.structs import replace
+
 from partita.config import Config
 from partita.config.settings import JOB_PUSH_LIMIT, JOB_PUSH_TIMEOUT_MS
 from partita.processing.context import ProcessingContext
@@ -23,12 +25,15 @@ from partita.processing.dispatch import Handlers
 from partita.processing.job.activation import activated_job
 from partita.processing.job.state import (
     ACTIVATABLE,
+    DEADLINES,
+    JOBS,
     PUSH_WORKER,
     activatable_count,
+    job_value,
     pushed_count,
 )
 from partita.protocol.enums import RecordType, ValueType
-from partita.protocol.intents import JobBatchIntent
+from partita.protocol.intents import JobBatchIntent, JobIntent
 from partita.protocol.records import Record
 from partita.protocol.values import JobBatchValue
 
@@ -64,28 +69,35 @@ class JobPush:
         return f"{namespace}.workers.{job_type}" if job_type else None
 
     def topics_found(self, topics: Mapping[str, int]) -> list[str]:
-        """Job topics that exist and are read now; returns the job types newly pushed."""
+        """Job topics that exist and are read now; returns the job types whose push starts or
+        stops, for `catch_up`."""
         found: dict[str, tuple[str, int]] = {}
         for name, partitions in topics.items():
             job_type = name.split(".jobs.", 1)[1] if ".jobs." in name else ""
             if job_type:
                 found[job_type] = (name, partitions)
-        new = sorted(set(found) - set(self.topics))
+        changed = sorted(set(found) ^ set(self.topics))
         self.topics.clear()
         self.topics.update(found)
-        return new
+        return changed
 
     def bind(self, ctx: ProcessingContext) -> None:
         ctx.hooks[JobPush] = self
 
     def catch_up(self, ctx: ProcessingContext, names: Sequence[str], now: int) -> None:
-        """Push the jobs that were activatable before their type's job topic existed."""
+        """For a type now pushed: push the jobs that were activatable before its workers came.
+        For a type no longer pushed (its workers all left): give its pushed, unfinished jobs
+        back (JOB YIELDED), since whatever the topic still holds has no reader; pollers take
+        them at once instead of after their deadline."""
         trigger = Record(
             RecordType.COMMAND, ValueType.JOB_BATCH, JobBatchIntent.ACTIVATE, JobBatchValue()
         )
         ctx.begin(trigger, None, now)
         for job_type in names:
-            push(ctx, job_type)
+            if job_type in self.topics:
+                push(ctx, job_type)
+            else:
+                release(ctx, job_type)
 
 
 def push(ctx: ProcessingContext, job_type: str) -> int:
@@ -122,6 +134,22 @@ def push(ctx: ProcessingContext, job_type: str) -> int:
         event = ctx.append_event(JobBatchIntent.ACTIVATED, batch, ctx.keys.next_key())
         ctx.output.pushed.append((topic, ctx.partition % partitions, key, event))
     return pushed
+
+
+def release(ctx: ProcessingContext, job_type: str) -> None:
+    """Every pushed, unfinished job of `job_type` activatable again (JOB YIELDED)."""
+    if not pushed_count(ctx.state, job_type):
+        return
+    keys = []
+    for (_, key), _unused in ctx.state.column(DEADLINES).items():
+        stored = ctx.state.column(JOBS).get(key)
+        if stored is not None and stored.pushed and stored.type == job_type:
+            keys.append(key)
+    for key in keys:
+        stored = ctx.state.column(JOBS).get(key)
+        assert stored is not None
+        given_back = replace(job_value(stored), worker="", deadline=-1)
+        ctx.append_event(JobIntent.YIELDED, given_back, key)
 
 
 @handlers.after_command
