@@ -305,11 +305,13 @@ async def update_job(request: web.Request) -> web.Response:
     changeset = body.object("changeset", required=True)
     assert changeset is not None
     retries = changeset.optional_integer("retries")
-    if changeset.optional_integer("timeout") is not None:
-        raise unimplemented("Changing a job's timeout", "the engine cannot change it yet")
-    if retries is None:
-        raise bad("changeset names nothing to change: give retries")
-    await _operations(request).update_job_retries(key, retries)
+    timeout = changeset.optional_integer("timeout")
+    if retries is None and timeout is None:
+        raise bad("changeset names nothing to change: give retries or timeout")
+    if retries is not None:
+        await _operations(request).update_job_retries(key, retries)
+    if timeout is not None:
+        await _operations(request).update_job_timeout(key, timeout)
     return _no_content()
 
 

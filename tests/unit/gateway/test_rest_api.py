@@ -142,6 +142,10 @@ class FakeOperations:
         self._called("update_job_retries", key=key, retries=retries)
         return event(MessageIntent.PUBLISHED, MessageValue(), key)
 
+    async def update_job_timeout(self, key: int, timeout_ms: int) -> Record:
+        self._called("update_job_timeout", key=key, timeout_ms=timeout_ms)
+        return event(MessageIntent.PUBLISHED, MessageValue(), key)
+
     async def activate_jobs(
         self, job_type: str, **arguments: Any
     ) -> AsyncIterator[list[ActivatedJob]]:
@@ -697,16 +701,18 @@ def test_completing_a_job_twice_is_the_engines_not_found() -> None:
     assert body["instance"] == "/v2/jobs/5/completion"
 
 
-def test_update_job_retries_and_not_its_timeout() -> None:
+def test_update_job_retries_and_timeout() -> None:
     fake = FakeOperations()
     request = {"changeset": {"retries": 4}}
     assert exchange("PATCH", f"/v2/jobs/{BIG}", fake=fake, json=request)[0] == 204
     assert fake.calls == [("update_job_retries", {"key": BIG, "retries": 4})]
     fake = FakeOperations()
     request = {"changeset": {"retries": 4, "timeout": 1000}}
-    answer = exchange("PATCH", f"/v2/jobs/{BIG}", fake=fake, json=request)
-    assert_problem(answer, 501, "UNIMPLEMENTED", "timeout")
-    assert fake.calls == []
+    assert exchange("PATCH", f"/v2/jobs/{BIG}", fake=fake, json=request)[0] == 204
+    assert fake.calls == [
+        ("update_job_retries", {"key": BIG, "retries": 4}),
+        ("update_job_timeout", {"key": BIG, "timeout_ms": 1000}),
+    ]
     answer = exchange("PATCH", f"/v2/jobs/{BIG}", json={"retries": 4})
     assert_problem(answer, 400, "INVALID_ARGUMENT", "changeset is required")
     answer = exchange("PATCH", f"/v2/jobs/{BIG}", json={"changeset": {}})
