@@ -24,9 +24,9 @@ from tests.support.scenario_steps import complete, create, jobs_of, send
 TOPIC = "mem.jobs.work"
 
 
-@pytest.fixture
-def pushing(tmp_path: Path) -> Iterator[MemoryEngine]:
-    push = JobPush(topics={"work": (TOPIC, 1)}, limit=2, timeout_ms=10_000)
+def one_task_engine(tmp_path: Path, push: JobPush | None = None) -> MemoryEngine:
+    """One partition with one-task.bpmn deployed, pushing with `push` (the engine's own when
+    None: no job topic known)."""
     memory = MemoryEngine(build_engine(), tmp_path, partitions=1, job_push=push)
     value = DeploymentValue(
         resources=(
@@ -35,6 +35,13 @@ def pushing(tmp_path: Path) -> Iterator[MemoryEngine]:
     )
     memory.send(0, command(DeploymentIntent.CREATE, value))
     memory.run()
+    return memory
+
+
+@pytest.fixture
+def pushing(tmp_path: Path) -> Iterator[MemoryEngine]:
+    push = JobPush(topics={"work": (TOPIC, 1)}, limit=2, timeout_ms=10_000)
+    memory = one_task_engine(tmp_path, push)
     yield memory
     memory.assert_replay_matches(tmp_path)
     memory.close()
@@ -87,14 +94,7 @@ def test_a_poll_cannot_use_the_push_worker_name(pushing: MemoryEngine) -> None:
 
 def test_jobs_waiting_when_a_topic_appears_are_pushed(tmp_path: Path) -> None:
     push = JobPush(limit=10)
-    memory = MemoryEngine(build_engine(), tmp_path, partitions=1, job_push=push)
-    value = DeploymentValue(
-        resources=(
-            DeploymentResource("one-task.bpmn", (BPMN_FIXTURES / "one-task.bpmn").read_bytes()),
-        )
-    )
-    memory.send(0, command(DeploymentIntent.CREATE, value))
-    memory.run()
+    memory = one_task_engine(tmp_path, push)
     instances = [create(memory, "one-task") for _ in range(3)]
     assert memory.kafka.log(TOPIC, 0) == []  # no topic yet: jobs wait for a poll
     push.topics["work"] = (TOPIC, 1)
@@ -125,14 +125,7 @@ def test_a_yielded_job_is_activatable_at_once_and_the_yield_pushes_nothing(
 
 
 def test_only_an_activated_job_can_be_yielded(tmp_path: Path) -> None:
-    memory = MemoryEngine(build_engine(), tmp_path, partitions=1)
-    value = DeploymentValue(
-        resources=(
-            DeploymentResource("one-task.bpmn", (BPMN_FIXTURES / "one-task.bpmn").read_bytes()),
-        )
-    )
-    memory.send(0, command(DeploymentIntent.CREATE, value))
-    memory.run()
+    memory = one_task_engine(tmp_path)
     instance = create(memory, "one-task")
     (job,) = jobs_of(memory, instance)
     (refused,) = send(memory, command(JobIntent.YIELD, JobValue(), key=job.key))
@@ -146,14 +139,7 @@ def test_only_an_activated_job_can_be_yielded(tmp_path: Path) -> None:
 
 def test_when_a_types_workers_leave_its_pushed_jobs_are_given_back(tmp_path: Path) -> None:
     push = JobPush(topics={"work": (TOPIC, 1)}, limit=2, timeout_ms=10_000)
-    memory = MemoryEngine(build_engine(), tmp_path, partitions=1, job_push=push)
-    value = DeploymentValue(
-        resources=(
-            DeploymentResource("one-task.bpmn", (BPMN_FIXTURES / "one-task.bpmn").read_bytes()),
-        )
-    )
-    memory.send(0, command(DeploymentIntent.CREATE, value))
-    memory.run()
+    memory = one_task_engine(tmp_path, push)
     instances = [create(memory, "one-task", n=n) for n in range(2)]
     assert len(pushed(memory)) == 2  # pushed into a topic whose last worker then left
     assert push.topics_found({}) == ["work"]  # the workers' group went empty: a change
