@@ -43,6 +43,7 @@ from typing import Any
 
 from confluent_kafka import KafkaException, TopicPartition
 
+from partita import demo
 from partita.bench import journey, loop
 from partita.bench.hops import engine_hops
 from partita.bench.parties import Broker, Child, Progress
@@ -66,11 +67,20 @@ class Workload:
     name: str
     process_id: str
     bpmn: Path
+    job_types: tuple[str, ...] = (JOB_TYPE,)
+    job_worker: str = "partita.bench.e2e_jobs"
+    """The module run as the job worker: `partita.bench.e2e_jobs` (BOOTSTRAP NAMESPACE
+    JOB_TYPE CONCURRENCY) or the demo's (`partita.demo.jobs`: BOOTSTRAP NAMESPACE PARENT_PID)."""
 
 
 WORKLOADS = {
     "one-task": Workload("one-task", "bench-one-task", _HERE / "one-task.bpmn"),
     "typical": Workload("typical", "bench-typical", _HERE / "typical.bpmn"),
+    # the demo's own process, orders and job worker: the demo's latency, measured as bench
+    # measures, without the demo's process around it
+    "order-demo": Workload(
+        "order-demo", demo.PROCESS_ID, demo.BPMN, demo.JOB_TYPES, "partita.demo.jobs"
+    ),
 }
 
 
@@ -166,7 +176,7 @@ def run_workload(  # noqa: PLR0917 - the benchmark's knobs, spelled out
     broker = Broker(broker_pid)
     apply_topics(
         admin_client(kafka_access(config, KafkaRole.OPERATOR)),
-        [*load_specs(config), job_topic_spec(config, JOB_TYPE)],
+        [*load_specs(config), *(job_topic_spec(config, t) for t in workload.job_types)],
     )
     cluster = ["--bootstrap-servers", config.bootstrap, "--namespace", config.namespace]
     processes = ["--processes", str(workers)] if workers > 1 else []
@@ -177,16 +187,15 @@ def run_workload(  # noqa: PLR0917 - the benchmark's knobs, spelled out
         {**config.kafka_env(), "PARTITA_TRUNCATE": "false"},  # the whole log stays (replay)
         tree=workers > 1,
     )
+    if workload.job_worker == "partita.bench.e2e_jobs":
+        job_args = [JOB_TYPE, str(job_concurrency)]
+    else:
+        job_args = [str(os.getpid())]
     jobs = Child(
         "job worker",
         [
-            sys.executable,
-            "-m",
-            "partita.bench.e2e_jobs",
-            config.bootstrap,
-            config.namespace,
-            JOB_TYPE,
-            str(job_concurrency),
+            *(sys.executable, "-m", workload.job_worker),
+            *(config.bootstrap, config.namespace, *job_args),
         ],
         home / "job-worker.log",
         config.kafka_env(),

@@ -2,7 +2,8 @@
 
     python -m partita.bench.e2e_load BOOTSTRAP NAMESPACE PROCESS_ID INSTANCES RATE IN_FLIGHT
 
-Creates INSTANCES instances of PROCESS_ID with CREATE_WITH_AWAITING_RESULT, at RATE per second
+Creates INSTANCES instances of PROCESS_ID (variables `{"n": N}`, or the demo's orders for the
+demo's process) with CREATE_WITH_AWAITING_RESULT, at RATE per second
 (0: as fast as the engine takes them, at most IN_FLIGHT unanswered), and prints one JSON line:
 completed, rejected, unanswered, seconds, instances/s, create-to-complete latency percentiles
 and this process's CPU and peak RSS.
@@ -14,6 +15,7 @@ import json
 import sys
 import time
 
+from partita import demo
 from partita.bench.procstats import sample, usage
 from partita.client import Client
 from partita.config import Config
@@ -26,6 +28,7 @@ def run(  # noqa: PLR0917 - the command line, spelled out
     config = Config.from_env().with_overrides(bootstrap_servers=bootstrap, namespace=namespace)
     with Client(config, timeout=120) as client:
         awaited = AwaitedCreations(client)
+        orders = demo.orders(instances) if process_id == demo.PROCESS_ID else None
         cpu_before = sample()
         started = time.monotonic()
         for n in range(instances):
@@ -35,7 +38,7 @@ def run(  # noqa: PLR0917 - the command line, spelled out
                     awaited.collect(min(wait, 0.005))
             while len(awaited.sent) >= in_flight:
                 awaited.collect(0.005)
-            awaited.create(process_id, {"n": n})
+            awaited.create(process_id, {"order": next(orders)} if orders else {"n": n})
             if n % 50 == 0:
                 awaited.collect(0)
         latencies = awaited.finish(120)

@@ -20,6 +20,8 @@ E2E_EXAMPLES = """examples:
   partita bench e2e --workload one-task --instances 20000 --rate 100
   partita bench journey --rate 200          Kafka alone: a one-task instance's journey
   partita bench e2e --partitions 3          one engine worker owns all three (default 1)
+  partita bench e2e --workload order-demo --partitions 3 --rate 100
+                                            the demo process, measured as bench measures
   partita bench e2e --partitions 2 --workers 2   two worker processes, a partition each
   partita bench e2e --workload one-task --scaling   1 partition/1 process, then 2/2, side by side
   partita bench e2e --workload one-task --rounds 2 \\
@@ -154,9 +156,10 @@ def register(benches: Subcommands) -> None:
     )
     e2e_bench.add_argument(
         "--workload",
-        choices=["one-task", "typical", "both"],
+        choices=["one-task", "typical", "order-demo", "both"],
         default="both",
-        help="one-task (start, task, end), typical (10 tasks, 2 timers), or both (default)",
+        help="one-task (start, task, end), typical (10 tasks, 2 timers), order-demo (the demo's"
+        " process, orders and job worker), or both one-task and typical (default)",
     )
     e2e_bench.add_argument(
         "--instances", type=int, default=5000, help="instances at saturation (default: 5000)"
