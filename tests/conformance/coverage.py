@@ -25,6 +25,8 @@ SUPPORTED_ORDER = [
     "error end event",
     "terminate end event",
     "none intermediate throw event",
+    "message intermediate throw event",
+    "message end event",
     "message intermediate catch event",
     "timer intermediate catch event",
     "message boundary event (interrupting)",
@@ -33,6 +35,10 @@ SUPPORTED_ORDER = [
     "timer boundary event (non-interrupting)",
     "error boundary event (interrupting)",
     "service task",
+    "send task",
+    "script task",
+    "business rule task",
+    "user task",
     "receive task",
     "task",
     "manual task",
@@ -53,15 +59,21 @@ SUPPORTED_ORDER = [
 ]
 
 _HEAD = (
-    '<bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL" id="d">'
+    '<bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL"'
+    ' xmlns:zeebe="http://camunda.org/schema/zeebe/1.0" id="d">'
     '<bpmn:signal id="sig" name="s"/><bpmn:escalation id="esc" escalationCode="e"/>'
     '<bpmn:process id="p" isExecutable="true"><bpmn:startEvent id="s"/>'
 )
 REJECTED = {
-    "user task": '<bpmn:userTask id="x"/>',
-    "script task": '<bpmn:scriptTask id="x"/>',
-    "send task": '<bpmn:sendTask id="x"/>',
-    "business rule task": '<bpmn:businessRuleTask id="x"/>',
+    "Zeebe user task (zeebe:userTask)": (
+        '<bpmn:userTask id="x"><bpmn:extensionElements><zeebe:userTask/>'
+        "</bpmn:extensionElements></bpmn:userTask>"
+    ),
+    "decision (zeebe:calledDecision)": (
+        '<bpmn:businessRuleTask id="x"><bpmn:extensionElements>'
+        '<zeebe:calledDecision decisionId="d" resultVariable="r"/>'
+        "</bpmn:extensionElements></bpmn:businessRuleTask>"
+    ),
     "inclusive gateway": '<bpmn:inclusiveGateway id="x"/>',
     "complex gateway": '<bpmn:complexGateway id="x"/>',
     "signal events": (
@@ -86,9 +98,6 @@ REJECTED = {
         '<bpmn:intermediateThrowEvent id="x">'
         '<bpmn:linkEventDefinition name="l"/>'
         "</bpmn:intermediateThrowEvent>"
-    ),
-    "message end and throw events": (
-        '<bpmn:endEvent id="x"><bpmn:messageEventDefinition/></bpmn:endEvent>'
     ),
     "transaction subprocess": '<bpmn:transaction id="x"/>',
     "ad-hoc subprocess": '<bpmn:adHocSubProcess id="x"/>',

@@ -84,7 +84,7 @@ def test_invalid_resources_are_rejected_with_every_problem(engine: MemoryEngine)
     assert rejection.rejection_type is RejectionType.INVALID_ARGUMENT
     reason = rejection.rejection_reason
     assert "'notes.txt': only BPMN resources (.bpmn) can be deployed" in reason
-    assert 'charge: a service task needs <zeebe:taskDefinition type="..."/>' in reason
+    assert 'charge: a bpmn:serviceTask needs <zeebe:taskDefinition type="..."/>' in reason
     assert "Flow_ship: invalid expression '=orderPaid = = true'" in reason
     assert deployment_state.latest(engine.dbs[0], "order-process") is None
 

@@ -239,7 +239,7 @@ def element_features(model: Process, element: FlowNode) -> set[str]:
     elif kind is BpmnElementType.INTERMEDIATE_CATCH_EVENT:
         names.add(f"{event} intermediate catch event")
     elif kind is BpmnElementType.INTERMEDIATE_THROW_EVENT:
-        names.add("none intermediate throw event")
+        names.add(f"{event} intermediate throw event")
     elif kind is BpmnElementType.BOUNDARY_EVENT:
         assert isinstance(element, EventNode)
         mode = "interrupting" if element.interrupting else "non-interrupting"

@@ -1,15 +1,23 @@
-"""Activities and their extension elements: service tasks (`zeebe:taskDefinition`,
-`zeebe:taskHeaders`), call activities (`zeebe:calledElement`), `zeebe:ioMapping`, and
-multi-instance loop characteristics (`zeebe:loopCharacteristics`)."""
+"""Activities and their extension elements: tasks whose work is a job (`zeebe:taskDefinition`,
+`zeebe:taskHeaders`; job-based user tasks), script tasks (`zeebe:script`), call activities
+(`zeebe:calledElement`), `zeebe:ioMapping`, and multi-instance loop characteristics
+(`zeebe:loopCharacteristics`)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from partita.bpmn.errors import Problem
-from partita.bpmn.model import CallActivity, FlowNode, IoMapping, MultiInstance, ServiceTask
+from partita.bpmn.model import (
+    CallActivity,
+    FlowNode,
+    IoMapping,
+    JobWorkerElement,
+    MultiInstance,
+    ScriptTask,
+)
 from partita.bpmn.xml import Node
-from partita.elements import BpmnElementType
+from partita.elements import BpmnElementType, BpmnEventType
 
 BPMN = "{http://www.omg.org/spec/BPMN/20100524/MODEL}"
 ZEEBE = "{http://camunda.org/schema/zeebe/1.0}"
@@ -17,6 +25,10 @@ ZEEBE = "{http://camunda.org/schema/zeebe/1.0}"
 
 _MULTI_INSTANCE_HOSTS = {
     "serviceTask",
+    "sendTask",
+    "scriptTask",
+    "businessRuleTask",
+    "userTask",
     "receiveTask",
     "subProcess",
     "callActivity",
@@ -97,15 +109,129 @@ def extension_elements(node: Node) -> Node | None:
     return node.find(BPMN + "extensionElements")
 
 
-def service_task(node: Node, problems: list[Problem], common: dict[str, Any]) -> ServiceTask | None:
+JOB_BASED_USER_TASK = "io.camunda.zeebe:userTask"
+"""The job type of a user task without `zeebe:userTask` (Zeebe's job-based user task)."""
+_USER_TASK_HEADERS = "io.camunda.zeebe:"
+_ASSIGNMENT = ("assignee", "candidateGroups", "candidateUsers")
+_SCHEDULE = ("dueDate", "followUpDate")
+LIST_HEADERS = frozenset(f"{_USER_TASK_HEADERS}{name}" for name in _ASSIGNMENT[1:])
+"""Headers whose value is a list of names (static text separated by commas, or FEEL yielding
+a list of strings), written to the job as a JSON array, as Zeebe writes them."""
+
+
+def job_worker(
+    node: Node,
+    problems: list[Problem],
+    common: dict[str, Any],
+    element_type: BpmnElementType,
+    event_type: BpmnEventType = BpmnEventType.UNSPECIFIED,
+) -> JobWorkerElement | None:
+    """A service, send, script or business rule task, or a message throw or end event, whose
+    work is a job: `zeebe:taskDefinition` (type, retries) and `zeebe:taskHeaders`."""
     element_id = node.attributes["id"]
     extensions = extension_elements(node)
     definition = extensions.find(ZEEBE + "taskDefinition") if extensions is not None else None
     if definition is None or not definition.attributes.get("type", "").strip():
         problems.append(
-            Problem(element_id, 'a service task needs <zeebe:taskDefinition type="..."/>')
+            Problem(element_id, f'a bpmn:{node.local} needs <zeebe:taskDefinition type="..."/>')
         )
         return None
+    return JobWorkerElement(
+        element_type=element_type,
+        event_type=event_type,
+        job_type=definition.attributes["type"].strip(),
+        retries=definition.attributes.get("retries", "3").strip() or "3",
+        headers=_headers(element_id, extensions, problems),
+        **common,
+    )
+
+
+def has_task_definition(node: Node) -> bool:
+    extensions = extension_elements(node)
+    return extensions is not None and extensions.find(ZEEBE + "taskDefinition") is not None
+
+
+def job_based_user_task(
+    node: Node, problems: list[Problem], common: dict[str, Any]
+) -> JobWorkerElement:
+    """A user task without `zeebe:userTask`: a job of type `io.camunda.zeebe:userTask` whose
+    headers carry the assignment, the schedule and the form key (evaluated at creation when
+    they are FEEL), beside the task's own headers."""
+    element_id = node.attributes["id"]
+    extensions = extension_elements(node)
+    evaluated: list[tuple[str, str]] = []
+    for tag, names in (("assignmentDefinition", _ASSIGNMENT), ("taskSchedule", _SCHEDULE)):
+        found = extensions.find(ZEEBE + tag) if extensions is not None else None
+        for name in names:
+            text = found.attributes.get(name, "").strip() if found is not None else ""
+            if text:
+                evaluated.append((_USER_TASK_HEADERS + name, text))
+    form = extensions.find(ZEEBE + "formDefinition") if extensions is not None else None
+    form_key = form.attributes.get("formKey", "").strip() if form is not None else ""
+    if form_key:
+        evaluated.append((_USER_TASK_HEADERS + "formKey", form_key))
+    return JobWorkerElement(
+        element_type=BpmnElementType.USER_TASK,
+        job_type=JOB_BASED_USER_TASK,
+        retries="1",
+        headers=_headers(element_id, extensions, problems),
+        evaluated_headers=tuple(evaluated),
+        **common,
+    )
+
+
+def user_task(node: Node, problems: list[Problem], common: dict[str, Any]) -> FlowNode | None:
+    """A user task: job-based unless it has `zeebe:userTask` (Zeebe user tasks)."""
+    extensions = extension_elements(node)
+    if extensions is not None and extensions.find(ZEEBE + "userTask") is not None:
+        problems.append(
+            Problem(
+                node.attributes["id"],
+                "Zeebe user tasks (zeebe:userTask) are not supported yet; without it the task"
+                " is a job-based user task",
+            )
+        )
+        return None
+    return job_based_user_task(node, problems, common)
+
+
+def script_task(node: Node, problems: list[Problem], common: dict[str, Any]) -> FlowNode | None:
+    """`zeebe:script` (a FEEL expression and its result variable), else a job."""
+    element_id = node.attributes["id"]
+    extensions = extension_elements(node)
+    script = extensions.find(ZEEBE + "script") if extensions is not None else None
+    if script is None:
+        if not has_task_definition(node):
+            problems.append(
+                Problem(
+                    element_id,
+                    'a script task needs <zeebe:script expression="=..." resultVariable="..."/>'
+                    ' or <zeebe:taskDefinition type="..."/>',
+                )
+            )
+            return None
+        return job_worker(node, problems, common, BpmnElementType.SCRIPT_TASK)
+    expression = script.attributes.get("expression", "").strip()
+    result = script.attributes.get("resultVariable", "").strip()
+    if not expression.startswith("=") or not result:
+        problems.append(
+            Problem(
+                element_id,
+                "zeebe:script needs a FEEL expression (starting with '=') and a resultVariable",
+            )
+        )
+        return None
+    return ScriptTask(
+        element_type=BpmnElementType.SCRIPT_TASK,
+        expression=expression,
+        result_variable=result,
+        **common,
+    )
+
+
+def _headers(
+    element_id: str, extensions: Node | None, problems: list[Problem]
+) -> tuple[tuple[str, str], ...]:
     headers: list[tuple[str, str]] = []
     header_list = extensions.find(ZEEBE + "taskHeaders") if extensions is not None else None
     for header in header_list.find_all(ZEEBE + "header") if header_list is not None else []:
@@ -114,13 +240,7 @@ def service_task(node: Node, problems: list[Problem], common: dict[str, Any]) ->
             problems.append(Problem(element_id, "a zeebe:header needs a key"))
             continue
         headers.append((key, header.attributes.get("value", "")))
-    return ServiceTask(
-        element_type=BpmnElementType.SERVICE_TASK,
-        job_type=definition.attributes["type"].strip(),
-        retries=definition.attributes.get("retries", "3").strip() or "3",
-        headers=tuple(headers),
-        **common,
-    )
+    return tuple(headers)
 
 
 def io_mappings(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from partita.bpmn import activities
 from partita.bpmn.errors import Problem
 from partita.bpmn.model import (
     ErrorDefinition,
@@ -40,6 +41,10 @@ _UNSUPPORTED_DEFINITIONS = {
 }
 ACTIVITIES = {
     BpmnElementType.SERVICE_TASK,
+    BpmnElementType.SEND_TASK,
+    BpmnElementType.SCRIPT_TASK,
+    BpmnElementType.BUSINESS_RULE_TASK,
+    BpmnElementType.USER_TASK,
     BpmnElementType.RECEIVE_TASK,
     BpmnElementType.SUB_PROCESS,
     BpmnElementType.CALL_ACTIVITY,
@@ -78,7 +83,8 @@ def _error(
 def throw_event(
     node: Node, common: dict[str, Any], errors: Errors, problems: list[Problem]
 ) -> FlowNode | None:
-    """End events (none, error, terminate) and none intermediate throw events."""
+    """End events (none, error, terminate, message) and none and message intermediate throw
+    events (a message one is a job, as in Zeebe)."""
     element_id = node.attributes["id"]
     end = node.local == "endEvent"
     element_type = BpmnElementType.END_EVENT if end else BpmnElementType.INTERMEDIATE_THROW_EVENT
@@ -99,6 +105,17 @@ def throw_event(
         )
     if end and local == "terminateEventDefinition":
         return FlowNode(element_type=element_type, event_type=BpmnEventType.TERMINATE, **common)
+    if local == "messageEventDefinition":  # Zeebe runs message throw and end events as jobs
+        if not activities.has_task_definition(node):
+            problems.append(
+                Problem(
+                    element_id,
+                    f'a message {node.local} needs <zeebe:taskDefinition type="..."/>: its'
+                    " message is sent by a job worker",
+                )
+            )
+            return None
+        return activities.job_worker(node, problems, common, element_type, BpmnEventType.MESSAGE)
     kind = local.removesuffix("EventDefinition")
     problems.append(Problem(element_id, f"{kind} {node.local}s are not supported yet"))
     return None

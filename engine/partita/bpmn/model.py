@@ -59,11 +59,27 @@ class FlowNode:
 
 
 @dataclass(frozen=True, slots=True)
-class ServiceTask(FlowNode):
+class JobWorkerElement(FlowNode):
+    """An element whose work is a job (`zeebe:taskDefinition`): a service, send, script or
+    business rule task, a message intermediate throw or end event, or a user task without
+    `zeebe:userTask` (Zeebe's job-based user task, of type `io.camunda.zeebe:userTask`)."""
+
     job_type: str = ""
     """`zeebe:taskDefinition type`: static text or a FEEL expression."""
     retries: str = "3"
     headers: tuple[tuple[str, str], ...] = ()
+    evaluated_headers: tuple[tuple[str, str], ...] = ()
+    """Headers whose values are evaluated when the job is created (static text or FEEL): a
+    job-based user task's assignment, schedule and form key."""
+
+
+@dataclass(frozen=True, slots=True)
+class ScriptTask(FlowNode):
+    """A script task with `zeebe:script`: the FEEL `expression` is evaluated when the task
+    activates and its result set as `result_variable` (merged as a job's variables are)."""
+
+    expression: str = ""
+    result_variable: str = ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,8 +1,10 @@
 """BPMN XML -> `Process` models, reporting every problem at once.
 
-Supported: none start and end events, service task (`zeebe:taskDefinition`,
-`zeebe:taskHeaders`, `zeebe:ioMapping`), task and manual task (pass through), exclusive gateway
-(conditions, default flow), parallel gateway, sequence flows; message and timer start,
+Supported: none start and end events, tasks whose work is a job (service, send, script and
+business rule tasks with `zeebe:taskDefinition`, `zeebe:taskHeaders`; job-based user tasks;
+message throw and end events), script tasks with `zeebe:script`, `zeebe:ioMapping`, task and
+manual task (pass through), exclusive gateway (conditions, default flow), parallel gateway,
+sequence flows (an element without outgoing flows ends its path); message and timer start,
 intermediate catch and boundary events, receive tasks and the event-based gateway (`events`).
 Any other flow element is rejected by name, never ignored. Diagram interchange, documentation
 and extension elements of other vendors are ignored.
@@ -21,9 +23,10 @@ from partita.bpmn.model import (
     EventNode,
     ExclusiveGateway,
     FlowNode,
+    JobWorkerElement,
     Process,
+    ScriptTask,
     SequenceFlow,
-    ServiceTask,
     SubProcess,
 )
 from partita.bpmn.xml import Node, parse_xml
@@ -36,6 +39,16 @@ _SIMPLE = {
     "task": BpmnElementType.TASK,
     "manualTask": BpmnElementType.MANUAL_TASK,
     "parallelGateway": BpmnElementType.PARALLEL_GATEWAY,
+}
+_JOB_TASKS = {
+    "serviceTask": BpmnElementType.SERVICE_TASK,
+    "sendTask": BpmnElementType.SEND_TASK,
+}
+"""Tasks whose work is always a job (`zeebe:taskDefinition`)."""
+_GATEWAYS = {
+    BpmnElementType.EXCLUSIVE_GATEWAY,
+    BpmnElementType.PARALLEL_GATEWAY,
+    BpmnElementType.EVENT_BASED_GATEWAY,
 }
 _IGNORED = {
     "documentation",
@@ -276,8 +289,23 @@ def _element(
             default_flow=node.attributes.get("default") or None,
             **common,
         )
-    if local == "serviceTask":
-        return activities.service_task(node, problems, common)
+    if local in _JOB_TASKS:
+        return activities.job_worker(node, problems, common, _JOB_TASKS[local])
+    if local == "scriptTask":
+        return activities.script_task(node, problems, common)
+    if local == "businessRuleTask":
+        if activities.has_task_definition(node):
+            return activities.job_worker(node, problems, common, BpmnElementType.BUSINESS_RULE_TASK)
+        problems.append(
+            Problem(
+                element_id,
+                'a business rule task needs <zeebe:taskDefinition type="..."/> (decisions,'
+                " zeebe:calledDecision, are not supported yet)",
+            )
+        )
+        return None
+    if local == "userTask":
+        return activities.user_task(node, problems, common)
     problems.append(Problem(element_id, f"bpmn:{local} is not supported"))
     return None
 
@@ -293,11 +321,9 @@ def _validate(
             )
         if kind is BpmnElementType.END_EVENT and element.outgoing:
             problems.append(Problem(element.id, "an end event cannot have outgoing sequence flows"))
-        if (
-            kind not in (BpmnElementType.END_EVENT, BpmnElementType.EVENT_SUB_PROCESS)
-            and not element.outgoing
-        ):
-            problems.append(Problem(element.id, "has no outgoing sequence flow"))
+        # any other element without outgoing flows ends its path, as in Zeebe (implicit end)
+        if kind in _GATEWAYS and not element.outgoing:
+            problems.append(Problem(element.id, "a gateway needs an outgoing sequence flow"))
         if isinstance(element, ExclusiveGateway):
             _validate_gateway(element, flows, problems)
         elif kind is not BpmnElementType.EXCLUSIVE_GATEWAY:
@@ -339,8 +365,11 @@ def _check_expressions(process: Process, check: ExpressionCheck, problems: list[
     found = [(flow.id, flow.condition) for flow in process.flows.values() if flow.condition]
     for element in process.elements.values():
         found += [(element.id, m.source) for m in (*element.inputs, *element.outputs)]
-        if isinstance(element, ServiceTask):
+        if isinstance(element, JobWorkerElement):
             found += [(element.id, element.job_type), (element.id, element.retries)]
+            found += [(element.id, text) for _, text in element.evaluated_headers]
+        if isinstance(element, ScriptTask):
+            found.append((element.id, element.expression))
         if isinstance(element, CallActivity):
             found.append((element.id, element.process_id))
         loop = element.multi_instance

@@ -18,9 +18,10 @@ from partita.bpmn import (
     EventBasedGateway,
     EventNode,
     ExclusiveGateway,
+    JobWorkerElement,
     Process,
+    ScriptTask,
     SequenceFlow,
-    ServiceTask,
     SubProcess,
 )
 from partita.processing.behavior.expressions import ExpressionError
@@ -50,7 +51,6 @@ handlers = Handlers()
 
 END = BpmnElementType.END_EVENT
 _WAITS = {
-    BpmnElementType.SERVICE_TASK,
     BpmnElementType.PROCESS,
     BpmnElementType.RECEIVE_TASK,
     BpmnElementType.INTERMEDIATE_CATCH_EVENT,
@@ -59,7 +59,8 @@ _WAITS = {
     BpmnElementType.EVENT_SUB_PROCESS,
     BpmnElementType.CALL_ACTIVITY,
 }
-"""Elements that stay active after ACTIVATED until something completes them."""
+"""Elements that stay active after ACTIVATED until something completes them, beside those
+whose work is a job (`JobWorkerElement`: tasks, and message throw and end events)."""
 
 
 def model_of(ctx: ProcessingContext, value: ProcessInstanceValue) -> Process:
@@ -113,7 +114,9 @@ def activate_element(command: Record, ctx: ProcessingContext) -> None:
     except call_activities.CalledElementError as error:
         element_incident(ctx, ErrorType.CALLED_ELEMENT_ERROR, str(error), value, key)
         return
-    if isinstance(element, ServiceTask) and not tasks.create_job(ctx, element, key, value):
+    if isinstance(element, JobWorkerElement) and not tasks.create_job(ctx, element, key, value):
+        return
+    if isinstance(element, ScriptTask) and not tasks.run_script(ctx, element, key, value):
         return
     open_events(ctx, openings, key, value)
     ctx.append_event(Instance.ELEMENT_ACTIVATED, value, key)
@@ -121,7 +124,7 @@ def activate_element(command: Record, ctx: ProcessingContext) -> None:
         subprocesses.start_inside(ctx, element, key, value, model)
     elif isinstance(element, CallActivity) and called is not None:
         call_activities.call(ctx, element, key, value, called)
-    elif kind not in _WAITS:
+    elif kind not in _WAITS and not isinstance(element, JobWorkerElement):
         ctx.append_command(Instance.COMPLETE_ELEMENT, value, key)
 
 
