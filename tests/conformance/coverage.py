@@ -65,9 +65,14 @@ _HEAD = (
     '<bpmn:process id="p" isExecutable="true"><bpmn:startEvent id="s"/>'
 )
 REJECTED = {
-    "Zeebe user task (zeebe:userTask)": (
+    "task listeners": (
         '<bpmn:userTask id="x"><bpmn:extensionElements><zeebe:userTask/>'
-        "</bpmn:extensionElements></bpmn:userTask>"
+        '<zeebe:taskListeners><zeebe:taskListener eventType="creating" type="t"/>'
+        "</zeebe:taskListeners></bpmn:extensionElements></bpmn:userTask>"
+    ),
+    "linked forms (formId)": (
+        '<bpmn:userTask id="x"><bpmn:extensionElements><zeebe:userTask/>'
+        '<zeebe:formDefinition formId="f"/></bpmn:extensionElements></bpmn:userTask>'
     ),
     "decision (zeebe:calledDecision)": (
         '<bpmn:businessRuleTask id="x"><bpmn:extensionElements>'

@@ -274,12 +274,14 @@ class CommandMachine(RuleBasedStateMachine):
                 changes[f.name] = data.draw(VARIABLES, label=f.name)
             elif f.name in ("retries", "max_jobs_to_activate"):
                 changes[f.name] = data.draw(st.integers(-2, 5), label=f.name)
-            elif f.name in ("timeout", "time_to_live", "retry_backoff", "due_date", "deadline"):
+            elif f.name in _TIMES and hints[f.name] is int:  # a user task's due date is text
                 changes[f.name] = data.draw(
                     st.sampled_from([-1, 0, 1, 1000, 60_000, 2**31 - 1, 2**63 - 1]), label=f.name
                 )
         return changes
 
+
+_TIMES = ("timeout", "time_to_live", "retry_backoff", "due_date", "deadline")
 
 CommandMachine.TestCase.settings = fuzz_settings(max_examples=25, stateful_step_count=25)
 test_random_commands_never_crash_a_processor = CommandMachine.TestCase

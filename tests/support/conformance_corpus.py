@@ -16,6 +16,8 @@ Case format (YAML):
       - publish: {name: N, key: K, variables: {...}, ttl: ms}
       - advance: seconds
       - cancel: true
+      - assign_task: {assignee: A}               # the oldest open user task (USER_TASK ASSIGN)
+      - complete_task: {variables: {...}}        # the oldest open user task (COMPLETE)
       - find: true                # the instance a message or timer started
     expect:
       completed: true | false     # the root instance completed
@@ -25,6 +27,7 @@ Case format (YAML):
       variables: {name: value}    # last value set on the root instance scope
       incidents: [error types]
       open_jobs: [job types still open]
+      open_user_tasks: [element ids of user tasks still open]
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ from partita.protocol.intents import (
     IncidentIntent,
     JobIntent,
     ProcessInstanceIntent,
+    UserTaskIntent,
 )
 from partita.protocol.records import Record, command
 from partita.protocol.values import (
@@ -49,6 +53,7 @@ from partita.protocol.values import (
     DeploymentValue,
     JobValue,
     ProcessInstanceValue,
+    UserTaskValue,
 )
 from tests.support.paths import CONFORMANCE
 from tests.support.scenario_steps import all_events, complete, create, publish, send
@@ -100,6 +105,25 @@ def _open_jobs(engine: Any, root: int) -> list[Record]:
     ]
 
 
+def _open_user_tasks(engine: Any, root: int) -> list[Record]:
+    tree = _tree(engine, root)
+    events = all_events(engine)
+    done = {
+        r.key for r in events if r.intent in (UserTaskIntent.COMPLETED, UserTaskIntent.CANCELED)
+    }
+    return [
+        r
+        for r in events
+        if r.intent is UserTaskIntent.CREATED
+        and r.value.process_instance_key in tree
+        and r.key not in done
+    ]
+
+
+def _accepted(results: list[Record]) -> None:
+    assert results and results[0].rejection_type is None, results[0].rejection_reason
+
+
 def _job(engine: Any, root: int, job_type: str) -> Record:
     open_jobs = _open_jobs(engine, root)
     found = [j for j in open_jobs if j.value.type == job_type]
@@ -143,6 +167,15 @@ def run_case(engine: Any, case: Case) -> None:
                 and r.value.bpmn_element_type is BpmnElementType.PROCESS
                 and r.value.bpmn_process_id == case.spec["process"]
             )
+        elif kind == "assign_task":
+            task = _open_user_tasks(engine, root)[0]
+            value = UserTaskValue(assignee=arg["assignee"])
+            _accepted(send(engine, command(UserTaskIntent.ASSIGN, value, key=task.key)))
+        elif kind == "complete_task":
+            task = _open_user_tasks(engine, root)[0]
+            variables = json.dumps(arg.get("variables") or {})
+            value = UserTaskValue(variables=variables)
+            _accepted(send(engine, command(UserTaskIntent.COMPLETE, value, key=task.key)))
         elif kind == "cancel":
             cancel = ProcessInstanceValue(process_instance_key=root)
             send(engine, command(ProcessInstanceIntent.CANCEL, cancel, key=root))
@@ -190,6 +223,9 @@ def _check(engine: Any, case: Case, root: int) -> None:
         if r.intent is IncidentIntent.CREATED and r.value.process_instance_key in tree
     )
     assert incidents == sorted(expect.get("incidents", [])), f"{where}: incidents {incidents}"
+    if "open_user_tasks" in expect:
+        open_tasks = sorted(t.value.element_id for t in _open_user_tasks(engine, root))
+        assert open_tasks == sorted(expect["open_user_tasks"]), f"{where}: tasks {open_tasks}"
     if "open_jobs" in expect:
         open_types = sorted(j.value.type for j in _open_jobs(engine, root))
         assert open_types == sorted(expect["open_jobs"]), f"{where}: open jobs {open_types}"

@@ -21,6 +21,7 @@ from partita.bpmn.model import (
     SequenceFlow,
     SubProcess,
     TimerDefinition,
+    UserTask,
 )
 from partita.bpmn.parser import parse_bpmn
 
@@ -43,5 +44,6 @@ __all__ = [
     "SequenceFlow",
     "SubProcess",
     "TimerDefinition",
+    "UserTask",
     "parse_bpmn",
 ]

@@ -15,6 +15,7 @@ from partita.bpmn.model import (
     JobWorkerElement,
     MultiInstance,
     ScriptTask,
+    UserTask,
 )
 from partita.bpmn.xml import Node
 from partita.elements import BpmnElementType, BpmnEventType
@@ -181,18 +182,54 @@ def job_based_user_task(
 
 
 def user_task(node: Node, problems: list[Problem], common: dict[str, Any]) -> FlowNode | None:
-    """A user task: job-based unless it has `zeebe:userTask` (Zeebe user tasks)."""
+    """A Zeebe user task with `zeebe:userTask`, else a job-based one."""
     extensions = extension_elements(node)
-    if extensions is not None and extensions.find(ZEEBE + "userTask") is not None:
-        problems.append(
-            Problem(
-                node.attributes["id"],
-                "Zeebe user tasks (zeebe:userTask) are not supported yet; without it the task"
-                " is a job-based user task",
+    if extensions is None or extensions.find(ZEEBE + "userTask") is None:
+        return job_based_user_task(node, problems, common)
+    element_id = node.attributes["id"]
+    for unsupported, why in (
+        ("taskListeners", "task listeners (zeebe:taskListeners) are not supported yet"),
+        ("executionListeners", "execution listeners are not supported yet"),
+    ):
+        if extensions.find(ZEEBE + unsupported) is not None:
+            problems.append(Problem(element_id, why))
+    properties: dict[str, str] = {}
+    for tag, names in (("assignmentDefinition", _ASSIGNMENT), ("taskSchedule", _SCHEDULE)):
+        found = extensions.find(ZEEBE + tag)
+        for name in names:
+            properties[name] = found.attributes.get(name, "").strip() if found is not None else ""
+    priority_node = extensions.find(ZEEBE + "priorityDefinition")
+    priority = (
+        priority_node.attributes.get("priority", "").strip() if priority_node is not None else ""
+    )
+    priority = priority or "50"
+    if not priority.startswith("=") and not (priority.isdigit() and 0 <= int(priority) <= 100):
+        problems.append(Problem(element_id, f"priority must be 0 to 100, not '{priority}'"))
+    form = extensions.find(ZEEBE + "formDefinition")
+    external = ""
+    if form is not None:
+        attributes = form.attributes
+        if attributes.get("formId", "").strip() or attributes.get("formKey", "").strip():
+            problems.append(
+                Problem(
+                    element_id,
+                    "linked forms (formId) are not supported yet; link the form with"
+                    " externalReference, or leave it out",
+                )
             )
-        )
-        return None
-    return job_based_user_task(node, problems, common)
+        external = attributes.get("externalReference", "").strip()
+    return UserTask(
+        element_type=BpmnElementType.USER_TASK,
+        assignee=properties["assignee"],
+        candidate_groups=properties["candidateGroups"],
+        candidate_users=properties["candidateUsers"],
+        due_date=properties["dueDate"],
+        follow_up_date=properties["followUpDate"],
+        priority=priority,
+        external_form_reference=external,
+        headers=_headers(element_id, extensions, problems),
+        **common,
+    )
 
 
 def script_task(node: Node, problems: list[Problem], common: dict[str, Any]) -> FlowNode | None:

@@ -74,6 +74,22 @@ class JobWorkerElement(FlowNode):
 
 
 @dataclass(frozen=True, slots=True)
+class UserTask(FlowNode):
+    """A Zeebe user task (`zeebe:userTask`): a USER_TASK the engine keeps until a person's
+    client completes it. Each property is static text or FEEL, evaluated on activation."""
+
+    assignee: str = ""
+    candidate_groups: str = ""
+    """Static `a, b` or FEEL yielding a list of strings (so `candidate_users`)."""
+    candidate_users: str = ""
+    due_date: str = ""
+    follow_up_date: str = ""
+    priority: str = "50"
+    external_form_reference: str = ""
+    headers: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class ScriptTask(FlowNode):
     """A script task with `zeebe:script`: the FEEL `expression` is evaluated when the task
     activates and its result set as `result_variable` (merged as a job's variables are)."""

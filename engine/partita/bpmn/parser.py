@@ -28,6 +28,7 @@ from partita.bpmn.model import (
     ScriptTask,
     SequenceFlow,
     SubProcess,
+    UserTask,
 )
 from partita.bpmn.xml import Node, parse_xml
 from partita.elements import BpmnElementType
@@ -370,6 +371,20 @@ def _check_expressions(process: Process, check: ExpressionCheck, problems: list[
             found += [(element.id, text) for _, text in element.evaluated_headers]
         if isinstance(element, ScriptTask):
             found.append((element.id, element.expression))
+        if isinstance(element, UserTask):
+            found += [
+                (element.id, text)
+                for text in (
+                    element.assignee,
+                    element.candidate_groups,
+                    element.candidate_users,
+                    element.due_date,
+                    element.follow_up_date,
+                    element.priority,
+                    element.external_form_reference,
+                )
+                if text
+            ]
         if isinstance(element, CallActivity):
             found.append((element.id, element.process_id))
         loop = element.multi_instance

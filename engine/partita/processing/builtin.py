@@ -21,6 +21,8 @@ from partita.processing.message import process_subscriptions, subscriptions
 from partita.processing.message import processors as message_processors
 from partita.processing.timer import appliers as timer_appliers
 from partita.processing.timer import processors as timer_processors
+from partita.processing.user_task import appliers as user_task_appliers
+from partita.processing.user_task import processors as user_task_processors
 from partita.processing.variable import appliers as variable_appliers
 from partita.processing.variable import processors as variable_processors
 
@@ -45,6 +47,8 @@ HANDLER_MODULES: tuple[ModuleType, ...] = (
     message_appliers,
     timer_processors,
     timer_appliers,
+    user_task_processors,
+    user_task_appliers,
 )
 """Every module whose `handlers` the build installs, in this order (it is also the order in
 which the due-date checkers run: job back-offs and time-outs, message expiry, timers)."""

@@ -48,6 +48,7 @@ class ValueType(Enum):
     VARIABLE_DOCUMENT = "VARIABLE_DOCUMENT"
     INCIDENT = "INCIDENT"
     ERROR = "ERROR"
+    USER_TASK = "USER_TASK"
 
 
 class RejectionType(Enum):

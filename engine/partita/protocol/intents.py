@@ -162,6 +162,27 @@ class ErrorIntent(Intent):
     CREATED = 0, EVT
 
 
+class UserTaskIntent(Intent):
+    """Zeebe's user task lifecycle (numbers as Zeebe's). A client's ASSIGN, CLAIM, UPDATE and
+    COMPLETE need the task CREATED; an unassign is an ASSIGN with an empty assignee."""
+
+    CREATING = 0, EVT
+    CREATED = 1, EVT
+    COMPLETE = 2, CMD
+    COMPLETING = 3, EVT
+    COMPLETED = 4, EVT
+    CANCELING = 5, EVT
+    CANCELED = 6, EVT
+    ASSIGN = 7, CMD
+    ASSIGNING = 8, EVT
+    ASSIGNED = 9, EVT
+    CLAIM = 10, CMD
+    UPDATE = 11, CMD
+    UPDATING = 12, EVT
+    UPDATED = 13, EVT
+    CLAIMING = 20, EVT
+
+
 INTENTS_BY_VALUE_TYPE: dict[ValueType, type[Intent]] = {
     ValueType.DEPLOYMENT: DeploymentIntent,
     ValueType.PROCESS: ProcessIntent,
@@ -180,6 +201,7 @@ INTENTS_BY_VALUE_TYPE: dict[ValueType, type[Intent]] = {
     ValueType.VARIABLE_DOCUMENT: VariableDocumentIntent,
     ValueType.INCIDENT: IncidentIntent,
     ValueType.ERROR: ErrorIntent,
+    ValueType.USER_TASK: UserTaskIntent,
 }
 
 _BY_NAME: dict[tuple[ValueType, str], Intent] = {
@@ -188,8 +210,30 @@ _BY_NAME: dict[tuple[ValueType, str], Intent] = {
     for member in enum
 }
 
-ALL_INTENT_NAMES: tuple[str, ...] = tuple(sorted({name for _, name in _BY_NAME}))
-"""The symbols of the Avro `Intent` enum: every intent name of every value type."""
+_SINCE_V6 = (
+    "ASSIGN",
+    "ASSIGNED",
+    "ASSIGNING",
+    "ASSIGNMENT_DENIED",
+    "CANCELING",
+    "CLAIM",
+    "CLAIMING",
+    "COMPLETE_TASK_LISTENER",
+    "COMPLETING",
+    "COMPLETION_DENIED",
+    "CORRECTED",
+    "DENY_TASK_LISTENER",
+    "UPDATE_DENIED",
+    "UPDATING",
+)
+"""Intent symbols schema v6 added (user tasks, some for the task listeners to come), after
+every earlier one so that the earlier symbols keep their indexes."""
+
+ALL_INTENT_NAMES: tuple[str, ...] = (
+    tuple(sorted({name for _, name in _BY_NAME} - set(_SINCE_V6))) + _SINCE_V6
+)
+"""The symbols of the Avro `Intent` enum: every intent name of every value type, in the order
+of the schema's versions (each version's new names sorted, after the earlier ones)."""
 
 
 def intent_for(value_type: ValueType, name: str) -> Intent | None:
@@ -216,6 +260,10 @@ CLIENT_COMMANDS: frozenset[tuple[ValueType, Intent]] = frozenset(
         (ValueType.MESSAGE, MessageIntent.PUBLISH),
         (ValueType.VARIABLE_DOCUMENT, VariableDocumentIntent.UPDATE),
         (ValueType.INCIDENT, IncidentIntent.RESOLVE),
+        (ValueType.USER_TASK, UserTaskIntent.ASSIGN),
+        (ValueType.USER_TASK, UserTaskIntent.CLAIM),
+        (ValueType.USER_TASK, UserTaskIntent.UPDATE),
+        (ValueType.USER_TASK, UserTaskIntent.COMPLETE),
     }
 )
 """The commands a client may send (Zeebe's gateway API). Every other command intent is the

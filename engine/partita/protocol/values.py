@@ -134,6 +134,33 @@ class JobValue(Struct, frozen=True, gc=False):
     tenant_id: str = "<default>"
 
 
+class UserTaskValue(Struct, frozen=True, gc=False):
+    """A Zeebe user task (`zeebe:userTask`): a person's work, with assignment and schedule."""
+
+    user_task_key: int = -1
+    assignee: str = ""
+    candidate_groups_list: tuple[str, ...] = ()
+    candidate_users_list: tuple[str, ...] = ()
+    due_date: str = ""
+    follow_up_date: str = ""
+    form_key: int = -1
+    external_form_reference: str = ""
+    variables: str = "{}"
+    custom_headers: Mapping[str, str] = field(default_factory=dict)
+    priority: int = 50
+    changed_attributes: tuple[str, ...] = ()
+    action: str = ""
+    creation_timestamp: int = -1
+    denied_reason: str = ""
+    bpmn_process_id: str = ""
+    process_definition_version: int = -1
+    process_definition_key: int = -1
+    process_instance_key: int = -1
+    element_id: str = ""
+    element_instance_key: int = -1
+    tenant_id: str = "<default>"
+
+
 class JobBatchValue(Struct, frozen=True, gc=False):
     """A request to activate jobs of one type, and the jobs it activated."""
 
@@ -277,6 +304,7 @@ RecordValue = (
     | VariableDocumentValue
     | IncidentValue
     | ErrorValue
+    | UserTaskValue
 )
 
 VALUE_CLASSES: dict[ValueType, type[RecordValue]] = {
@@ -297,6 +325,7 @@ VALUE_CLASSES: dict[ValueType, type[RecordValue]] = {
     ValueType.VARIABLE_DOCUMENT: VariableDocumentValue,
     ValueType.INCIDENT: IncidentValue,
     ValueType.ERROR: ErrorValue,
+    ValueType.USER_TASK: UserTaskValue,
 }
 """The value class of each value type; the inverse is `VALUE_TYPES`."""
 

@@ -29,6 +29,7 @@ from partita.state.stored import (
     MessageSubscription,
     ProcessMessageSubscription,
     Timer,
+    UserTask,
 )
 from partita.state.values import ValueCodec
 
@@ -213,6 +214,7 @@ class ColumnFamilies:
         str,
         doc="(scope key, name) -> the variable's value as JSON text",
     )
+    USER_TASK = cf("user_task", _LONG, UserTask, doc="user task key -> an open user task")
     INCIDENT = cf("incident", _LONG, Incident, doc="incident key -> an open incident")
     INCIDENT_BY_ELEMENT = cf(
         "incident_by_element", _INSTANCE, int, doc="element instance key -> its open incident"

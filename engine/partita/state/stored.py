@@ -54,6 +54,8 @@ class ElementInstance(_Stored, frozen=True):
     parent_element_instance_key: int = -1
     called_child_key: int = -1
     """A call activity's child process instance, to terminate it with the call."""
+    user_task_key: int = -1
+    """A user task element's USER_TASK, to cancel it with the element."""
 
 
 class EventTrigger(_Stored, frozen=True):
@@ -84,6 +86,28 @@ class Job(_Stored, frozen=True):
     """When a failed job's retry back-off ends; -1 when not backing off."""
     pushed: bool = False
     """Activated by a push to the job topic (counted against the push bound)."""
+
+
+class UserTask(_Stored, frozen=True):
+    """A Zeebe user task: what its USER_TASK events carry, and its lifecycle state."""
+
+    state: str
+    """CREATING, CREATED, ASSIGNING, CLAIMING, UPDATING, COMPLETING or CANCELING."""
+    element_instance_key: int
+    process_instance_key: int
+    process_definition_key: int
+    bpmn_process_id: str
+    process_definition_version: int
+    element_id: str
+    assignee: str = ""
+    candidate_groups: tuple[str, ...] = ()
+    candidate_users: tuple[str, ...] = ()
+    due_date: str = ""
+    follow_up_date: str = ""
+    priority: int = 50
+    external_form_reference: str = ""
+    custom_headers: dict[str, str] = {}
+    creation_timestamp: int = -1
 
 
 class Incident(_Stored, frozen=True):

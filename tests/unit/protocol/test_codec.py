@@ -13,7 +13,12 @@ from msgspec.structs import replace
 from partita.protocol import errors
 from partita.protocol.codec import MAGIC, RecordCodec
 from partita.protocol.enums import RecordType, RejectionType, ValueType
-from partita.protocol.intents import JobIntent, MessageIntent, ProcessInstanceCreationIntent
+from partita.protocol.intents import (
+    JobIntent,
+    MessageIntent,
+    ProcessInstanceCreationIntent,
+    UserTaskIntent,
+)
 from partita.protocol.records import Record, command
 from partita.protocol.schemas import (
     crc64_avro,
@@ -22,7 +27,12 @@ from partita.protocol.schemas import (
     load_schema,
     named_types,
 )
-from partita.protocol.values import JobValue, MessageValue, ProcessInstanceCreationValue
+from partita.protocol.values import (
+    JobValue,
+    MessageValue,
+    ProcessInstanceCreationValue,
+    UserTaskValue,
+)
 from partita.resources import contract_dir
 from tests.support.codec import CODEC, valid_encoding
 from tests.support.sample_records import sample_record
@@ -128,6 +138,7 @@ def test_known_schemas_are_the_current_one_then_history() -> None:
         "record.v2.avsc",
         "record.v3.avsc",
         "record.v4.avsc",
+        "record.v5.avsc",
     }
 
 
@@ -148,6 +159,26 @@ def test_a_rejection_written_with_any_earlier_version_still_decodes(old: Any) ->
         "job 11 not found",
         11,
     )
+
+
+def test_v6_added_user_tasks_after_every_earlier_symbol_and_branch() -> None:
+    v5 = load_schema(contract_dir("avro") / "history" / "record.v5.avsc")
+    assert "UserTaskValue" not in v5.canonical
+    for enum in ("Intent", "ValueType"):
+        old = named_types(json.loads(v5.path.read_text()), "enum")[enum]["symbols"]
+        new = named_types(json.loads(current_schema().path.read_text()), "enum")[enum]["symbols"]
+        assert new[: len(old)] == old  # a v5 record's symbol index means the same in v6
+    task = UserTaskValue(
+        user_task_key=7,
+        assignee="ann",
+        candidate_groups_list=("sales", "ops"),
+        changed_attributes=("assignee",),
+        action="claim",
+    )
+    claimed = Record(RecordType.EVENT, ValueType.USER_TASK, UserTaskIntent.ASSIGNED, task, key=7)
+    assert CODEC.decode(CODEC.encode(claimed)) == claimed
+    completed = Record(RecordType.COMMAND, ValueType.JOB, JobIntent.COMPLETE, JobValue(), key=6)
+    assert CODEC.decode(RecordCodec(schemas=(v5,)).encode(completed)) == completed
 
 
 def test_v5_added_the_job_intents_yield_and_yielded_after_every_earlier_symbol() -> None:

@@ -8,8 +8,9 @@ from partita.processing.behavior.subscriptions import close_events
 from partita.processing.context import ProcessingContext
 from partita.processing.instance import state as instance_state
 from partita.processing.job.state import JOBS, job_value
+from partita.processing.user_task import state as user_task_state
 from partita.protocol.enums import RecordType, RejectionType, ValueType
-from partita.protocol.intents import JobIntent, ProcessInstanceCreationIntent
+from partita.protocol.intents import JobIntent, ProcessInstanceCreationIntent, UserTaskIntent
 from partita.protocol.intents import ProcessInstanceIntent as Instance
 from partita.protocol.records import Record
 from partita.protocol.values import ProcessInstanceCreationValue
@@ -20,9 +21,9 @@ def terminate_element(
     ctx: ProcessingContext, key: int, stored: ElementInstance, *, respond: bool = False
 ) -> None:
     """Terminate element instance `key` and what runs in it, depth-first: TERMINATING, the
-    children, the element's job, its events, a called instance, TERMINATED. `respond` makes
-    TERMINATING the command's reply. A client awaiting the instance's result is answered with
-    a rejection: it ended without one."""
+    children, the element's job or user task, its events, a called instance, TERMINATED.
+    `respond` makes TERMINATING the command's reply. A client awaiting the instance's result
+    is answered with a rejection: it ended without one."""
     value = instance_state.value_of(stored)
     ctx.append_event(Instance.ELEMENT_TERMINATING, value, key, respond=respond)
     for child in instance_state.children(ctx.state, key):
@@ -33,6 +34,12 @@ def terminate_element(
     job = ctx.state.column(JOBS).get(job_key) if job_key > 0 else None
     if job is not None:
         ctx.append_event(JobIntent.CANCELED, job_value(job), job_key)
+    task_key = stored.user_task_key
+    task = user_task_state.task(ctx.state, task_key) if task_key > 0 else None
+    if task is not None:
+        cancelled = user_task_state.task_value(task_key, task)
+        ctx.append_event(UserTaskIntent.CANCELING, cancelled, task_key)
+        ctx.append_event(UserTaskIntent.CANCELED, cancelled, task_key)
     close_events(ctx, key)
     called_key = stored.called_child_key
     called = instance_state.instance(ctx.state, called_key) if called_key > 0 else None

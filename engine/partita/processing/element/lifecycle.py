@@ -23,6 +23,7 @@ from partita.bpmn import (
     ScriptTask,
     SequenceFlow,
     SubProcess,
+    UserTask,
 )
 from partita.processing.behavior.expressions import ExpressionError
 from partita.processing.behavior.incidents import element_incident
@@ -41,6 +42,7 @@ from partita.processing.element import (
     tasks,
 )
 from partita.processing.instance import state as instance_state
+from partita.processing.user_task import creation as user_tasks
 from partita.processing.variable.state import visible_variables
 from partita.protocol.enums import BpmnElementType, BpmnEventType, ErrorType, RejectionType
 from partita.protocol.intents import ProcessInstanceIntent as Instance
@@ -51,6 +53,7 @@ handlers = Handlers()
 
 END = BpmnElementType.END_EVENT
 _WAITS = {
+    BpmnElementType.USER_TASK,
     BpmnElementType.PROCESS,
     BpmnElementType.RECEIVE_TASK,
     BpmnElementType.INTERMEDIATE_CATCH_EVENT,
@@ -118,8 +121,15 @@ def activate_element(command: Record, ctx: ProcessingContext) -> None:
         return
     if isinstance(element, ScriptTask) and not tasks.run_script(ctx, element, key, value):
         return
+    created = None
+    if isinstance(element, UserTask):
+        created = user_tasks.create(ctx, element, key, value)
+        if created is None:
+            return
     open_events(ctx, openings, key, value)
     ctx.append_event(Instance.ELEMENT_ACTIVATED, value, key)
+    if created is not None:
+        user_tasks.assign_on_creation(ctx, *created)
     if isinstance(element, SubProcess):
         subprocesses.start_inside(ctx, element, key, value, model)
     elif isinstance(element, CallActivity) and called is not None:

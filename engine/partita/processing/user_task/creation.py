@@ -1,0 +1,145 @@
+"""A Zeebe user task's element creates its USER_TASK when it activates (CREATING, CREATED,
+then ASSIGNING and ASSIGNED when the model names an assignee); terminating the element cancels
+it (`behavior.termination`). Properties are evaluated on activation; one that fails is an
+incident naming the property, and activation continues once it is resolved."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from partita.bpmn import UserTask
+from partita.feel import FeelError, compile_expression
+from partita.processing.behavior.incidents import element_incident
+from partita.processing.context import ProcessingContext
+from partita.processing.user_task.state import task, task_value
+from partita.processing.variable.state import visible_variables
+from partita.protocol.enums import ErrorType
+from partita.protocol.intents import UserTaskIntent as Task
+from partita.protocol.values import ProcessInstanceValue, UserTaskValue
+
+
+class _PropertyError(Exception):
+    pass
+
+
+def create(
+    ctx: ProcessingContext, element: UserTask, key: int, value: ProcessInstanceValue
+) -> tuple[int, str] | None:
+    """USER_TASK CREATING and CREATED for the element instance `key`: the task's key and the
+    assignee to give it once the element is activated ("" for none). None, with an incident,
+    when a property cannot be evaluated."""
+    texts = (
+        element.assignee,
+        element.candidate_groups,
+        element.candidate_users,
+        element.due_date,
+        element.follow_up_date,
+        element.priority,
+        element.external_form_reference,
+    )
+    dynamic = any(text.startswith("=") for text in texts)
+    variables = visible_variables(ctx.state, key) if dynamic else {}
+    try:
+        assignee = _text(element.assignee, variables, "assignee")
+        groups = _names(element.candidate_groups, variables, "candidateGroups")
+        users = _names(element.candidate_users, variables, "candidateUsers")
+        due = _date(element.due_date, variables)
+        follow_up = _date(element.follow_up_date, variables)
+        priority = _priority(element.priority, variables)
+        external = _text(element.external_form_reference, variables, "externalReference")
+    except _PropertyError as error:
+        reason = f"{element.id}: {error}"
+        element_incident(ctx, ErrorType.EXTRACT_VALUE_ERROR, reason, value, key)
+        return None
+    task_key = ctx.keys.next_key()
+    created = UserTaskValue(
+        user_task_key=task_key,
+        candidate_groups_list=groups,
+        candidate_users_list=users,
+        due_date=due,
+        follow_up_date=follow_up,
+        external_form_reference=external,
+        custom_headers=dict(element.headers),
+        priority=priority,
+        creation_timestamp=ctx.now,
+        bpmn_process_id=value.bpmn_process_id,
+        process_definition_version=value.version,
+        process_definition_key=value.process_definition_key,
+        process_instance_key=value.process_instance_key,
+        element_id=element.id,
+        element_instance_key=key,
+    )
+    ctx.append_event(Task.CREATING, created, task_key)
+    ctx.append_event(Task.CREATED, created, task_key)
+    return task_key, assignee
+
+
+def assign_on_creation(ctx: ProcessingContext, task_key: int, assignee: str) -> None:
+    """The model's assignee, given once the element is activated (as Zeebe does)."""
+    stored = task(ctx.state, task_key)
+    if stored is None or not assignee:
+        return
+    event = task_value(task_key, stored, assignee=assignee, changed_attributes=("assignee",))
+    ctx.append_event(Task.ASSIGNING, event, task_key)
+    ctx.append_event(Task.ASSIGNED, event, task_key)
+
+
+def _evaluate(text: str, variables: dict[str, Any]) -> Any:
+    try:
+        return compile_expression(text).evaluate(variables)
+    except FeelError as error:
+        raise _PropertyError(f"{text}: {error.reason}") from None
+
+
+def _text(text: str, variables: dict[str, Any], name: str) -> str:
+    if not text.startswith("="):
+        return text
+    result = _evaluate(text, variables)
+    if result is None:
+        return ""
+    if not isinstance(result, str):
+        raise _PropertyError(
+            f"Expected result of the expression '{text}' ({name}) to be 'STRING', but was"
+            f" {type(result).__name__} {result!r}"
+        )
+    return result
+
+
+def _names(text: str, variables: dict[str, Any], name: str) -> tuple[str, ...]:
+    if not text.startswith("="):
+        return tuple(n.strip() for n in text.split(",") if n.strip())
+    result = _evaluate(text, variables)
+    if result is None:
+        return ()
+    if not isinstance(result, list) or not all(isinstance(n, str) for n in result):
+        raise _PropertyError(
+            f"Expected result of the expression '{text}' ({name}) to be a list of strings,"
+            f" but was {result!r}"
+        )
+    return tuple(result)
+
+
+def _date(text: str, variables: dict[str, Any]) -> str:
+    result = _evaluate(text, variables) if text.startswith("=") else text
+    if result is None or result == "":
+        return ""
+    try:
+        parsed = datetime.fromisoformat(str(result))
+    except ValueError:
+        parsed = None
+    if parsed is None or parsed.tzinfo is None:
+        raise _PropertyError(
+            f"Invalid date-time format '{result}' for expression '{text}': an ISO 8601"
+            " date-time with an offset, e.g. 2026-12-31T17:00:00Z"
+        )
+    return str(result)
+
+
+def _priority(text: str, variables: dict[str, Any]) -> int:
+    result = _evaluate(text, variables) if text.startswith("=") else int(text)
+    if isinstance(result, bool) or not isinstance(result, int | float) or result != int(result):
+        raise _PropertyError(f"Expected priority of '{text}' to be an integer, but was {result!r}")
+    if not 0 <= result <= 100:
+        raise _PropertyError(f"Expected priority to be in the range [0,100] but was '{result}'.")
+    return int(result)
