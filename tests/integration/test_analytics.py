@@ -33,7 +33,7 @@ from partita.protocol.enums import BpmnElementType, RecordType
 from partita.protocol.intents import IncidentIntent, JobIntent, ProcessInstanceIntent
 from partita.protocol.records import Record
 from tests.support.local_kafka import free_port
-from tests.support.paths import BPMN_FIXTURES, ROOT
+from tests.support.paths import BPMN_FIXTURES, CONFORMANCE, ROOT
 from tests.support.worker_processes import (
     BUILTIN_ENGINE,
     WorkerProcess,
@@ -407,3 +407,50 @@ def test_page_and_consumer_group(analytics: Analytics, driven: Driven) -> None:
         wait_until(committed, 30, "offsets committed by group <ns>.analytics", analytics.tail)
     finally:
         consumer.close()
+
+
+def test_user_tasks_are_listed_claimed_and_completed_from_the_command_line(
+    analytics: Analytics, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Runs last: its instances come after the figures the tests above compare."""
+    config = analytics.config
+    with Client(config, timeout=60) as client:
+        client.deploy(CONFORMANCE / "bpmn" / "user-task.bpmn")
+        base = {"reviewers": ["cy"], "due": None, "urgent": False}
+        assigned = _create_with(client, "user-task", {**base, "owner": "ann"})
+        open_one = _create_with(client, "user-task", {**base, "owner": None, "urgent": True})
+    two = "two open user tasks"
+    wait_until(lambda: len(analytics.get("/api/user-tasks")) == 2, 40, two, analytics.tail)
+    flags = ["--url", analytics.url, "--token", TOKEN]
+    assert main(["tasks", *flags, "--unassigned", "--candidate-group", "audit"]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[0].split()[:4] == ["TASK", "PROCESS", "ELEMENT", "ASSIGNEE"]
+    (row,) = [line for line in out.splitlines()[1:] if "user-task" in line]
+    task_key = int(row.split()[0])
+    assert "claims,audit" in row and " 90 " in row  # urgent: priority 90
+
+    cluster = ["--bootstrap-servers", config.bootstrap, "--namespace", config.namespace]
+    assert main(["tasks", "claim", str(task_key), "bob", *cluster]) == 0
+    assert f"user task {task_key} claimed by bob" in capsys.readouterr().out
+    assert main(["tasks", "claim", str(task_key), "dee", *cluster]) == 1
+    assert "it has already been assigned" in capsys.readouterr().err
+    vars_ = '{"approved": true}'
+    assert main(["tasks", "complete", str(task_key), "--vars", vars_, *cluster]) == 0
+    wait_until(
+        lambda: [t["assignee"] for t in analytics.get("/api/user-tasks")] == ["ann"],
+        40,
+        "only ann's task open",
+        analytics.tail,
+    )
+    ended = {
+        r.key
+        for r in _events(config)
+        if r.intent is ProcessInstanceIntent.ELEMENT_COMPLETED
+        and r.value.bpmn_element_type is BpmnElementType.PROCESS
+    }
+    assert open_one in ended and assigned not in ended
+
+
+def _create_with(client: Client, process_id: str, variables: dict[str, object]) -> int:
+    key: int = client.create_instance(process_id, variables).value.process_instance_key
+    return key

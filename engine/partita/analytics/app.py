@@ -214,6 +214,18 @@ def _add_pages(app: Any, tables: Tables, skipped: SkippedRecords) -> None:
     json_page("/api/incidents", lambda r: views.incidents(tables, query(r, "process")))
     json_page("/api/timeline", lambda r: views.timeline(tables, now_ms()))
     json_page(
+        "/api/user-tasks",
+        lambda r: views.user_tasks(
+            tables,
+            assignee="" if query(r, "unassigned") else query(r, "assignee"),
+            candidate_group=query(r, "candidateGroup"),
+            candidate_user=query(r, "candidateUser"),
+            process=query(r, "process"),
+            due_before=query(r, "dueBefore"),
+            limit=int(query(r, "limit") or 100),
+        ),
+    )
+    json_page(
         "/api/instances",
         lambda r: views.instances(
             tables,

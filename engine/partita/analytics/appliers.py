@@ -14,6 +14,7 @@ Key layout (`p` is the source partition; values are JSON-able):
 | `elements` | `p|bpmnProcessId|elementId` | `{"type", "h"}`: histogram of durations in ms |
 | `jobs` | `p|jobType` | counts per intent and `"h"`: histogram of created-to-completed ms |
 | `incidents` | `p|incidentKey` | the open incident |
+| `user_tasks` | `p|userTaskKey` | the open user task (assignee, candidates, dates, priority) |
 | `instances` | `p|a|processInstanceKey` | an active instance |
 |  | `p|r|slot` | a recently ended instance, slot = sequence % RECENT_PER_PARTITION |
 |  | `p|next` | the next recent-slot sequence number |
@@ -37,9 +38,14 @@ from partita.analytics.histogram import Histogram
 from partita.analytics.skipped import SkippedRecords
 from partita.protocol.codec import RecordCodec
 from partita.protocol.enums import BpmnElementType, RecordType, ValueType
-from partita.protocol.intents import IncidentIntent, JobIntent, ProcessInstanceIntent
+from partita.protocol.intents import (
+    IncidentIntent,
+    JobIntent,
+    ProcessInstanceIntent,
+    UserTaskIntent,
+)
 from partita.protocol.records import Record
-from partita.protocol.values import IncidentValue, JobValue, ProcessInstanceValue
+from partita.protocol.values import IncidentValue, JobValue, ProcessInstanceValue, UserTaskValue
 
 RECENT_PER_PARTITION = 200
 """Ended instances remembered per partition for `/api/instances`."""
@@ -72,6 +78,16 @@ FOLDED: frozenset[tuple[bytes, bytes]] = frozenset(
             ),
         ),
         (ValueType.INCIDENT, (IncidentIntent.CREATED, IncidentIntent.RESOLVED)),
+        (
+            ValueType.USER_TASK,
+            (
+                UserTaskIntent.CREATED,
+                UserTaskIntent.ASSIGNED,
+                UserTaskIntent.UPDATED,
+                UserTaskIntent.COMPLETED,
+                UserTaskIntent.CANCELED,
+            ),
+        ),
     )
     for intent in intents
 )
@@ -96,6 +112,7 @@ class Tables:
     elements: Table
     jobs: Table
     incidents: Table
+    user_tasks: Table
     instances: Table
     timeline: Table
     progress: Table
@@ -158,6 +175,8 @@ def apply(tables: Tables, partition: int, record: Record) -> bool:
         folded = _job(tables, partition, record, value)
     elif isinstance(value, IncidentValue):
         folded = _incident(tables, partition, record, value)
+    elif isinstance(value, UserTaskValue):
+        folded = _user_task(tables, partition, record, value)
     else:
         folded = False
     if folded:
@@ -282,6 +301,36 @@ def _incident(tables: Tables, p: int, record: Record, value: IncidentValue) -> b
         tables.incidents.pop(key, None)
         return True
     return False
+
+
+# -- user tasks -------------------------------------------------------------------------------
+
+
+def _user_task(tables: Tables, p: int, record: Record, value: UserTaskValue) -> bool:
+    """An open user task as its last CREATED, ASSIGNED or UPDATED event shows it; gone once
+    completed or cancelled."""
+    key = f"{p}|{record.key}"
+    if record.intent in (UserTaskIntent.COMPLETED, UserTaskIntent.CANCELED):
+        tables.user_tasks.pop(key, None)
+        return True
+    created = (tables.user_tasks.get(key) or {}).get("created", record.timestamp)
+    tables.user_tasks[key] = {
+        "userTaskKey": record.key,
+        "state": "CREATED",
+        "assignee": value.assignee,
+        "candidateGroups": list(value.candidate_groups_list),
+        "candidateUsers": list(value.candidate_users_list),
+        "dueDate": value.due_date,
+        "followUpDate": value.follow_up_date,
+        "priority": value.priority,
+        "externalFormReference": value.external_form_reference,
+        "bpmnProcessId": value.bpmn_process_id,
+        "processInstanceKey": value.process_instance_key,
+        "elementId": value.element_id,
+        "elementInstanceKey": value.element_instance_key,
+        "created": created,
+    }
+    return True
 
 
 # -- timeline and progress --------------------------------------------------------------------

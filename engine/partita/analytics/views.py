@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
 from typing import Any
 
 from partita.analytics.appliers import TIMELINE_BUCKET_MS, Table, Tables
@@ -131,6 +132,48 @@ def incidents(tables: Tables, process: str | None = None) -> list[dict[str, Any]
         if process is None or incident.get("bpmnProcessId") == process
     ]
     return sorted(found, key=lambda i: (-int(i.get("created") or 0), i["incidentKey"]))
+
+
+def user_tasks(
+    tables: Tables,
+    *,
+    assignee: str | None = None,
+    candidate_group: str | None = None,
+    candidate_user: str | None = None,
+    process: str | None = None,
+    due_before: str | None = None,
+    limit: int = 100,
+) -> list[dict[str, Any]]:
+    """Open user tasks, the most urgent first (earliest due date, then highest priority, then
+    oldest). `assignee` "" means unassigned; `due_before` is an ISO 8601 date-time and keeps
+    the tasks due before it (tasks without a due date are left out then)."""
+    limit_at = _instant(due_before) if due_before else None
+    found = []
+    for _fields, task in _entries(tables.user_tasks):
+        if assignee is not None and task.get("assignee", "") != assignee:
+            continue
+        if candidate_group is not None and candidate_group not in task.get("candidateGroups", []):
+            continue
+        if candidate_user is not None and candidate_user not in task.get("candidateUsers", []):
+            continue
+        if process is not None and task.get("bpmnProcessId") != process:
+            continue
+        due = _instant(task["dueDate"]) if task.get("dueDate") else None
+        if limit_at is not None and (due is None or due >= limit_at):
+            continue
+        found.append((due, _with_string_keys(task)))
+    latest = datetime.max.replace(tzinfo=UTC)
+    found.sort(
+        key=lambda t: (t[0] or latest, -int(t[1].get("priority", 50)), t[1].get("created", 0))
+    )
+    return [task for _due, task in found[: max(0, limit)]]
+
+
+def _instant(text: str) -> datetime:
+    parsed = datetime.fromisoformat(text)
+    if parsed.tzinfo is None:
+        raise ValueError(f"{text!r} needs an offset, e.g. 2026-12-31T17:00:00Z")
+    return parsed
 
 
 def instances(

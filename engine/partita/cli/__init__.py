@@ -3,8 +3,9 @@
 `partita.cli.common` holds what every command shares (the Config from flags and environment,
 progress output, flag groups, `add_command`, the exit codes of failures); each other module is
 one group of commands: `up` (up, demo), `kafka`, `topics`, `worker` (worker, verify-replay),
-`client` (deploy, create, cancel, jobs, publish, incidents resolve), `gateway`, `ops` (tail, status,
-export, acls, chaos), `analytics` (analytics, instances, incidents list) and `bench`.
+`client` (deploy, create, cancel, jobs, publish, incidents resolve), `tasks` (user tasks),
+`gateway`, `ops` (tail, status, export, acls, chaos), `analytics` (analytics, instances,
+incidents list) and `bench`.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import argparse
 from collections.abc import Sequence
 
 from partita import __version__
-from partita.cli import analytics, bench, client, gateway, kafka, ops, topics, up, worker
+from partita.cli import analytics, bench, client, gateway, kafka, ops, tasks, topics, up, worker
 from partita.cli.common import ExamplesFormatter, run_command
 
 __all__ = ["build_parser", "main"]
@@ -47,6 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
     topics.register(commands)
     worker.register_verify_replay(commands)
     client.register(commands)
+    tasks.register(commands)
     ops.register(commands)
     analytics.register(commands)
     gateway.register(commands)

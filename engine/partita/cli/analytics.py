@@ -163,7 +163,7 @@ def fetch(
         ) from None
 
 
-def _time(ms: int | None) -> str:
+def timestamp_text(ms: int | None) -> str:
     return "-" if not ms else datetime.fromtimestamp(ms / 1000).strftime("%Y-%m-%d %H:%M:%S")
 
 
@@ -208,8 +208,8 @@ def cmd_instances(args: argparse.Namespace) -> int:
             i["bpmnProcessId"],
             i["version"],
             i["state"],
-            _time(i["started"]),
-            _time(i["ended"]) if i["ended"] else "-",
+            timestamp_text(i["started"]),
+            timestamp_text(i["ended"]) if i["ended"] else "-",
             _duration(i["durationMs"]),
             i["incidents"] or "",
         )
@@ -246,7 +246,7 @@ def cmd_incidents_list(args: argparse.Namespace) -> int:
             i["processInstanceKey"],
             i["elementId"],
             i["errorType"],
-            _time(i["created"]),
+            timestamp_text(i["created"]),
             i["errorMessage"],
         )
         for i in found
@@ -264,7 +264,7 @@ def cmd_incidents_list(args: argparse.Namespace) -> int:
 # -- parser -----------------------------------------------------------------------------------
 
 
-def _add_query_flags(parser: argparse.ArgumentParser, *, in_subcommand: bool = False) -> None:
+def add_query_flags(parser: argparse.ArgumentParser, *, in_subcommand: bool = False) -> None:
     """--url, --process, --json; in a subcommand their defaults are suppressed so that flags
     given before the subcommand name (`partita incidents --url X list`) are kept."""
 
@@ -291,7 +291,7 @@ def _add_query_flags(parser: argparse.ArgumentParser, *, in_subcommand: bool = F
 
 def register_incidents_list(incidents: argparse.ArgumentParser, actions: Subcommands) -> None:
     """Make `partita incidents` (no action) and `partita incidents list` list open incidents."""
-    _add_query_flags(incidents)
+    add_query_flags(incidents)
     incidents.set_defaults(func=cmd_incidents_list)
     listing = add_command(
         actions,
@@ -302,7 +302,7 @@ def register_incidents_list(incidents: argparse.ArgumentParser, actions: Subcomm
         examples=INCIDENTS_EPILOG,
         cluster=False,
     )
-    _add_query_flags(listing, in_subcommand=True)
+    add_query_flags(listing, in_subcommand=True)
 
 
 def register(commands: Subcommands) -> None:
@@ -354,6 +354,6 @@ def register(commands: Subcommands) -> None:
         examples=INSTANCES_EPILOG,
         cluster=False,
     )
-    _add_query_flags(instances)
+    add_query_flags(instances)
     instances.add_argument("--state", choices=STATES, help="only instances in this state")
     instances.add_argument("--limit", type=int, default=20, help="at most this many (default: 20)")

@@ -95,14 +95,14 @@ RESOLVE_EXAMPLES = """examples:
 """
 
 
-def _client(args: argparse.Namespace) -> Any:
+def open_client(args: argparse.Namespace) -> Any:
     """A Client (Any: the commands read the fields of whichever reply value comes back)."""
     from partita.client import Client
 
     return Client(build_config(args), timeout=args.timeout)
 
 
-def _json_arg(text: str | None) -> dict[str, object]:
+def json_arg(text: str | None) -> dict[str, object]:
     if not text:
         return {}
     try:
@@ -119,7 +119,7 @@ def cmd_deploy(args: argparse.Namespace) -> int:
     for path in paths:
         if not path.is_file():
             raise PartitaError(f"no such file: {path}")
-    with _client(args) as client:
+    with open_client(args) as client:
         result = client.deploy(*paths)
     for meta in result.value.processes_metadata:
         note = " (unchanged: an identical resource is deployed)" if meta.is_duplicate else ""
@@ -130,10 +130,10 @@ def cmd_deploy(args: argparse.Namespace) -> int:
 
 
 def cmd_create(args: argparse.Namespace) -> int:
-    with _client(args) as client:
+    with open_client(args) as client:
         result = client.create_instance(
             args.process_id,
-            _json_arg(args.vars),
+            json_arg(args.vars),
             version=args.version,
             await_result=args.wait,
             fetch_variables=args.fetch or (),
@@ -150,21 +150,21 @@ def cmd_create(args: argparse.Namespace) -> int:
 
 
 def cmd_cancel(args: argparse.Namespace) -> int:
-    with _client(args) as client:
+    with open_client(args) as client:
         client.cancel_instance(args.key)
     print(f"instance {args.key} cancelled")
     return 0
 
 
 def cmd_jobs_complete(args: argparse.Namespace) -> int:
-    with _client(args) as client:
-        client.complete_job(args.key, _json_arg(args.vars))
+    with open_client(args) as client:
+        client.complete_job(args.key, json_arg(args.vars))
     print(f"job {args.key} completed")
     return 0
 
 
 def cmd_jobs_fail(args: argparse.Namespace) -> int:
-    with _client(args) as client:
+    with open_client(args) as client:
         client.fail_job(args.key, args.retries, args.message, backoff_ms=args.backoff)
     later = f", activatable again in {args.backoff} ms" if args.backoff and args.retries else ""
     print(f"job {args.key} failed ({args.retries} retries left{later})")
@@ -172,14 +172,14 @@ def cmd_jobs_fail(args: argparse.Namespace) -> int:
 
 
 def cmd_jobs_throw_error(args: argparse.Namespace) -> int:
-    with _client(args) as client:
+    with open_client(args) as client:
         client.throw_error(args.key, args.code, args.message)
     print(f"error {args.code!r} thrown for job {args.key}")
     return 0
 
 
 def cmd_jobs_retries(args: argparse.Namespace) -> int:
-    with _client(args) as client:
+    with open_client(args) as client:
         client.update_job_retries(args.key, args.retries)
     print(f"job {args.key} has {args.retries} retries")
     return 0
@@ -192,7 +192,7 @@ def cmd_jobs_work(args: argparse.Namespace) -> int:
     from partita.client import Client, JobWorker
     from partita.client.tasks import ActivatedJob
 
-    variables = _json_arg(args.vars)
+    variables = json_arg(args.vars)
     config = build_config(args)
     with Client(config, timeout=args.timeout) as client:
         mode: Literal["push", "poll"] = "poll" if args.poll else "push"
@@ -230,11 +230,11 @@ def _ensure_job_topic(config: Config, client: Any, job_type: str) -> None:
 
 def cmd_publish(args: argparse.Namespace) -> int:
     ttl = duration_ms(args.ttl, "--ttl") if args.ttl else -1
-    with _client(args) as client:
+    with open_client(args) as client:
         result = client.publish_message(
             args.name,
             args.correlation_key,
-            _json_arg(args.vars),
+            json_arg(args.vars),
             ttl_ms=ttl,
             message_id=args.message_id or "",
             await_result=args.wait,
@@ -261,13 +261,13 @@ def cmd_publish(args: argparse.Namespace) -> int:
 
 
 def cmd_incidents_resolve(args: argparse.Namespace) -> int:
-    with _client(args) as client:
+    with open_client(args) as client:
         client.resolve_incident(args.key)
     print(f"incident {args.key} resolved")
     return 0
 
 
-def _client_command(
+def client_command(
     commands: Subcommands, name: str, func: Command, help_text: str, examples: str
 ) -> argparse.ArgumentParser:
     parser = add_command(commands, name, func, help_text, examples=examples, local=True)
@@ -279,9 +279,9 @@ def _client_command(
 
 def register(commands: Subcommands) -> None:
     """Add the client commands: deploy, create, cancel, jobs, publish and incidents."""
-    deploy = _client_command(commands, "deploy", cmd_deploy, "deploy BPMN files", DEPLOY_EXAMPLES)
+    deploy = client_command(commands, "deploy", cmd_deploy, "deploy BPMN files", DEPLOY_EXAMPLES)
     deploy.add_argument("files", nargs="+", metavar="FILE")
-    create = _client_command(
+    create = client_command(
         commands, "create", cmd_create, "start a process instance", CREATE_EXAMPLES
     )
     create.add_argument("process_id", metavar="PROCESS_ID")
@@ -291,7 +291,7 @@ def register(commands: Subcommands) -> None:
         "--await", dest="wait", action="store_true", help="wait for completion, print variables"
     )
     create.add_argument("--fetch", nargs="*", help="with --await: only these variables")
-    cancel = _client_command(
+    cancel = client_command(
         commands, "cancel", cmd_cancel, "cancel a process instance", CANCEL_EXAMPLES
     )
     cancel.add_argument("key", type=int, metavar="KEY")
@@ -303,30 +303,30 @@ def register(commands: Subcommands) -> None:
         examples=JOBS_EXAMPLES,
         dest="jobs_command",
     )
-    complete = _client_command(
+    complete = client_command(
         jobs, "complete", cmd_jobs_complete, "complete a job", COMPLETE_EXAMPLES
     )
     complete.add_argument("key", type=int, metavar="KEY")
     complete.add_argument("--vars", help="variables as a JSON object")
-    fail = _client_command(jobs, "fail", cmd_jobs_fail, "fail a job", FAIL_EXAMPLES)
+    fail = client_command(jobs, "fail", cmd_jobs_fail, "fail a job", FAIL_EXAMPLES)
     fail.add_argument("key", type=int, metavar="KEY")
     fail.add_argument("--retries", type=int, required=True, help="retries left")
     fail.add_argument("--message", default="", help="why it failed")
     fail.add_argument(
         "--backoff", type=int, default=0, metavar="MS", help="wait this long before a retry"
     )
-    throw = _client_command(
+    throw = client_command(
         jobs, "throw-error", cmd_jobs_throw_error, "answer a job with a BPMN error", THROW_EXAMPLES
     )
     throw.add_argument("key", type=int, metavar="KEY")
     throw.add_argument("--code", required=True, help="the error code (errorCode)")
     throw.add_argument("--message", default="", help="what happened")
-    retries = _client_command(
+    retries = client_command(
         jobs, "retries", cmd_jobs_retries, "set a job's retries", RETRIES_EXAMPLES
     )
     retries.add_argument("key", type=int, metavar="KEY")
     retries.add_argument("--retries", type=int, required=True)
-    work = _client_command(
+    work = client_command(
         jobs, "work", cmd_jobs_work, "a demo worker: complete jobs of a type", WORK_EXAMPLES
     )
     work.add_argument("type", metavar="TYPE")
@@ -339,7 +339,7 @@ def register(commands: Subcommands) -> None:
     )
     work.add_argument("--duration", type=float, help="stop after this many seconds")
 
-    publish = _client_command(
+    publish = client_command(
         commands, "publish", cmd_publish, "publish a message", PUBLISH_EXAMPLES
     )
     publish.add_argument("name", metavar="NAME", help="the message name")
@@ -366,7 +366,7 @@ def register(commands: Subcommands) -> None:
         description="Without an action: list the open incidents (as `list`).",
     )
     register_incidents_list(incidents, actions)
-    resolve = _client_command(
+    resolve = client_command(
         actions, "resolve", cmd_incidents_resolve, "resolve one", RESOLVE_EXAMPLES
     )
     resolve.add_argument("key", type=int, metavar="KEY")

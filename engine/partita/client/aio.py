@@ -184,6 +184,24 @@ class AsyncClient:
     async def yield_job(self, key: int) -> Record:
         return await self.request(commands.yield_job(key))
 
+    async def assign_user_task(self, key: int, assignee: str, *, action: str = "") -> Record:
+        """Assign a user task (replacing any assignee; "" unassigns): USER_TASK ASSIGNED."""
+        return await self.request(commands.assign_user_task(key, assignee, action=action))
+
+    async def claim_user_task(self, key: int, assignee: str) -> Record:
+        """Assign a user task unless someone else has it."""
+        return await self.request(commands.claim_user_task(key, assignee))
+
+    async def update_user_task(self, key: int, **attributes: Any) -> Record:
+        """Change a user task's candidates, dates or priority (`commands.update_user_task`)."""
+        return await self.request(commands.update_user_task(key, **attributes))
+
+    async def complete_user_task(
+        self, key: int, variables: dict[str, Any] | None = None, *, action: str = ""
+    ) -> Record:
+        """Complete a user task with variables: USER_TASK COMPLETED, and the task's element."""
+        return await self.request(commands.complete_user_task(key, variables, action=action))
+
     async def publish_message(
         self,
         name: str,

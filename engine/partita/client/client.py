@@ -191,6 +191,24 @@ class Client:
         """Give an activated job back: activatable again at once (JOB YIELDED)."""
         return self.request(commands.yield_job(key))
 
+    def assign_user_task(self, key: int, assignee: str, *, action: str = "") -> Record:
+        """Assign a user task (replacing any assignee; "" unassigns): USER_TASK ASSIGNED."""
+        return self.request(commands.assign_user_task(key, assignee, action=action))
+
+    def claim_user_task(self, key: int, assignee: str) -> Record:
+        """Assign a user task unless someone else has it."""
+        return self.request(commands.claim_user_task(key, assignee))
+
+    def update_user_task(self, key: int, **attributes: Any) -> Record:
+        """Change a user task's candidates, dates or priority (`commands.update_user_task`)."""
+        return self.request(commands.update_user_task(key, **attributes))
+
+    def complete_user_task(
+        self, key: int, variables: dict[str, Any] | None = None, *, action: str = ""
+    ) -> Record:
+        """Complete a user task with variables: USER_TASK COMPLETED, and the task's element."""
+        return self.request(commands.complete_user_task(key, variables, action=action))
+
     def publish_message(
         self,
         name: str,

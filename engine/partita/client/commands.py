@@ -23,6 +23,7 @@ from partita.protocol.intents import (
     MessageIntent,
     ProcessInstanceCreationIntent,
     ProcessInstanceIntent,
+    UserTaskIntent,
     VariableDocumentIntent,
 )
 from partita.protocol.values import (
@@ -35,6 +36,7 @@ from partita.protocol.values import (
     ProcessInstanceCreationValue,
     ProcessInstanceValue,
     RecordValue,
+    UserTaskValue,
     VariableDocumentValue,
 )
 
@@ -173,3 +175,50 @@ def set_variables(scope_key: int, variables: dict[str, Any], *, local: bool = Fa
 
 def resolve_incident(key: int) -> Request:
     return Request(IncidentIntent.RESOLVE, IncidentValue(), key)
+
+
+def assign_user_task(key: int, assignee: str, *, action: str = "") -> Request:
+    """Assign a user task (replacing any assignee); an empty assignee unassigns it."""
+    return Request(UserTaskIntent.ASSIGN, UserTaskValue(assignee=assignee, action=action), key)
+
+
+def claim_user_task(key: int, assignee: str, *, action: str = "") -> Request:
+    """Assign a user task unless someone else has it (rejected INVALID_STATE then)."""
+    return Request(UserTaskIntent.CLAIM, UserTaskValue(assignee=assignee, action=action), key)
+
+
+def update_user_task(
+    key: int,
+    *,
+    candidate_groups: Sequence[str] | None = None,
+    candidate_users: Sequence[str] | None = None,
+    due_date: str | None = None,
+    follow_up_date: str | None = None,
+    priority: int | None = None,
+    action: str = "",
+) -> Request:
+    """Change the attributes given (None keeps one; an empty value clears it)."""
+    given = {
+        "candidateGroupsList": candidate_groups,
+        "candidateUsersList": candidate_users,
+        "dueDate": due_date,
+        "followUpDate": follow_up_date,
+        "priority": priority,
+    }
+    value = UserTaskValue(
+        candidate_groups_list=tuple(candidate_groups or ()),
+        candidate_users_list=tuple(candidate_users or ()),
+        due_date=due_date or "",
+        follow_up_date=follow_up_date or "",
+        priority=50 if priority is None else priority,
+        changed_attributes=tuple(name for name, v in given.items() if v is not None),
+        action=action,
+    )
+    return Request(UserTaskIntent.UPDATE, value, key)
+
+
+def complete_user_task(
+    key: int, variables: dict[str, Any] | None = None, *, action: str = ""
+) -> Request:
+    value = UserTaskValue(variables=_document(variables), action=action)
+    return Request(UserTaskIntent.COMPLETE, value, key)

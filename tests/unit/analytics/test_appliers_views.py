@@ -3,6 +3,9 @@ the served figures; redeliveries ignored; windows bounded."""
 
 from __future__ import annotations
 
+import pytest
+from msgspec.structs import replace
+
 from partita.analytics import views
 from partita.analytics.appliers import (
     RECENT_PER_PARTITION,
@@ -19,6 +22,7 @@ from partita.protocol.intents import (
     JobIntent,
     ProcessInstanceCreationIntent,
     ProcessInstanceIntent,
+    UserTaskIntent,
 )
 from partita.protocol.records import Record, command, event
 from partita.protocol.values import (
@@ -26,6 +30,7 @@ from partita.protocol.values import (
     JobValue,
     ProcessInstanceCreationValue,
     ProcessInstanceValue,
+    UserTaskValue,
 )
 
 T0 = 1_800_000_000_000
@@ -161,6 +166,40 @@ def test_terminated_instances_incidents_and_resolution() -> None:
     assert incident["incidentKey"] == "21" and incident["processInstanceKey"] == "12"
     assert incident["errorType"] == "JOB_NO_RETRIES" and incident["elementId"] == "pay"
     assert views.incidents(feed.tables, process="other") == []
+
+
+def _task(intent: UserTaskIntent, key: int, at: int, **fields: object) -> Record:
+    value = UserTaskValue(user_task_key=key, bpmn_process_id="claims", element_id="review")
+    return event(intent, replace(value, **fields), key, timestamp=at)
+
+
+def test_open_user_tasks_most_urgent_first_with_every_filter() -> None:
+    feed = Feed()
+    feed(0, _task(UserTaskIntent.CREATED, 1, T0, candidate_groups_list=("sales",)))
+    feed(0, _task(UserTaskIntent.CREATED, 2, T0 + 1, due_date="2026-12-20T10:00:00Z"))
+    due = "2026-12-20T10:00:00+02:00"
+    feed(1, _task(UserTaskIntent.CREATED, 3, T0 + 2, due_date=due))
+    feed(1, _task(UserTaskIntent.ASSIGNED, 3, T0 + 3, due_date=due, assignee="ann", priority=70))
+    feed(1, _task(UserTaskIntent.CREATED, 4, T0 + 4, candidate_users_list=("bob",)))
+    feed(1, _task(UserTaskIntent.COMPLETED, 4, T0 + 5))
+    feed(0, _task(UserTaskIntent.CREATED, 5, T0 + 6, priority=90))
+    feed(0, _task(UserTaskIntent.CANCELED, 5, T0 + 7))
+
+    keys = [t["userTaskKey"] for t in views.user_tasks(feed.tables)]
+    assert keys == ["3", "2", "1"]  # 3 is due first (08:00Z), 1 has no due date
+    (ann,) = views.user_tasks(feed.tables, assignee="ann")
+    assert ann["created"] == T0 + 2 and ann["priority"] == 70  # created when CREATED came
+    unassigned = views.user_tasks(feed.tables, assignee="")
+    assert [t["userTaskKey"] for t in unassigned] == ["2", "1"]
+    assert [t["userTaskKey"] for t in views.user_tasks(feed.tables, candidate_group="sales")] == [
+        "1"
+    ]
+    assert views.user_tasks(feed.tables, candidate_user="bob") == []  # completed
+    due = views.user_tasks(feed.tables, due_before="2026-12-20T09:00:00Z")
+    assert [t["userTaskKey"] for t in due] == ["3"]
+    assert views.user_tasks(feed.tables, process="other") == []
+    with pytest.raises(ValueError, match="needs an offset"):
+        views.user_tasks(feed.tables, due_before="2026-12-20T09:00:00")
 
 
 def test_ended_instances_and_timeline_buckets_stay_bounded() -> None:
