@@ -55,7 +55,8 @@ ALL = list(parsers(build_parser()))
 
 def test_the_walk_finds_every_group_and_command() -> None:
     paths = {" ".join(path) for path, _ in ALL}
-    assert {"", "kafka", "kafka up", "jobs fail", "incidents list", "bench e2e", "worker", "tasks claim"} <= paths
+    wanted = {"", "kafka", "kafka up", "jobs fail", "incidents list", "bench e2e", "worker"}
+    assert wanted | {"tasks claim"} <= paths
     assert len(paths) == 50
 
 
