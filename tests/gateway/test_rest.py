@@ -5,7 +5,8 @@ Plain HTTP (urllib) deploys by multipart, creates an instance with awaitCompleti
 test activates and completes its job, publishes and correlates messages, cancels an instance,
 and reads the engine's refusals as problem documents; the log shows what the engine did. Then
 camunda-orchestration-sdk 10.0.1 (PyPI, unchanged), installed into a venv of its own under the
-checkout's `.partita/` (kept between runs), runs `tests/interop/camunda_python/journey.py`.
+checkout's `.partita/` (kept between runs), runs `tests/interop/camunda_python/journey.py` and
+`user_tasks.py` (assign, claim, unassign, update and complete a user task).
 """
 
 from __future__ import annotations
@@ -25,16 +26,18 @@ from typing import Any
 
 import pytest
 
+from partita.client import Client
 from partita.config import Config
 from partita.protocol.enums import BpmnElementType
 from partita.protocol.intents import (
     JobIntent,
     MessageSubscriptionIntent,
     ProcessInstanceIntent,
+    UserTaskIntent,
 )
 from partita.protocol.records import Record
 from tests.support.gateway import RunningGateway
-from tests.support.paths import BPMN_FIXTURES, ROOT
+from tests.support.paths import BPMN_FIXTURES, CONFORMANCE, ROOT
 from tests.support.worker_processes import read_log, wait_until
 
 pytestmark = pytest.mark.kafka
@@ -43,6 +46,7 @@ BPMN = BPMN_FIXTURES / "gateway"
 SDK = "camunda-orchestration-sdk==10.0.1"
 SDK_VENV = ROOT / ".partita" / "interop" / "camunda-orchestration-sdk-10.0.1"
 JOURNEY = ROOT / "tests" / "interop" / "camunda_python" / "journey.py"
+USER_TASKS = JOURNEY.with_name("user_tasks.py")
 
 Answer = tuple[int, Any]
 
@@ -367,3 +371,62 @@ def test_camunda_python_sdk_journey(
         if r.intent is JobIntent.COMPLETED and r.value.process_instance_key == instance  # type: ignore[union-attr]
     ]
     assert [r.value.worker for r in worked] == ["sdk-worker"]  # type: ignore[union-attr]
+
+
+def test_camunda_python_sdk_works_a_user_task(
+    engine: Config, gateway: RunningGateway, sdk_python: Path
+) -> None:
+    with Client(engine, timeout=60) as client:
+        client.deploy(CONFORMANCE / "bpmn" / "user-task.bpmn")
+        variables = {"owner": None, "reviewers": [], "due": None, "urgent": False}
+        instance = client.create_instance("user-task", variables).value.process_instance_key
+
+    def created() -> list[Record]:
+        return [
+            r
+            for r in records(engine)
+            if r.intent is UserTaskIntent.CREATED and r.value.process_instance_key == instance  # type: ignore[union-attr]
+        ]
+
+    wait_until(lambda: bool(created()), 30, "the user task created")
+    key = created()[0].key
+    env = {**os.environ, "CAMUNDA_REST_ADDRESS": gateway.rest, "CAMUNDA_AUTH_STRATEGY": "NONE"}
+    env.pop("PYTHONPATH", None)
+    done = subprocess.run(
+        [str(sdk_python), str(USER_TASKS), str(key)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env=env,
+        cwd=USER_TASKS.parent,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr + gateway.log.read_text()
+    steps = {s.pop("step"): s for s in map(json.loads, done.stdout.splitlines())}
+    assert steps == {
+        "assign": {"error": None},
+        "claim-taken": {"error": "ConflictError", "status": 409},
+        "unassign": {"error": None},
+        "claim": {"error": None},
+        "update": {"error": None},
+        "complete": {"error": None},
+        "complete-again": {"error": "NotFoundError", "status": 404},
+    }
+    events = [r for r in records(engine) if r.key == key and r.value_type.name == "USER_TASK"]
+    assigned = [
+        (r.value.assignee, r.value.action)  # type: ignore[union-attr]
+        for r in events
+        if r.intent is UserTaskIntent.ASSIGNED
+    ]
+    assert assigned == [("ann", "assign"), ("", "unassign"), ("bob", "claim")]
+    (updated,) = [r.value for r in events if r.intent is UserTaskIntent.UPDATED]
+    assert updated.candidate_groups_list == ("audit",)  # type: ignore[union-attr]
+    assert updated.priority == 80  # type: ignore[union-attr]
+    assert updated.due_date.startswith("2027-01-15T12:00:00")  # type: ignore[union-attr]
+    (completed,) = [r.value for r in events if r.intent is UserTaskIntent.COMPLETED]
+    assert json.loads(completed.variables) == {"approved": True}  # type: ignore[union-attr]
+    wait_until(
+        lambda: process_ended(engine, instance, ProcessInstanceIntent.ELEMENT_COMPLETED),
+        30,
+        "the instance completed",
+    )

@@ -117,6 +117,8 @@ def test_an_update_changes_the_named_attributes_and_lists_those_that_changed(
     refused = _send(engine, Task.UPDATE, task.key, priority=101, changed_attributes=("priority",))
     assert refused.rejection_type is RejectionType.INVALID_ARGUMENT
     assert "priority must be 0 to 100, not 101" in refused.rejection_reason
+    refused = _send(engine, Task.UPDATE, task.key, due_date="soon", changed_attributes=("dueDate",))
+    assert "dueDate must be an ISO 8601 date-time with an offset" in refused.rejection_reason
     refused = _send(engine, Task.UPDATE, task.key, changed_attributes=("assignee",))
     assert "cannot update assignee of a user task" in refused.rejection_reason
 

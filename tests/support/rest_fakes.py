@@ -124,6 +124,32 @@ class FakeOperations:
         self._called("throw_error", key=key, code=code, message=message, variables=variables)
         return event(MessageIntent.PUBLISHED, MessageValue(), key)
 
+    async def assign_user_task(
+        self, key: int, assignee: str, *, allow_override: bool = True, action: str = ""
+    ) -> Record:
+        self._called(
+            "assign_user_task",
+            key=key,
+            assignee=assignee,
+            allow_override=allow_override,
+            action=action,
+        )
+        return event(MessageIntent.PUBLISHED, MessageValue(), key)
+
+    async def unassign_user_task(self, key: int) -> Record:
+        self._called("unassign_user_task", key=key)
+        return event(MessageIntent.PUBLISHED, MessageValue(), key)
+
+    async def update_user_task(self, key: int, *, action: str = "", **attributes: Any) -> Record:
+        self._called("update_user_task", key=key, action=action, **attributes)
+        return event(MessageIntent.PUBLISHED, MessageValue(), key)
+
+    async def complete_user_task(
+        self, key: int, variables: dict[str, Any] | None, *, action: str = ""
+    ) -> Record:
+        self._called("complete_user_task", key=key, variables=variables, action=action)
+        return event(MessageIntent.PUBLISHED, MessageValue(), key)
+
     async def update_job_retries(self, key: int, retries: int) -> Record:
         self._called("update_job_retries", key=key, retries=retries)
         return event(MessageIntent.PUBLISHED, MessageValue(), key)

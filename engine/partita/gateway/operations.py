@@ -138,6 +138,32 @@ class Operations:
     async def resolve_incident(self, key: int) -> Record:
         return await self._request(commands.resolve_incident(key))
 
+    async def assign_user_task(
+        self, key: int, assignee: str, *, allow_override: bool = True, action: str = ""
+    ) -> Record:
+        """Assign (replacing any assignee), or with `allow_override` False claim: refused
+        while someone else has the task."""
+        if not assignee:
+            raise invalid("assignee is required and must not be empty; unassign with DELETE")
+        if allow_override:
+            return await self._request(commands.assign_user_task(key, assignee, action=action))
+        return await self._request(commands.claim_user_task(key, assignee, action=action))
+
+    async def unassign_user_task(self, key: int) -> Record:
+        return await self._request(commands.assign_user_task(key, "", action="unassign"))
+
+    async def update_user_task(self, key: int, *, action: str = "", **attributes: Any) -> Record:
+        """Change the attributes given (`commands.update_user_task`); priority 0 to 100."""
+        priority = attributes.get("priority")
+        if priority is not None and not 0 <= priority <= 100:
+            raise invalid(f"priority must be 0 to 100, not {priority}")
+        return await self._request(commands.update_user_task(key, action=action, **attributes))
+
+    async def complete_user_task(
+        self, key: int, variables: dict[str, Any] | None, *, action: str = ""
+    ) -> Record:
+        return await self._request(commands.complete_user_task(key, variables, action=action))
+
     async def publish_message(
         self,
         name: str,

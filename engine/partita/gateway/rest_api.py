@@ -10,7 +10,7 @@ Every request but `GET /v2/status` (probed by load balancers, as the gRPC health
 first checked by the gateway's `Authenticator`, before its body is read: a refusal is 401 with
 a `WWW-Authenticate` challenge. The JS SDK's empty `Authorization` header is no credential.
 
-Endpoints the engine has no command for yet (resource deletion, signals, decisions, user tasks,
+Endpoints the engine has no command for yet (resource deletion, signals, decisions,
 modification, migration) answer 501 naming the missing capability; searches and the
 definitions' XML belong to the visibility work that follows and answer 501 too.
 """
@@ -28,12 +28,14 @@ from aiohttp import web
 from confluent_kafka.admin import AdminClient
 
 from partita.config import Config
+from partita.gateway import rest_user_tasks
 from partita.gateway.arguments import DEFAULT_TENANT, message_key
 from partita.gateway.auth import Authenticator
 from partita.gateway.errors import GatewayError, Status, unimplemented
 from partita.gateway.operations import Operations
 from partita.gateway.rest_bodies import (
     MAX_JSON_BYTES,
+    OPERATIONS,
     ProblemError,
     bad,
     deployment,
@@ -41,6 +43,8 @@ from partita.gateway.rest_bodies import (
     instance_json,
     job_json,
     json_body,
+    no_content,
+    operations_of,
     path_key,
     topology_json,
 )
@@ -55,11 +59,9 @@ Cluster = Callable[[], Topology]
 """Blocking: reads the topology (called in a thread)."""
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
-_OPERATIONS = web.AppKey("operations", Operations)
 _CLUSTER: web.AppKey[Cluster] = web.AppKey("cluster")
 _AUTHENTICATOR = web.AppKey("authenticator", Authenticator)
 _OPEN = frozenset({"/v2/status"})
-_NO_CONTENT = 204
 
 
 def problem(
@@ -119,14 +121,6 @@ async def _authenticated(request: web.Request, handler: Handler) -> web.StreamRe
     return await handler(request)
 
 
-def _operations(request: web.Request) -> Operations:
-    return request.app[_OPERATIONS]
-
-
-def _no_content() -> web.Response:
-    return web.Response(status=_NO_CONTENT)
-
-
 # -- cluster ----------------------------------------------------------------------------------
 
 
@@ -141,7 +135,7 @@ async def get_status(request: web.Request) -> web.Response:
         raise ProblemError(
             503, "UNAVAILABLE", "No engine worker is running: the cluster has no broker"
         )
-    return _no_content()
+    return no_content()
 
 
 # -- resources and instances ------------------------------------------------------------------
@@ -149,7 +143,7 @@ async def get_status(request: web.Request) -> web.Response:
 
 async def create_deployment(request: web.Request) -> web.Response:
     resources, tenant_id = await deployment(request)
-    reply = await _operations(request).deploy(resources, tenant_id)
+    reply = await operations_of(request).deploy(resources, tenant_id)
     return web.json_response(deployment_json(reply))
 
 
@@ -164,7 +158,7 @@ async def create_process_instance(request: web.Request) -> web.Response:
     version = body.integer("processDefinitionVersion", -1)
     if timeout_ms < 0:
         raise bad(f"requestTimeout must not be negative, not {timeout_ms}")
-    reply = await _operations(request).create_instance(
+    reply = await operations_of(request).create_instance(
         process_id=process_id,
         version=version if version > 0 else -1,  # 0 or absent: the latest, as over gRPC
         definition_key=definition_key,
@@ -181,23 +175,23 @@ async def create_process_instance(request: web.Request) -> web.Response:
 async def cancel_process_instance(request: web.Request) -> web.Response:
     key = path_key(request, "processInstanceKey")
     await json_body(request, optional=True)
-    await _operations(request).cancel_instance(key)
-    return _no_content()
+    await operations_of(request).cancel_instance(key)
+    return no_content()
 
 
 async def set_variables(request: web.Request) -> web.Response:
     key = path_key(request, "elementInstanceKey")
     body = await json_body(request)
     variables = body.variables(required=True)
-    await _operations(request).set_variables(key, variables, body.flag("local"))
-    return _no_content()
+    await operations_of(request).set_variables(key, variables, body.flag("local"))
+    return no_content()
 
 
 async def resolve_incident(request: web.Request) -> web.Response:
     key = path_key(request, "incidentKey")
     await json_body(request, optional=True)
-    await _operations(request).resolve_incident(key)
-    return _no_content()
+    await operations_of(request).resolve_incident(key)
+    return no_content()
 
 
 # -- messages ---------------------------------------------------------------------------------
@@ -205,7 +199,7 @@ async def resolve_incident(request: web.Request) -> web.Response:
 
 async def publish_message(request: web.Request) -> web.Response:
     body = await json_body(request)
-    reply = await _operations(request).publish_message(
+    reply = await operations_of(request).publish_message(
         body.text("name", required=True),
         body.text("correlationKey"),
         ttl_ms=body.integer("timeToLive", 0),
@@ -222,7 +216,7 @@ async def correlate_message(request: web.Request) -> web.Response:
     body = await json_body(request)
     name = body.text("name", required=True)
     correlation_key = body.text("correlationKey")
-    reply = await _operations(request).publish_message(
+    reply = await operations_of(request).publish_message(
         name,
         correlation_key,
         ttl_ms=0,
@@ -252,7 +246,7 @@ async def correlate_message(request: web.Request) -> web.Response:
 
 async def activate_jobs(request: web.Request) -> web.Response:
     body = await json_body(request)
-    batches = _operations(request).activate_jobs(
+    batches = operations_of(request).activate_jobs(
         body.text("type", required=True),
         worker=body.text("worker"),
         timeout_ms=body.integer("timeout", required=True),
@@ -273,30 +267,30 @@ async def complete_job(request: web.Request) -> web.Response:
         raise unimplemented(
             "Completing a job with a result", "the engine has no task listeners yet"
         )
-    await _operations(request).complete_job(key, body.variables())
-    return _no_content()
+    await operations_of(request).complete_job(key, body.variables())
+    return no_content()
 
 
 async def fail_job(request: web.Request) -> web.Response:
     key = path_key(request, "jobKey")
     body = await json_body(request, optional=True)
-    await _operations(request).fail_job(
+    await operations_of(request).fail_job(
         key,
         body.integer("retries"),
         body.text("errorMessage"),
         body.integer("retryBackOff"),
         body.variables(),
     )
-    return _no_content()
+    return no_content()
 
 
 async def throw_error(request: web.Request) -> web.Response:
     key = path_key(request, "jobKey")
     body = await json_body(request)
-    await _operations(request).throw_error(
+    await operations_of(request).throw_error(
         key, body.text("errorCode", required=True), body.text("errorMessage"), body.variables()
     )
-    return _no_content()
+    return no_content()
 
 
 async def update_job(request: web.Request) -> web.Response:
@@ -309,10 +303,10 @@ async def update_job(request: web.Request) -> web.Response:
     if retries is None and timeout is None:
         raise bad("changeset names nothing to change: give retries or timeout")
     if retries is not None:
-        await _operations(request).update_job_retries(key, retries)
+        await operations_of(request).update_job_retries(key, retries)
     if timeout is not None:
-        await _operations(request).update_job_timeout(key, timeout)
-    return _no_content()
+        await operations_of(request).update_job_timeout(key, timeout)
+    return no_content()
 
 
 # -- what the engine cannot do yet ------------------------------------------------------------
@@ -336,10 +330,6 @@ _MISSING = [
     ("POST", "/v2/resources/{key}/deletion", "Deleting a resource", "no resource deletion"),
     ("POST", "/v2/signals/broadcast", "Broadcasting a signal", "no signal events"),
     ("POST", "/v2/decision-definitions/evaluation", "Evaluating a decision", "no DMN decisions"),
-    ("POST", "/v2/user-tasks/{key}/assignment", "Assigning a user task", "no user tasks"),
-    ("POST", "/v2/user-tasks/{key}/completion", "Completing a user task", "no user tasks"),
-    ("DELETE", "/v2/user-tasks/{key}/assignee", "Unassigning a user task", "no user tasks"),
-    ("PATCH", "/v2/user-tasks/{key}", "Updating a user task", "no user tasks"),
     (
         "POST",
         "/v2/process-instances/{key}/modification",
@@ -373,7 +363,7 @@ def rest_app(
 
     middlewares = [_problems, _authenticated]
     app = web.Application(middlewares=middlewares, client_max_size=MAX_JSON_BYTES)
-    app[_OPERATIONS] = operations
+    app[OPERATIONS] = operations
     app[_AUTHENTICATOR] = authenticator or Authenticator()
     app[_CLUSTER] = cluster
     add = app.router.add_route
@@ -391,6 +381,7 @@ def rest_app(
     add("POST", "/v2/jobs/{key}/failure", fail_job)
     add("POST", "/v2/jobs/{key}/error", throw_error)
     add("PATCH", "/v2/jobs/{key}", update_job)
+    rest_user_tasks.add_routes(add)
     for method, path, what, lacking in _MISSING:
         add(method, path, _missing(what, f"the engine has {lacking} yet"))
     add("POST", "/v2/{path:.+}/search", _search)

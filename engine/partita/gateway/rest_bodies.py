@@ -24,7 +24,7 @@ from aiohttp import BodyPartReader, web
 
 from partita.gateway.arguments import DEFAULT_TENANT, object_document
 from partita.gateway.grpc_api import GATEWAY_VERSION
-from partita.gateway.operations import ActivatedJob
+from partita.gateway.operations import ActivatedJob, Operations
 from partita.gateway.topology import PORT, Topology
 from partita.protocol.records import Record
 from partita.protocol.values import (
@@ -42,6 +42,18 @@ MAX_DEPLOYMENT_BYTES = 10 << 20
 """The most bytes one resource, and all parts of a deployment together, may hold."""
 _CHUNK = 64 << 10
 _MAX_KEY = (1 << 63) - 1
+
+OPERATIONS = web.AppKey("operations", Operations)
+"""The application's command layer (`operations_of` reads it in a handler)."""
+
+
+def operations_of(request: web.Request) -> Operations:
+    return request.app[OPERATIONS]
+
+
+def no_content() -> web.Response:
+    """204: a command that answers nothing."""
+    return web.Response(status=204)
 
 
 class ProblemError(Exception):

@@ -124,16 +124,20 @@ def _date(text: str, variables: dict[str, Any]) -> str:
     result = _evaluate(text, variables) if text.startswith("=") else text
     if result is None or result == "":
         return ""
-    try:
-        parsed = datetime.fromisoformat(str(result))
-    except ValueError:
-        parsed = None
-    if parsed is None or parsed.tzinfo is None:
+    if not is_date_time(str(result)):
         raise _PropertyError(
             f"Invalid date-time format '{result}' for expression '{text}': an ISO 8601"
             " date-time with an offset, e.g. 2026-12-31T17:00:00Z"
         )
     return str(result)
+
+
+def is_date_time(text: str) -> bool:
+    """An ISO 8601 date-time with an offset (`Z` or `+01:00`), as Zeebe needs task dates."""
+    try:
+        return datetime.fromisoformat(text).tzinfo is not None
+    except ValueError:
+        return False
 
 
 def _priority(text: str, variables: dict[str, Any]) -> int:

@@ -13,6 +13,7 @@ from partita.processing.behavior.variables import propagate_variables, variables
 from partita.processing.context import ProcessingContext, RejectionError
 from partita.processing.dispatch import Handlers
 from partita.processing.instance import state as instance_state
+from partita.processing.user_task.creation import is_date_time
 from partita.processing.user_task.state import task, task_value
 from partita.protocol.enums import RejectionType
 from partita.protocol.intents import ProcessInstanceIntent as Instance
@@ -100,6 +101,13 @@ def update(command: Record, ctx: ProcessingContext) -> None:
             RejectionType.INVALID_ARGUMENT,
             f"priority must be 0 to 100, not {value.priority}",
         )
+    for name, text in (("dueDate", value.due_date), ("followUpDate", value.follow_up_date)):
+        if name in value.changed_attributes and text and not is_date_time(text):
+            raise RejectionError(
+                RejectionType.INVALID_ARGUMENT,
+                f"{name} must be an ISO 8601 date-time with an offset, e.g."
+                f" 2026-12-31T17:00:00Z, not '{text}'",
+            )
     current = task_value(command.key, stored)
     wanted: dict[str, Any] = {
         "candidateGroupsList": ("candidate_groups_list", value.candidate_groups_list),
