@@ -70,10 +70,6 @@ REJECTED = {
         '<zeebe:taskListeners><zeebe:taskListener eventType="creating" type="t"/>'
         "</zeebe:taskListeners></bpmn:extensionElements></bpmn:userTask>"
     ),
-    "linked forms (formId)": (
-        '<bpmn:userTask id="x"><bpmn:extensionElements><zeebe:userTask/>'
-        '<zeebe:formDefinition formId="f"/></bpmn:extensionElements></bpmn:userTask>'
-    ),
     "decision (zeebe:calledDecision)": (
         '<bpmn:businessRuleTask id="x"><bpmn:extensionElements>'
         '<zeebe:calledDecision decisionId="d" resultVariable="r"/>'

@@ -46,6 +46,8 @@ def test_pyzeebe_journey(engine: Config, gateway: RunningGateway) -> None:
         "version": "8.8.0",
     }
     assert steps["deploy"]["processes"] == ["gw-double", "gw-fails", "gw-streamed", "gw-wait"]
+    assert steps["deploy-form"]["kinds"] == ["FormMetadata", "ProcessMetadata"]
+    assert steps["deploy-form"]["forms"] == [["claim-form", 1]]
     assert steps["streamed"]["variables"] == {"amount": 2}
     assert steps["run-with-result"]["variables"] == {"amount": 42, "by": "journey-worker"}
     assert steps["message"]["variables"] == {"orderId": "o-7", "paidBy": "card"}

@@ -205,19 +205,7 @@ def user_task(node: Node, problems: list[Problem], common: dict[str, Any]) -> Fl
     priority = priority or "50"
     if not priority.startswith("=") and not (priority.isdigit() and 0 <= int(priority) <= 100):
         problems.append(Problem(element_id, f"priority must be 0 to 100, not '{priority}'"))
-    form = extensions.find(ZEEBE + "formDefinition")
-    external = ""
-    if form is not None:
-        attributes = form.attributes
-        if attributes.get("formId", "").strip() or attributes.get("formKey", "").strip():
-            problems.append(
-                Problem(
-                    element_id,
-                    "linked forms (formId) are not supported yet; link the form with"
-                    " externalReference, or leave it out",
-                )
-            )
-        external = attributes.get("externalReference", "").strip()
+    form = _form(element_id, extensions.find(ZEEBE + "formDefinition"), problems)
     return UserTask(
         element_type=BpmnElementType.USER_TASK,
         assignee=properties["assignee"],
@@ -226,10 +214,50 @@ def user_task(node: Node, problems: list[Problem], common: dict[str, Any]) -> Fl
         due_date=properties["dueDate"],
         follow_up_date=properties["followUpDate"],
         priority=priority,
-        external_form_reference=external,
+        **form,
         headers=_headers(element_id, extensions, problems),
         **common,
     )
+
+
+_BINDINGS = ("latest", "deployment", "versionTag")
+
+
+def _form(element_id: str, form: Node | None, problems: list[Problem]) -> dict[str, Any]:
+    """A Zeebe user task's `zeebe:formDefinition`: a deployed form's `formId` (with its
+    binding) or an `externalReference`, exactly one of them."""
+    if form is None:
+        return {}
+    attributes = {name: value.strip() for name, value in form.attributes.items()}
+    form_id, external = attributes.get("formId", ""), attributes.get("externalReference", "")
+    if attributes.get("formKey"):
+        problems.append(
+            Problem(element_id, "formKey is for job-based user tasks; link a form with formId")
+        )
+    if bool(form_id) == bool(external):
+        problems.append(
+            Problem(
+                element_id,
+                "Exactly one of the attributes 'formId, externalReference' must be present and"
+                " not blank for native user tasks",
+            )
+        )
+    binding = attributes.get("bindingType", "") or "latest"
+    if binding not in _BINDINGS:
+        problems.append(
+            Problem(
+                element_id, f"bindingType must be one of {', '.join(_BINDINGS)}, not '{binding}'"
+            )
+        )
+    tag = attributes.get("versionTag", "")
+    if binding == "versionTag" and not tag:
+        problems.append(Problem(element_id, 'bindingType "versionTag" needs a versionTag'))
+    return {
+        "form_id": form_id,
+        "form_binding": binding,
+        "form_version_tag": tag,
+        "external_form_reference": external,
+    }
 
 
 def script_task(node: Node, problems: list[Problem], common: dict[str, Any]) -> FlowNode | None:

@@ -86,6 +86,11 @@ class UserTask(FlowNode):
     follow_up_date: str = ""
     priority: str = "50"
     external_form_reference: str = ""
+    form_id: str = ""
+    """A deployed form's id (static or FEEL), resolved when the task is created."""
+    form_binding: str = "latest"
+    """Which version of the form: latest, deployment (the process's own) or versionTag."""
+    form_version_tag: str = ""
     headers: tuple[tuple[str, str], ...] = ()
 
 

@@ -382,6 +382,7 @@ def _check_expressions(process: Process, check: ExpressionCheck, problems: list[
                     element.follow_up_date,
                     element.priority,
                     element.external_form_reference,
+                    element.form_id,
                 )
                 if text
             ]

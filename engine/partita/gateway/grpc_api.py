@@ -125,7 +125,10 @@ class GatewayService:
         reply = await self.operations.deploy(resources, request.tenantId)
         return self.pb.DeployResourceResponse(
             key=reply.key,
-            deployments=[self.pb.Deployment(process=p) for p in self._processes(reply)],
+            deployments=[
+                *(self.pb.Deployment(process=p) for p in self._processes(reply)),
+                *(self.pb.Deployment(form=f) for f in self._forms(reply)),
+            ],
             tenantId=DEFAULT_TENANT,
         )
 
@@ -147,6 +150,20 @@ class GatewayService:
                 tenantId=p.tenant_id,
             )
             for p in value.processes_metadata
+        ]
+
+    def _forms(self, reply: Any) -> list[Any]:
+        value = reply.value
+        assert isinstance(value, DeploymentValue)
+        return [
+            self.pb.FormMetadata(
+                formId=f.form_id,
+                version=f.version,
+                formKey=f.form_key,
+                resourceName=f.resource_name,
+                tenantId=f.tenant_id,
+            )
+            for f in value.form_metadata
         ]
 
     @_answers

@@ -332,7 +332,8 @@ def topology_json(seen: Topology) -> dict[str, Any]:
 
 
 def deployment_json(reply: Record) -> dict[str, Any]:
-    """DEPLOYMENT CREATED as the API has it: a process definition per deployed process."""
+    """DEPLOYMENT CREATED as the API has it: a process definition per deployed process, a form
+    per deployed form."""
     value = reply.value
     assert isinstance(value, DeploymentValue)
     deployments = [
@@ -346,6 +347,18 @@ def deployment_json(reply: Record) -> dict[str, Any]:
             }
         }
         for p in value.processes_metadata
+    ]
+    deployments += [
+        {
+            "form": {
+                "formId": f.form_id,
+                "version": f.version,
+                "resourceName": f.resource_name,
+                "tenantId": f.tenant_id,
+                "formKey": str(f.form_key),
+            }
+        }
+        for f in value.form_metadata
     ]
     return {"deploymentKey": str(reply.key), "tenantId": DEFAULT_TENANT, "deployments": deployments}
 

@@ -49,6 +49,7 @@ class ValueType(Enum):
     INCIDENT = "INCIDENT"
     ERROR = "ERROR"
     USER_TASK = "USER_TASK"
+    FORM = "FORM"
 
 
 class RejectionType(Enum):
@@ -90,6 +91,7 @@ class ErrorType(Enum):
     UNHANDLED_ERROR_EVENT = "UNHANDLED_ERROR_EVENT"
     MESSAGE_SIZE_EXCEEDED = "MESSAGE_SIZE_EXCEEDED"
     RESOURCE_NOT_FOUND = "RESOURCE_NOT_FOUND"
+    FORM_NOT_FOUND = "FORM_NOT_FOUND"
 
 
 __all__ = [

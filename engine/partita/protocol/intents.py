@@ -162,6 +162,11 @@ class ErrorIntent(Intent):
     CREATED = 0, EVT
 
 
+class FormIntent(Intent):
+    CREATED = 0, EVT
+    DELETED = 1, EVT
+
+
 class UserTaskIntent(Intent):
     """Zeebe's user task lifecycle (numbers as Zeebe's). A client's ASSIGN, CLAIM, UPDATE and
     COMPLETE need the task CREATED; an unassign is an ASSIGN with an empty assignee."""
@@ -202,6 +207,7 @@ INTENTS_BY_VALUE_TYPE: dict[ValueType, type[Intent]] = {
     ValueType.INCIDENT: IncidentIntent,
     ValueType.ERROR: ErrorIntent,
     ValueType.USER_TASK: UserTaskIntent,
+    ValueType.FORM: FormIntent,
 }
 
 _BY_NAME: dict[tuple[ValueType, str], Intent] = {

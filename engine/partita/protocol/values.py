@@ -41,11 +41,41 @@ class ProcessMetadata(Struct, frozen=True, gc=False):
     tenant_id: str = "<default>"
 
 
+class FormMetadata(Struct, frozen=True, gc=False):
+    """A form created or found by a deployment."""
+
+    form_id: str = ""
+    version: int = -1
+    form_key: int = -1
+    resource_name: str = ""
+    checksum: bytes = b""
+    is_duplicate: bool = False
+    version_tag: str = ""
+    deployment_key: int = -1
+    tenant_id: str = "<default>"
+
+
 class DeploymentValue(Struct, frozen=True, gc=False):
-    """A deployment of BPMN resources and the process definitions it yields."""
+    """A deployment of BPMN and form resources and the definitions it yields."""
 
     resources: tuple[DeploymentResource, ...] = ()
     processes_metadata: tuple[ProcessMetadata, ...] = ()
+    tenant_id: str = "<default>"
+    form_metadata: tuple[FormMetadata, ...] = ()
+
+
+class FormValue(Struct, frozen=True, gc=False):
+    """A deployed form (Camunda Forms JSON) that user tasks link by its form id."""
+
+    form_id: str = ""
+    version: int = -1
+    form_key: int = -1
+    resource_name: str = ""
+    checksum: bytes = b""
+    resource: bytes = b""
+    version_tag: str = ""
+    deployment_key: int = -1
+    is_duplicate: bool = False
     tenant_id: str = "<default>"
 
 
@@ -59,6 +89,7 @@ class ProcessValue(Struct, frozen=True, gc=False):
     checksum: bytes = b""
     resource: bytes = b""
     tenant_id: str = "<default>"
+    deployment_key: int = -1
 
 
 class ProcessInstanceValue(Struct, frozen=True, gc=False):
@@ -305,6 +336,7 @@ RecordValue = (
     | IncidentValue
     | ErrorValue
     | UserTaskValue
+    | FormValue
 )
 
 VALUE_CLASSES: dict[ValueType, type[RecordValue]] = {
@@ -326,6 +358,7 @@ VALUE_CLASSES: dict[ValueType, type[RecordValue]] = {
     ValueType.INCIDENT: IncidentValue,
     ValueType.ERROR: ErrorValue,
     ValueType.USER_TASK: UserTaskValue,
+    ValueType.FORM: FormValue,
 }
 """The value class of each value type; the inverse is `VALUE_TYPES`."""
 

@@ -18,6 +18,7 @@ from partita.state.keys import (
     StrKey,
 )
 from partita.state.stored import (
+    DeployedForm,
     DeployedProcessRecord,
     ElementInstance,
     EventTrigger,
@@ -215,6 +216,14 @@ class ColumnFamilies:
         doc="(scope key, name) -> the variable's value as JSON text",
     )
     USER_TASK = cf("user_task", _LONG, UserTask, doc="user task key -> an open user task")
+    FORM_BY_KEY = cf("form_by_key", _LONG, DeployedForm, doc="form key -> the deployed form")
+    FORM_BY_ID_AND_VERSION = cf(
+        "form_by_id_and_version",
+        CompositeKey(_STR, IntKey()),
+        int,
+        doc="(form id, version) -> form key",
+    )
+    LATEST_FORM_VERSION = cf("latest_form_version", _STR, int, doc="form id -> its latest version")
     INCIDENT = cf("incident", _LONG, Incident, doc="incident key -> an open incident")
     INCIDENT_BY_ELEMENT = cf(
         "incident_by_element", _INSTANCE, int, doc="element instance key -> its open incident"

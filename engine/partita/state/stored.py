@@ -32,6 +32,7 @@ class DeployedProcessRecord(_Stored, frozen=True):
     resource_name: str
     checksum: str
     """MD5 of the resource, hex."""
+    deployment_key: int = -1
 
 
 class ElementInstance(_Stored, frozen=True):
@@ -88,6 +89,19 @@ class Job(_Stored, frozen=True):
     """Activated by a push to the job topic (counted against the push bound)."""
 
 
+class DeployedForm(_Stored, frozen=True):
+    """A deployed form (`.form`): its id, version and JSON."""
+
+    form_id: str
+    version: int
+    resource_name: str
+    checksum: str
+    """MD5 of the resource, hex."""
+    resource: str
+    deployment_key: int = -1
+    version_tag: str = ""
+
+
 class UserTask(_Stored, frozen=True):
     """A Zeebe user task: what its USER_TASK events carry, and its lifecycle state."""
 
@@ -108,6 +122,7 @@ class UserTask(_Stored, frozen=True):
     external_form_reference: str = ""
     custom_headers: dict[str, str] = {}
     creation_timestamp: int = -1
+    form_key: int = -1
 
 
 class Incident(_Stored, frozen=True):

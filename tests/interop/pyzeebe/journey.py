@@ -3,7 +3,8 @@ in a process of its own (pyzeebe's stubs and the gateway's cannot share a proces
 
     python journey.py ADDRESS BPMN_DIR
 
-Prints one JSON line per step: topology, deploy, a worker's task run with result, messages an
+Prints one JSON line per step: topology, deploy, a form deployed with the process linking it, a
+worker's task run with result, messages an
 instance waits for, and a task that always fails (its job becomes an incident after its
 retries, which the test reads from the log). No `from __future__ import annotations`: pyzeebe
 reads the task functions' annotations (`job: Job`) at run time.
@@ -38,6 +39,15 @@ async def main(address: str, bpmn_dir: Path) -> None:
         *(str(bpmn_dir / f"{name}.bpmn") for name in ("double", "fails", "wait", "streamed"))
     )
     say("deploy", processes=sorted(d.bpmn_process_id for d in deployed.deployments))
+    forms = bpmn_dir.parent / "forms"
+    linked = await client.deploy_resource(
+        str(forms / "claim.form"), str(forms / "form-latest.bpmn")
+    )
+    say(
+        "deploy-form",
+        kinds=sorted(type(d).__name__ for d in linked.deployments),
+        forms=[[d.form_id, d.version] for d in linked.deployments if hasattr(d, "form_id")],
+    )
 
     @worker.task(task_type="gw-double")
     async def double(job: Job, amount: int) -> dict[str, object]:

@@ -1,14 +1,16 @@
-"""The applier of PROCESS CREATED: the only writer of the deployed processes in state."""
+"""The appliers of PROCESS CREATED and FORM CREATED: the only writers of the deployed processes
+and forms in state."""
 
 from __future__ import annotations
 
+from partita.processing.deployment import forms
 from partita.processing.deployment.state import BY_ID_AND_VERSION, BY_KEY, LATEST, RESOURCES
 from partita.processing.dispatch import Handlers
-from partita.protocol.intents import ProcessIntent
+from partita.protocol.intents import FormIntent, ProcessIntent
 from partita.protocol.records import Record
-from partita.protocol.values import ProcessValue
+from partita.protocol.values import FormValue, ProcessValue
 from partita.state import PartitionDb
-from partita.state.stored import DeployedProcessRecord
+from partita.state.stored import DeployedForm, DeployedProcessRecord
 
 handlers = Handlers()
 
@@ -24,6 +26,7 @@ def apply_process_created(record: Record, db: PartitionDb) -> None:
             version=value.version,
             resource_name=value.resource_name,
             checksum=value.checksum.hex(),
+            deployment_key=value.deployment_key,
         ),
     )
     db.column(RESOURCES).upsert(value.process_definition_key, value.resource.decode("utf-8"))
@@ -33,3 +36,25 @@ def apply_process_created(record: Record, db: PartitionDb) -> None:
     current = db.column(LATEST).get(value.bpmn_process_id)
     if current is None or value.version > current:
         db.column(LATEST).upsert(value.bpmn_process_id, value.version)
+
+
+@handlers.applier(FormIntent.CREATED)
+def apply_form_created(record: Record, db: PartitionDb) -> None:
+    value = record.value
+    assert isinstance(value, FormValue)
+    db.column(forms.BY_KEY).upsert(
+        value.form_key,
+        DeployedForm(
+            form_id=value.form_id,
+            version=value.version,
+            resource_name=value.resource_name,
+            checksum=value.checksum.hex(),
+            resource=value.resource.decode("utf-8", errors="replace"),
+            deployment_key=value.deployment_key,
+            version_tag=value.version_tag,
+        ),
+    )
+    db.column(forms.BY_ID_AND_VERSION).upsert((value.form_id, value.version), value.form_key)
+    current = db.column(forms.LATEST).get(value.form_id)
+    if current is None or value.version > current:
+        db.column(forms.LATEST).upsert(value.form_id, value.version)

@@ -1,5 +1,5 @@
-"""DEPLOYMENT CREATE and DISTRIBUTE: BPMN resources become versioned process definitions on
-every partition.
+"""DEPLOYMENT CREATE and DISTRIBUTE: BPMN resources become versioned process definitions, and
+form resources (`.form`) versioned forms, on every partition.
 
 CREATE runs on partition 0 (routing sends it there): every resource is parsed and validated
 (all problems in one INVALID_ARGUMENT rejection); a process whose resource is identical to its
@@ -18,14 +18,20 @@ from msgspec.structs import replace
 
 from partita.bpmn import BpmnError, Process
 from partita.processing.context import ProcessingContext, RejectionError
-from partita.processing.deployment import start_events
+from partita.processing.deployment import forms, start_events
 from partita.processing.deployment import state as deployment_state
 from partita.processing.deployment.validation import processes_of
 from partita.processing.dispatch import Handlers
 from partita.protocol.enums import RejectionType
-from partita.protocol.intents import DeploymentIntent, ProcessIntent
+from partita.protocol.intents import DeploymentIntent, FormIntent, ProcessIntent
 from partita.protocol.records import Record
-from partita.protocol.values import DeploymentValue, ProcessMetadata, ProcessValue
+from partita.protocol.values import (
+    DeploymentValue,
+    FormMetadata,
+    FormValue,
+    ProcessMetadata,
+    ProcessValue,
+)
 
 handlers = Handlers()
 
@@ -39,11 +45,17 @@ def create(command: Record, ctx: ProcessingContext) -> None:
     if not value.resources:
         raise RejectionError(RejectionType.INVALID_ARGUMENT, "the deployment has no resources")
     parsed: list[tuple[str, bytes, list[Process]]] = []
+    found_forms: dict[str, tuple[str, bytes, str]] = {}
     problems: list[str] = []
     for resource in value.resources:
         name = resource.resource_name
+        if name.lower().endswith(forms.SUFFIX):
+            _read_form(name, resource.resource, found_forms, problems)
+            continue
         if not name.lower().endswith(_BPMN_SUFFIXES):
-            problems.append(f"'{name}': only BPMN resources (.bpmn) can be deployed")
+            problems.append(
+                f"'{name}': only BPMN (.bpmn) and form (.form) resources can be deployed"
+            )
             continue
         try:
             models = processes_of(resource.resource, name)
@@ -67,11 +79,16 @@ def create(command: Record, ctx: ProcessingContext) -> None:
                 continue
             version = 1 if latest is None else latest.version + 1
             key = ctx.keys.next_key()
-            process = ProcessValue(model.id, version, key, name, digest, content)
+            process = ProcessValue(
+                model.id, version, key, name, digest, content, deployment_key=deployment_key
+            )
             ctx.append_event(ProcessIntent.CREATED, process, key)
             _started_events(ctx, key, model, latest)
             metadata.append(ProcessMetadata(model.id, version, key, name, digest, False))
-    created = replace(value, processes_metadata=tuple(metadata))
+    form_metadata = [
+        _deploy_form(ctx, form_id, found, deployment_key) for form_id, found in found_forms.items()
+    ]
+    created = replace(value, processes_metadata=tuple(metadata), form_metadata=tuple(form_metadata))
     ctx.append_event(DeploymentIntent.CREATED, created, deployment_key, respond=True)
     for partition in range(ctx.partition_count):
         if partition != ctx.partition:
@@ -79,6 +96,51 @@ def create(command: Record, ctx: ProcessingContext) -> None:
                 DeploymentIntent.DISTRIBUTE, created, deployment_key, partition=partition
             )
     ctx.append_event(DeploymentIntent.FULLY_DISTRIBUTED, created, deployment_key)
+
+
+def _read_form(
+    name: str, content: bytes, found: dict[str, tuple[str, bytes, str]], problems: list[str]
+) -> None:
+    try:
+        form_id, tag = forms.parse_form(name, content)
+    except ValueError as error:
+        problems.append(str(error))
+        return
+    if form_id in found:
+        problems.append(
+            "Expected the form ids to be unique within a deployment but found a duplicated id"
+            f" '{form_id}' in the resources '{found[form_id][0]}' and '{name}'"
+        )
+        return
+    found[form_id] = (name, content, tag)
+
+
+def _deploy_form(
+    ctx: ProcessingContext, form_id: str, found: tuple[str, bytes, str], deployment_key: int
+) -> FormMetadata:
+    """A new version of the form (FORM CREATED), or the latest one when this resource is
+    identical to it (same name and checksum)."""
+    name, content, tag = found
+    digest = deployment_state.checksum(content)
+    latest = forms.latest(ctx.state, form_id)
+    if latest is not None:
+        key, form = latest
+        if form.checksum == digest.hex() and form.resource_name == name:
+            return FormMetadata(
+                form_id,
+                form.version,
+                key,
+                name,
+                digest,
+                True,
+                form.version_tag,
+                form.deployment_key,
+            )
+    version = 1 if latest is None else latest[1].version + 1
+    key = ctx.keys.next_key()
+    created = FormValue(form_id, version, key, name, digest, content, tag, deployment_key)
+    ctx.append_event(FormIntent.CREATED, created, key)
+    return FormMetadata(form_id, version, key, name, digest, False, tag, deployment_key)
 
 
 @handlers.processor(DeploymentIntent.DISTRIBUTE)
@@ -96,6 +158,7 @@ def distribute(command: Record, ctx: ProcessingContext) -> None:
             meta.resource_name,
             meta.checksum,
             resources[meta.resource_name],
+            deployment_key=command.key,
         )
         previous = deployment_state.latest(ctx.state, meta.bpmn_process_id)
         ctx.append_event(ProcessIntent.CREATED, process, meta.process_definition_key)
@@ -103,6 +166,20 @@ def distribute(command: Record, ctx: ProcessingContext) -> None:
             deployed = deployment_state.by_key(ctx.state, meta.process_definition_key)
             assert deployed is not None
             _started_events(ctx, deployed.key, deployed.model(ctx.state), previous)
+    for form in value.form_metadata:
+        if form.is_duplicate or ctx.state.column(forms.BY_KEY).get(form.form_key) is not None:
+            continue
+        created = FormValue(
+            form.form_id,
+            form.version,
+            form.form_key,
+            form.resource_name,
+            form.checksum,
+            resources[form.resource_name],
+            form.version_tag,
+            command.key,
+        )
+        ctx.append_event(FormIntent.CREATED, created, form.form_key)
     ctx.append_event(DeploymentIntent.DISTRIBUTED, value, command.key, respond=True)
 
 

@@ -33,6 +33,7 @@ class DeployedProcess(Struct, frozen=True, gc=False):
     version: int
     resource_name: str
     checksum: str
+    deployment_key: int = -1
 
     def model(self, db: StateView) -> Process:
         identity = (self.key, self.checksum, self.bpmn_process_id)
@@ -55,7 +56,12 @@ def checksum(resource: bytes) -> bytes:
 
 def _from_state(key: int, stored: DeployedProcessRecord) -> DeployedProcess:
     return DeployedProcess(
-        key, stored.bpmn_process_id, stored.version, stored.resource_name, stored.checksum
+        key,
+        stored.bpmn_process_id,
+        stored.version,
+        stored.resource_name,
+        stored.checksum,
+        stored.deployment_key,
     )
 
 

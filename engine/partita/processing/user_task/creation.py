@@ -12,6 +12,8 @@ from partita.bpmn import UserTask
 from partita.feel import FeelError, compile_expression
 from partita.processing.behavior.incidents import element_incident
 from partita.processing.context import ProcessingContext
+from partita.processing.deployment import forms
+from partita.processing.deployment import state as deployment_state
 from partita.processing.user_task.state import task, task_value
 from partita.processing.variable.state import visible_variables
 from partita.protocol.enums import ErrorType
@@ -48,10 +50,18 @@ def create(
         follow_up = _date(element.follow_up_date, variables)
         priority = _priority(element.priority, variables)
         external = _text(element.external_form_reference, variables, "externalReference")
+        form_id = _text(element.form_id, variables, "formId")
     except _PropertyError as error:
         reason = f"{element.id}: {error}"
         element_incident(ctx, ErrorType.EXTRACT_VALUE_ERROR, reason, value, key)
         return None
+    form_key = -1
+    if form_id:
+        found = _linked_form(ctx, element, form_id, value)
+        if isinstance(found, str):
+            element_incident(ctx, ErrorType.FORM_NOT_FOUND, found, value, key)
+            return None
+        form_key = found
     task_key = ctx.keys.next_key()
     created = UserTaskValue(
         user_task_key=task_key,
@@ -60,6 +70,7 @@ def create(
         due_date=due,
         follow_up_date=follow_up,
         external_form_reference=external,
+        form_key=form_key,
         custom_headers=dict(element.headers),
         priority=priority,
         creation_timestamp=ctx.now,
@@ -73,6 +84,38 @@ def create(
     ctx.append_event(Task.CREATING, created, task_key)
     ctx.append_event(Task.CREATED, created, task_key)
     return task_key, assignee
+
+
+def _linked_form(
+    ctx: ProcessingContext, element: UserTask, form_id: str, value: ProcessInstanceValue
+) -> int | str:
+    """The key of the form the task links (by its binding), or why there is none."""
+    if element.form_binding == "versionTag":
+        tag = element.form_version_tag
+        found = forms.newest_where(ctx.state, form_id, version_tag=tag)
+        missing = (
+            f"Expected to use a form with id '{form_id}' and version tag '{tag}', but no such"
+            " form found. To resolve the incident, deploy a form with the given id and version"
+            " tag."
+        )
+    elif element.form_binding == "deployment":
+        process = deployment_state.by_key(ctx.state, value.process_definition_key)
+        deployment = process.deployment_key if process is not None else -1
+        found = forms.newest_where(ctx.state, form_id, deployment_key=deployment)
+        missing = (
+            f"Expected to use a form with id '{form_id}' with binding type 'deployment', but no"
+            f" such form found in the deployment with key {deployment} which contained the"
+            " current process. To resolve this incident, migrate the process instance to a"
+            " process definition that is deployed together with the intended form to use."
+        )
+    else:
+        found = forms.latest(ctx.state, form_id)
+        missing = (
+            f"Expected to find a form with id '{form_id}', but no form with this id is found,"
+            " at least a form with this id should be available. To resolve the Incident please"
+            " deploy a form with the same id"
+        )
+    return missing if found is None else found[0]
 
 
 def assign_on_creation(ctx: ProcessingContext, task_key: int, assignee: str) -> None:

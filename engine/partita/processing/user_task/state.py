@@ -28,6 +28,7 @@ def task_value(key: int, stored: UserTask, **changes: object) -> UserTaskValue:
         due_date=stored.due_date,
         follow_up_date=stored.follow_up_date,
         external_form_reference=stored.external_form_reference,
+        form_key=stored.form_key,
         custom_headers=stored.custom_headers,
         priority=stored.priority,
         creation_timestamp=stored.creation_timestamp,
@@ -59,6 +60,7 @@ def stored_task(value: UserTaskValue, state: str) -> UserTask:
         external_form_reference=value.external_form_reference,
         custom_headers=dict(value.custom_headers),
         creation_timestamp=value.creation_timestamp,
+        form_key=value.form_key,
     )
 
 
