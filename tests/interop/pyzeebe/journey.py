@@ -4,9 +4,8 @@ in a process of its own (pyzeebe's stubs and the gateway's cannot share a proces
     python journey.py ADDRESS BPMN_DIR
 
 Prints one JSON line per step: topology, deploy, a form deployed with the process linking it, a
-worker's task run with result, messages an
-instance waits for, and a task that always fails (its job becomes an incident after its
-retries, which the test reads from the log). No `from __future__ import annotations`: pyzeebe
+worker's task run with result, messages an instance waits for, and a task that always fails (its
+job becomes an incident after its retries, which the test reads from the log). No `from __future__ import annotations`: pyzeebe
 reads the task functions' annotations (`job: Job`) at run time.
 """
 
