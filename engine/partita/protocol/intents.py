@@ -162,6 +162,22 @@ class ErrorIntent(Intent):
     CREATED = 0, EVT
 
 
+class DecisionIntent(Intent):
+    CREATED = 0, EVT
+    DELETED = 1, EVT
+
+
+class DecisionRequirementsIntent(Intent):
+    CREATED = 0, EVT
+    DELETED = 1, EVT
+
+
+class DecisionEvaluationIntent(Intent):
+    EVALUATED = 0, EVT
+    FAILED = 1, EVT
+    EVALUATE = 2, CMD
+
+
 class FormIntent(Intent):
     CREATED = 0, EVT
     DELETED = 1, EVT
@@ -208,6 +224,9 @@ INTENTS_BY_VALUE_TYPE: dict[ValueType, type[Intent]] = {
     ValueType.ERROR: ErrorIntent,
     ValueType.USER_TASK: UserTaskIntent,
     ValueType.FORM: FormIntent,
+    ValueType.DECISION: DecisionIntent,
+    ValueType.DECISION_REQUIREMENTS: DecisionRequirementsIntent,
+    ValueType.DECISION_EVALUATION: DecisionEvaluationIntent,
 }
 
 _BY_NAME: dict[tuple[ValueType, str], Intent] = {
@@ -231,15 +250,17 @@ _SINCE_V6 = (
     "DENY_TASK_LISTENER",
     "UPDATE_DENIED",
     "UPDATING",
+    "EVALUATE",
+    "EVALUATED",
 )
-"""Intent symbols schema v6 added (user tasks, some for the task listeners to come), after
-every earlier one so that the earlier symbols keep their indexes."""
+"""Intent symbols schema v6 added (user tasks, some for the task listeners to come, decision
+evaluations), after every earlier one so that the earlier symbols keep their indexes."""
 
 ALL_INTENT_NAMES: tuple[str, ...] = (
     tuple(sorted({name for _, name in _BY_NAME} - set(_SINCE_V6))) + _SINCE_V6
 )
 """The symbols of the Avro `Intent` enum: every intent name of every value type, in the order
-of the schema's versions (each version's new names sorted, after the earlier ones)."""
+of the schema's versions (v1 to v5 sorted, then v6's in the order they were added)."""
 
 
 def intent_for(value_type: ValueType, name: str) -> Intent | None:
@@ -270,6 +291,7 @@ CLIENT_COMMANDS: frozenset[tuple[ValueType, Intent]] = frozenset(
         (ValueType.USER_TASK, UserTaskIntent.CLAIM),
         (ValueType.USER_TASK, UserTaskIntent.UPDATE),
         (ValueType.USER_TASK, UserTaskIntent.COMPLETE),
+        (ValueType.DECISION_EVALUATION, DecisionEvaluationIntent.EVALUATE),
     }
 )
 """The commands a client may send (Zeebe's gateway API). Every other command intent is the
