@@ -70,11 +70,6 @@ REJECTED = {
         '<zeebe:taskListeners><zeebe:taskListener eventType="creating" type="t"/>'
         "</zeebe:taskListeners></bpmn:extensionElements></bpmn:userTask>"
     ),
-    "decision (zeebe:calledDecision)": (
-        '<bpmn:businessRuleTask id="x"><bpmn:extensionElements>'
-        '<zeebe:calledDecision decisionId="d" resultVariable="r"/>'
-        "</bpmn:extensionElements></bpmn:businessRuleTask>"
-    ),
     "inclusive gateway": '<bpmn:inclusiveGateway id="x"/>',
     "complex gateway": '<bpmn:complexGateway id="x"/>',
     "signal events": (

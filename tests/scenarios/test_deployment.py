@@ -83,7 +83,7 @@ def test_invalid_resources_are_rejected_with_every_problem(engine: MemoryEngine)
     assert rejection.record_type is RecordType.COMMAND_REJECTION
     assert rejection.rejection_type is RejectionType.INVALID_ARGUMENT
     reason = rejection.rejection_reason
-    assert "'notes.txt': only BPMN (.bpmn) and form (.form) resources can be deployed" in reason
+    assert "'notes.txt': only BPMN (.bpmn), DMN (.dmn) and form (.form) resources" in reason
     assert 'charge: a bpmn:serviceTask needs <zeebe:taskDefinition type="..."/>' in reason
     assert "Flow_ship: invalid expression '=orderPaid = = true'" in reason
     assert deployment_state.latest(engine.dbs[0], "order-process") is None

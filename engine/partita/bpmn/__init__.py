@@ -6,6 +6,7 @@ raises `BpmnValidationError` listing every problem with its element id.
 
 from partita.bpmn.errors import BpmnError, BpmnValidationError, Problem
 from partita.bpmn.model import (
+    BusinessRuleTask,
     CallActivity,
     ErrorDefinition,
     EventBasedGateway,
@@ -28,6 +29,7 @@ from partita.bpmn.parser import parse_bpmn
 __all__ = [
     "BpmnError",
     "BpmnValidationError",
+    "BusinessRuleTask",
     "CallActivity",
     "ErrorDefinition",
     "EventBasedGateway",

@@ -9,6 +9,7 @@ from typing import Any
 
 from partita.bpmn.errors import Problem
 from partita.bpmn.model import (
+    BusinessRuleTask,
     CallActivity,
     FlowNode,
     IoMapping,
@@ -258,6 +259,46 @@ def _form(element_id: str, form: Node | None, problems: list[Problem]) -> dict[s
         "form_version_tag": tag,
         "external_form_reference": external,
     }
+
+
+def business_rule_task(
+    node: Node, problems: list[Problem], common: dict[str, Any]
+) -> FlowNode | None:
+    """`zeebe:calledDecision` (a deployed decision, evaluated by the engine), or a job."""
+    element_id = node.attributes["id"]
+    extensions = extension_elements(node)
+    called = extensions.find(ZEEBE + "calledDecision") if extensions is not None else None
+    if (called is None) == (not has_task_definition(node)):
+        problems.append(
+            Problem(
+                element_id,
+                "Must have either one 'zeebe:calledDecision' or one 'zeebe:taskDefinition'"
+                " extension element",
+            )
+        )
+        return None
+    if called is None:
+        return job_worker(node, problems, common, BpmnElementType.BUSINESS_RULE_TASK)
+    attributes = {name: value.strip() for name, value in called.attributes.items()}
+    decision_id, result = attributes.get("decisionId", ""), attributes.get("resultVariable", "")
+    if not decision_id or not result:
+        problems.append(
+            Problem(element_id, "zeebe:calledDecision needs a decisionId and a resultVariable")
+        )
+    binding = attributes.get("bindingType", "") or "latest"
+    if binding not in _BINDINGS:
+        problems.append(Problem(element_id, f"bindingType must be one of {', '.join(_BINDINGS)}"))
+    tag = attributes.get("versionTag", "")
+    if binding == "versionTag" and not tag:
+        problems.append(Problem(element_id, 'bindingType "versionTag" needs a versionTag'))
+    return BusinessRuleTask(
+        element_type=BpmnElementType.BUSINESS_RULE_TASK,
+        decision_id=decision_id,
+        result_variable=result,
+        binding=binding,
+        version_tag=tag,
+        **common,
+    )
 
 
 def script_task(node: Node, problems: list[Problem], common: dict[str, Any]) -> FlowNode | None:

@@ -95,6 +95,19 @@ class UserTask(FlowNode):
 
 
 @dataclass(frozen=True, slots=True)
+class BusinessRuleTask(FlowNode):
+    """A business rule task with `zeebe:calledDecision`: evaluates a deployed decision when
+    it activates and sets its output as `result_variable`."""
+
+    decision_id: str = ""
+    """Static text or FEEL yielding the decision's id."""
+    result_variable: str = ""
+    binding: str = "latest"
+    """Which version: latest, deployment (the process's own) or versionTag."""
+    version_tag: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class ScriptTask(FlowNode):
     """A script task with `zeebe:script`: the FEEL `expression` is evaluated when the task
     activates and its result set as `result_variable` (merged as a job's variables are)."""

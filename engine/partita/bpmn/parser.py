@@ -19,6 +19,7 @@ from typing import Any
 from partita.bpmn import activities, events
 from partita.bpmn.errors import BpmnValidationError, Problem
 from partita.bpmn.model import (
+    BusinessRuleTask,
     CallActivity,
     EventNode,
     ExclusiveGateway,
@@ -295,16 +296,7 @@ def _element(
     if local == "scriptTask":
         return activities.script_task(node, problems, common)
     if local == "businessRuleTask":
-        if activities.has_task_definition(node):
-            return activities.job_worker(node, problems, common, BpmnElementType.BUSINESS_RULE_TASK)
-        problems.append(
-            Problem(
-                element_id,
-                'a business rule task needs <zeebe:taskDefinition type="..."/> (decisions,'
-                " zeebe:calledDecision, are not supported yet)",
-            )
-        )
-        return None
+        return activities.business_rule_task(node, problems, common)
     if local == "userTask":
         return activities.user_task(node, problems, common)
     problems.append(Problem(element_id, f"bpmn:{local} is not supported"))
@@ -371,6 +363,8 @@ def _check_expressions(process: Process, check: ExpressionCheck, problems: list[
             found += [(element.id, text) for _, text in element.evaluated_headers]
         if isinstance(element, ScriptTask):
             found.append((element.id, element.expression))
+        if isinstance(element, BusinessRuleTask):
+            found.append((element.id, element.decision_id))
         if isinstance(element, UserTask):
             found += [
                 (element.id, text)

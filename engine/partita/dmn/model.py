@@ -59,6 +59,8 @@ class Decision:
     """`<variable name>`, or the id: what a decision requiring this one reads its result as."""
     required: tuple[str, ...] = ()
     """Ids of the decisions this one requires (evaluated first, in document order)."""
+    version_tag: str = ""
+    """`zeebe:versionTag`, which business rule tasks may bind to."""
 
 
 @dataclass(frozen=True, slots=True)

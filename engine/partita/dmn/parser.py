@@ -20,6 +20,7 @@ NAMESPACES = frozenset(
         "https://www.omg.org/spec/DMN/20230324/MODEL/",
     }
 )
+ZEEBE = "{http://camunda.org/schema/zeebe/1.0}"
 HIT_POLICIES = ("UNIQUE", "FIRST", "PRIORITY", "ANY", "COLLECT", "RULE ORDER", "OUTPUT ORDER")
 AGGREGATIONS = ("SUM", "MIN", "MAX", "COUNT")
 
@@ -104,7 +105,11 @@ def _decision(node: Node, ns: str, problems: list[str]) -> Decision | None:
         logic = None
     if logic is None:
         return None
-    return Decision(decision_id, node.attributes.get("name", ""), logic, result_name, required)
+    extensions = node.find(ns + "extensionElements")
+    tag = extensions.find(ZEEBE + "versionTag") if extensions is not None else None
+    version_tag = tag.attributes.get("value", "").strip() if tag is not None else ""
+    name = node.attributes.get("name", "")
+    return Decision(decision_id, name, logic, result_name, required, version_tag)
 
 
 def _table(decision_id: str, node: Node, ns: str, problems: list[str]) -> DecisionTable | None:

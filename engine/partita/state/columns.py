@@ -18,6 +18,8 @@ from partita.state.keys import (
     StrKey,
 )
 from partita.state.stored import (
+    DeployedDecision,
+    DeployedDrg,
     DeployedForm,
     DeployedProcessRecord,
     ElementInstance,
@@ -222,6 +224,28 @@ class ColumnFamilies:
         CompositeKey(_STR, IntKey()),
         int,
         doc="(form id, version) -> form key",
+    )
+    DRG_BY_KEY = cf("drg_by_key", _LONG, DeployedDrg, doc="graph key -> the deployed DMN")
+    DRG_BY_ID_AND_VERSION = cf(
+        "drg_by_id_and_version",
+        CompositeKey(_STR, IntKey()),
+        int,
+        doc="(decision requirements id, version) -> graph key",
+    )
+    LATEST_DRG_VERSION = cf(
+        "latest_drg_version", _STR, int, doc="decision requirements id -> its latest version"
+    )
+    DECISION_BY_KEY = cf(
+        "decision_by_key", _LONG, DeployedDecision, doc="decision key -> the deployed decision"
+    )
+    DECISION_BY_ID_AND_VERSION = cf(
+        "decision_by_id_and_version",
+        CompositeKey(_STR, IntKey()),
+        int,
+        doc="(decision id, version) -> decision key",
+    )
+    LATEST_DECISION_VERSION = cf(
+        "latest_decision_version", _STR, int, doc="decision id -> its latest version"
     )
     LATEST_FORM_VERSION = cf("latest_form_version", _STR, int, doc="form id -> its latest version")
     INCIDENT = cf("incident", _LONG, Incident, doc="incident key -> an open incident")

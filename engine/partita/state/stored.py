@@ -102,6 +102,31 @@ class DeployedForm(_Stored, frozen=True):
     version_tag: str = ""
 
 
+class DeployedDrg(_Stored, frozen=True):
+    """A deployed decision requirements graph (a `.dmn` resource) and its XML."""
+
+    drg_id: str
+    name: str
+    version: int
+    namespace: str
+    resource_name: str
+    checksum: str
+    """MD5 of the resource, hex."""
+    resource: str
+
+
+class DeployedDecision(_Stored, frozen=True):
+    """A deployed decision: its id, version and graph."""
+
+    decision_id: str
+    name: str
+    version: int
+    drg_id: str
+    drg_key: int
+    deployment_key: int = -1
+    version_tag: str = ""
+
+
 class UserTask(_Stored, frozen=True):
     """A Zeebe user task: what its USER_TASK events carry, and its lifecycle state."""
 

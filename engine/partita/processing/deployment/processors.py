@@ -1,5 +1,6 @@
-"""DEPLOYMENT CREATE and DISTRIBUTE: BPMN resources become versioned process definitions, and
-form resources (`.form`) versioned forms, on every partition.
+"""DEPLOYMENT CREATE and DISTRIBUTE: BPMN resources become versioned process definitions, DMN
+resources (`.dmn`) versioned decision requirements graphs and decisions, and form resources
+(`.form`) versioned forms, on every partition.
 
 CREATE runs on partition 0 (routing sends it there): every resource is parsed and validated
 (all problems in one INVALID_ARGUMENT rejection); a process whose resource is identical to its
@@ -14,11 +15,14 @@ hands it to partition 0 (`instance.creation`).
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 from msgspec.structs import replace
 
 from partita.bpmn import BpmnError, Process
+from partita.dmn import DmnError, parse_dmn
 from partita.processing.context import ProcessingContext, RejectionError
-from partita.processing.deployment import forms, start_events
+from partita.processing.deployment import decisions, forms, start_events
 from partita.processing.deployment import state as deployment_state
 from partita.processing.deployment.validation import processes_of
 from partita.processing.dispatch import Handlers
@@ -26,6 +30,8 @@ from partita.protocol.enums import RejectionType
 from partita.protocol.intents import DeploymentIntent, FormIntent, ProcessIntent
 from partita.protocol.records import Record
 from partita.protocol.values import (
+    DecisionMetadata,
+    DecisionRequirementsMetadata,
     DeploymentValue,
     FormMetadata,
     FormValue,
@@ -44,29 +50,16 @@ def create(command: Record, ctx: ProcessingContext) -> None:
     assert isinstance(value, DeploymentValue)
     if not value.resources:
         raise RejectionError(RejectionType.INVALID_ARGUMENT, "the deployment has no resources")
-    parsed: list[tuple[str, bytes, list[Process]]] = []
-    found_forms: dict[str, tuple[str, bytes, str]] = {}
-    problems: list[str] = []
-    for resource in value.resources:
-        name = resource.resource_name
-        if name.lower().endswith(forms.SUFFIX):
-            _read_form(name, resource.resource, found_forms, problems)
-            continue
-        if not name.lower().endswith(_BPMN_SUFFIXES):
-            problems.append(
-                f"'{name}': only BPMN (.bpmn) and form (.form) resources can be deployed"
-            )
-            continue
-        try:
-            models = processes_of(resource.resource, name)
-        except BpmnError as error:
-            problems.append(str(error))
-            continue
-        parsed.append((name, resource.resource, models))
-    if problems:
-        raise RejectionError(RejectionType.INVALID_ARGUMENT, "; ".join(problems))
+    read = _read(value)
+    parsed, found_forms, found_dmns = read.processes, read.forms, read.dmns
 
     deployment_key = ctx.keys.next_key()
+    drg_metadata: list[DecisionRequirementsMetadata] = []
+    decision_metadata: list[DecisionMetadata] = []
+    for parsed_dmn in found_dmns:
+        drg_meta, decision_metas = decisions.deploy(ctx, parsed_dmn, deployment_key)
+        drg_metadata.append(drg_meta)
+        decision_metadata += decision_metas
     metadata: list[ProcessMetadata] = []
     for name, content, models in parsed:
         digest = deployment_state.checksum(content)
@@ -88,7 +81,13 @@ def create(command: Record, ctx: ProcessingContext) -> None:
     form_metadata = [
         _deploy_form(ctx, form_id, found, deployment_key) for form_id, found in found_forms.items()
     ]
-    created = replace(value, processes_metadata=tuple(metadata), form_metadata=tuple(form_metadata))
+    created = replace(
+        value,
+        processes_metadata=tuple(metadata),
+        form_metadata=tuple(form_metadata),
+        decisions_metadata=tuple(decision_metadata),
+        decision_requirements_metadata=tuple(drg_metadata),
+    )
     ctx.append_event(DeploymentIntent.CREATED, created, deployment_key, respond=True)
     for partition in range(ctx.partition_count):
         if partition != ctx.partition:
@@ -96,6 +95,68 @@ def create(command: Record, ctx: ProcessingContext) -> None:
                 DeploymentIntent.DISTRIBUTE, created, deployment_key, partition=partition
             )
     ctx.append_event(DeploymentIntent.FULLY_DISTRIBUTED, created, deployment_key)
+
+
+@dataclass(slots=True)
+class _Resources:
+    """A deployment's resources, read: the processes of each BPMN resource, the forms by id
+    (resource name, content, version tag) and the DMN graphs."""
+
+    processes: list[tuple[str, bytes, list[Process]]] = field(default_factory=list)
+    forms: dict[str, tuple[str, bytes, str]] = field(default_factory=dict)
+    dmns: list[decisions.ParsedDmn] = field(default_factory=list)
+
+
+def _read(value: DeploymentValue) -> _Resources:
+    """Every resource parsed and validated; one INVALID_ARGUMENT rejection listing every
+    problem of every resource otherwise."""
+    read = _Resources()
+    problems: list[str] = []
+    for resource in value.resources:
+        name, content = resource.resource_name, resource.resource
+        if name.lower().endswith(forms.SUFFIX):
+            _read_form(name, content, read.forms, problems)
+            continue
+        try:
+            if name.lower().endswith(decisions.SUFFIX):
+                read.dmns.append(decisions.ParsedDmn(name, content, parse_dmn(content, name)))
+            elif name.lower().endswith(_BPMN_SUFFIXES):
+                read.processes.append((name, content, processes_of(content, name)))
+            else:
+                problems.append(
+                    f"'{name}': only BPMN (.bpmn), DMN (.dmn) and form (.form) resources can"
+                    " be deployed"
+                )
+        except (BpmnError, DmnError) as error:
+            problems.append(str(error))
+    problems += _unique_decision_ids(read.dmns)
+    if problems:
+        raise RejectionError(RejectionType.INVALID_ARGUMENT, "; ".join(problems))
+    return read
+
+
+def _unique_decision_ids(found: list[decisions.ParsedDmn]) -> list[str]:
+    problems: list[str] = []
+    drgs: dict[str, str] = {}
+    seen: dict[str, str] = {}
+    for parsed in found:
+        drg_id = parsed.drg.id
+        if drg_id in drgs:
+            problems.append(
+                "Expected the decision requirements ids to be unique within a deployment but"
+                f" found a duplicated id '{drg_id}' in the resources '{drgs[drg_id]}' and"
+                f" '{parsed.name}'"
+            )
+        drgs[drg_id] = parsed.name
+        for decision_id in parsed.drg.decisions:
+            if decision_id in seen:
+                problems.append(
+                    "Expected the decision ids to be unique within a deployment but found a"
+                    f" duplicated id '{decision_id}' in the resources '{seen[decision_id]}' and"
+                    f" '{parsed.name}'"
+                )
+            seen[decision_id] = parsed.name
+    return problems
 
 
 def _read_form(
@@ -166,6 +227,9 @@ def distribute(command: Record, ctx: ProcessingContext) -> None:
             deployed = deployment_state.by_key(ctx.state, meta.process_definition_key)
             assert deployed is not None
             _started_events(ctx, deployed.key, deployed.model(ctx.state), previous)
+    decisions.distribute(
+        ctx, value.decision_requirements_metadata, value.decisions_metadata, resources
+    )
     for form in value.form_metadata:
         if form.is_duplicate or ctx.state.column(forms.BY_KEY).get(form.form_key) is not None:
             continue

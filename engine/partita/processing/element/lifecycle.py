@@ -14,6 +14,7 @@ from __future__ import annotations
 from msgspec.structs import replace
 
 from partita.bpmn import (
+    BusinessRuleTask,
     CallActivity,
     EventBasedGateway,
     EventNode,
@@ -30,6 +31,7 @@ from partita.processing.behavior.incidents import element_incident
 from partita.processing.behavior.subscriptions import close_events, open_events, prepare
 from partita.processing.behavior.variables import map_io, merge_event_variables
 from partita.processing.context import ProcessingContext, RejectionError
+from partita.processing.decision import calls
 from partita.processing.deployment import state as deployment_state
 from partita.processing.dispatch import Handlers
 from partita.processing.element import (
@@ -120,6 +122,8 @@ def activate_element(command: Record, ctx: ProcessingContext) -> None:
     if isinstance(element, JobWorkerElement) and not tasks.create_job(ctx, element, key, value):
         return
     if isinstance(element, ScriptTask) and not tasks.run_script(ctx, element, key, value):
+        return
+    if isinstance(element, BusinessRuleTask) and not calls.call_decision(ctx, element, key, value):
         return
     created = None
     if isinstance(element, UserTask):
