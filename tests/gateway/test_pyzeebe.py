@@ -46,6 +46,13 @@ def test_pyzeebe_journey(engine: Config, gateway: RunningGateway) -> None:
         "version": "8.8.0",
     }
     assert steps["deploy"]["processes"] == ["gw-double", "gw-fails", "gw-streamed", "gw-wait"]
+    assert steps["decision"] == {
+        "step": "decision",
+        "kinds": ["DecisionMetadata", "DecisionRequirementsMetadata"],
+        "output": {"level": "gold", "rate": 0.1},  # pyzeebe parses the JSON
+        "evaluated": ["discount"],
+        "failure": "",
+    }
     assert steps["deploy-form"]["kinds"] == ["FormMetadata", "ProcessMetadata"]
     assert steps["deploy-form"]["forms"] == [["claim-form", 1]]
     assert steps["streamed"]["variables"] == {"amount": 2}

@@ -364,6 +364,13 @@ def test_camunda_python_sdk_journey(
         "status": 404,
     }
     assert steps["unknown-process"]["status"] == 404
+    assert steps["decision"] == {
+        "step": "decision",
+        "decisions": ["discount", "dish", "drinks", "points", "season"],
+        "output": '{"level":"silver","rate":0.05}',
+        "version": 1,
+        "failure": None,
+    }
     instance = int(steps["await-completion"]["key"])
     worked = [
         r

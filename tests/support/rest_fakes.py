@@ -17,6 +17,7 @@ from partita.gateway.operations import ActivatedJob, Operations
 from partita.gateway.rest_api import rest_app
 from partita.gateway.topology import BrokerView, PartitionView, Topology
 from partita.protocol.intents import (
+    DecisionEvaluationIntent,
     DeploymentIntent,
     MessageIntent,
     ProcessInstanceCreationIntent,
@@ -24,7 +25,9 @@ from partita.protocol.intents import (
 )
 from partita.protocol.records import Record, event
 from partita.protocol.values import (
+    DecisionEvaluationValue,
     DeploymentValue,
+    EvaluatedDecision,
     MessageValue,
     ProcessInstanceCreationValue,
     ProcessInstanceResultValue,
@@ -123,6 +126,30 @@ class FakeOperations:
     ) -> Record:
         self._called("throw_error", key=key, code=code, message=message, variables=variables)
         return event(MessageIntent.PUBLISHED, MessageValue(), key)
+
+    async def evaluate_decision(
+        self,
+        decision_id: str,
+        decision_key: int,
+        variables: dict[str, Any] | None,
+        tenant_id: str | None = None,
+    ) -> Record:
+        self._called(
+            "evaluate_decision",
+            decision_id=decision_id,
+            decision_key=decision_key,
+            variables=variables,
+        )
+        value = DecisionEvaluationValue(
+            decision_key=BIG,
+            decision_id=decision_id or "dish",
+            decision_version=2,
+            decision_output='"Stew"',
+            evaluated_decisions=(
+                EvaluatedDecision(decision_id="dish", decision_key=BIG, decision_output='"Stew"'),
+            ),
+        )
+        return event(DecisionEvaluationIntent.EVALUATED, value, BIG + 9)
 
     async def assign_user_task(
         self, key: int, assignee: str, *, allow_override: bool = True, action: str = ""

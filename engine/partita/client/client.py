@@ -209,6 +209,18 @@ class Client:
         """Complete a user task with variables: USER_TASK COMPLETED, and the task's element."""
         return self.request(commands.complete_user_task(key, variables, action=action))
 
+    def evaluate_decision(
+        self,
+        decision_id: str = "",
+        variables: dict[str, Any] | None = None,
+        *,
+        decision_key: int = -1,
+    ) -> Record:
+        """Evaluate a deployed decision (by id: its latest version; or by key): DECISION_EVALUATION
+        EVALUATED with the output and audit, or FAILED with the reason."""
+        request = commands.evaluate_decision(decision_id, variables, decision_key=decision_key)
+        return self.request(request)
+
     def publish_message(
         self,
         name: str,

@@ -15,6 +15,7 @@ from typing import Any
 
 from partita.protocol.enums import VariableDocumentUpdateSemantic
 from partita.protocol.intents import (
+    DecisionEvaluationIntent,
     DeploymentIntent,
     IncidentIntent,
     Intent,
@@ -27,6 +28,7 @@ from partita.protocol.intents import (
     VariableDocumentIntent,
 )
 from partita.protocol.values import (
+    DecisionEvaluationValue,
     DeploymentResource,
     DeploymentValue,
     IncidentValue,
@@ -222,3 +224,14 @@ def complete_user_task(
 ) -> Request:
     value = UserTaskValue(variables=_document(variables), action=action)
     return Request(UserTaskIntent.COMPLETE, value, key)
+
+
+def evaluate_decision(
+    decision_id: str = "", variables: dict[str, Any] | None = None, *, decision_key: int = -1
+) -> Request:
+    """Evaluate a deployed decision: by id (its latest version) or by key. The answer is
+    DECISION_EVALUATION EVALUATED, or FAILED with the reason (not a rejection)."""
+    value = DecisionEvaluationValue(
+        decision_id=decision_id, decision_key=decision_key, variables=_document(variables)
+    )
+    return Request(DecisionEvaluationIntent.EVALUATE, value)

@@ -20,6 +20,7 @@ from confluent_kafka.admin import AdminClient
 from google.protobuf.message import DecodeError
 
 from partita.config import Config
+from partita.gateway import decisions
 from partita.gateway.arguments import DEFAULT_TENANT, document, message_key
 from partita.gateway.errors import GatewayError, Status, unimplemented
 from partita.gateway.operations import ActivatedJob, Operations
@@ -127,6 +128,7 @@ class GatewayService:
             key=reply.key,
             deployments=[
                 *(self.pb.Deployment(process=p) for p in self._processes(reply)),
+                *decisions.grpc_deployed(self.pb, reply),
                 *(self.pb.Deployment(form=f) for f in self._forms(reply)),
             ],
             tenantId=DEFAULT_TENANT,
@@ -268,7 +270,13 @@ class GatewayService:
 
     @_answers
     async def EvaluateDecision(self, request: Any, context: Any) -> Any:  # noqa: N802
-        raise unimplemented("EvaluateDecision", "the engine has no decisions (DMN) yet")
+        reply = await self.operations.evaluate_decision(
+            request.decisionId,
+            request.decisionKey,
+            document(request.variables, "variables"),
+            request.tenantId,
+        )
+        return decisions.grpc_evaluation(self.pb, reply)
 
     # -- jobs -------------------------------------------------------------------------------
 

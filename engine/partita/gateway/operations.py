@@ -164,6 +164,20 @@ class Operations:
     ) -> Record:
         return await self._request(commands.complete_user_task(key, variables, action=action))
 
+    async def evaluate_decision(
+        self,
+        decision_id: str,
+        decision_key: int,
+        variables: dict[str, Any] | None,
+        tenant_id: str | None = None,
+    ) -> Record:
+        """DECISION_EVALUATION EVALUATED or FAILED (both answers, as in Zeebe)."""
+        tenant(tenant_id)
+        if decision_id and decision_key > 0:
+            raise invalid("give either a decision id or a decision key, not both")
+        request = commands.evaluate_decision(decision_id, variables, decision_key=decision_key)
+        return await self._request(request)
+
     async def publish_message(
         self,
         name: str,

@@ -10,8 +10,8 @@ Every request but `GET /v2/status` (probed by load balancers, as the gRPC health
 first checked by the gateway's `Authenticator`, before its body is read: a refusal is 401 with
 a `WWW-Authenticate` challenge. The JS SDK's empty `Authorization` header is no credential.
 
-Endpoints the engine has no command for yet (resource deletion, signals, decisions,
-modification, migration) answer 501 naming the missing capability; searches and the
+Endpoints the engine has no command for yet (resource deletion, signals, modification,
+migration) answer 501 naming the missing capability; searches and the
 definitions' XML belong to the visibility work that follows and answer 501 too.
 """
 
@@ -28,7 +28,7 @@ from aiohttp import web
 from confluent_kafka.admin import AdminClient
 
 from partita.config import Config
-from partita.gateway import rest_user_tasks
+from partita.gateway import decisions, rest_user_tasks
 from partita.gateway.arguments import DEFAULT_TENANT, message_key
 from partita.gateway.auth import Authenticator
 from partita.gateway.errors import GatewayError, Status, unimplemented
@@ -309,6 +309,22 @@ async def update_job(request: web.Request) -> web.Response:
     return no_content()
 
 
+# -- decisions --------------------------------------------------------------------------------
+
+
+async def evaluate_decision(request: web.Request) -> web.Response:
+    """By `decisionDefinitionId` (its latest version) or `decisionDefinitionKey`, one of them;
+    a failed evaluation is a 200 with its failure message, as in Camunda."""
+    body = await json_body(request)
+    decision_id, key = body.text("decisionDefinitionId"), body.key("decisionDefinitionKey")
+    if bool(decision_id) == (key > 0):
+        raise bad("give one of decisionDefinitionId and decisionDefinitionKey")
+    reply = await operations_of(request).evaluate_decision(
+        decision_id, key, body.variables(), body.text("tenantId") or None
+    )
+    return web.json_response(decisions.rest_evaluation(reply))
+
+
 # -- what the engine cannot do yet ------------------------------------------------------------
 
 
@@ -329,7 +345,6 @@ async def _search(request: web.Request) -> web.Response:
 _MISSING = [
     ("POST", "/v2/resources/{key}/deletion", "Deleting a resource", "no resource deletion"),
     ("POST", "/v2/signals/broadcast", "Broadcasting a signal", "no signal events"),
-    ("POST", "/v2/decision-definitions/evaluation", "Evaluating a decision", "no DMN decisions"),
     (
         "POST",
         "/v2/process-instances/{key}/modification",
@@ -382,6 +397,7 @@ def rest_app(
     add("POST", "/v2/jobs/{key}/error", throw_error)
     add("PATCH", "/v2/jobs/{key}", update_job)
     rest_user_tasks.add_routes(add)
+    add("POST", "/v2/decision-definitions/evaluation", evaluate_decision)
     for method, path, what, lacking in _MISSING:
         add(method, path, _missing(what, f"the engine has {lacking} yet"))
     add("POST", "/v2/{path:.+}/search", _search)

@@ -22,6 +22,7 @@ from typing import Any
 
 from aiohttp import BodyPartReader, web
 
+from partita.gateway import decisions
 from partita.gateway.arguments import DEFAULT_TENANT, object_document
 from partita.gateway.grpc_api import GATEWAY_VERSION
 from partita.gateway.operations import ActivatedJob, Operations
@@ -348,6 +349,7 @@ def deployment_json(reply: Record) -> dict[str, Any]:
         }
         for p in value.processes_metadata
     ]
+    deployments += decisions.rest_deployed(value)
     deployments += [
         {
             "form": {

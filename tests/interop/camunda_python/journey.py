@@ -6,8 +6,9 @@ checkout) against `partita gateway`'s REST API:
 
 Prints one JSON line per step: the topology, a deployment from files, an instance created with
 awaitCompletion while the SDK's job worker works its task, a buffered message an instance
-started later consumes, a message correlated to a waiting instance, and the SDK's errors for a
-message nothing waits for and an unknown process. Imports nothing of Partita.
+started later consumes, a message correlated to a waiting instance, the SDK's errors for a
+message nothing waits for and an unknown process, and a DMN deployed and a decision evaluated.
+Imports nothing of Partita.
 """
 
 import asyncio
@@ -19,6 +20,8 @@ from pathlib import Path
 from camunda_orchestration_sdk import (
     CamundaAsyncClient,
     ConnectedJobContext,
+    DecisionEvaluationByID,
+    DecisionEvaluationByIdVariables,
     MessageCorrelationRequest,
     MessageCorrelationRequestVariables,
     MessagePublicationRequest,
@@ -127,6 +130,21 @@ async def main(bpmn_dir: Path) -> None:
         say("correlate-nobody", **await failure(nobody))
         unknown = client.create_process_instance(data=by_id("gw-unknown", False))
         say("unknown-process", **await failure(unknown))
+
+        dish = bpmn_dir.parent.parent / "dmn" / "dish.dmn"
+        dmn = await client.deploy_resources_from_files([dish])
+        asked = DecisionEvaluationByID(
+            decision_definition_id="discount",  # type: ignore[arg-type]
+            variables=DecisionEvaluationByIdVariables.from_dict({"total": 150}),
+        )
+        evaluated = await client.evaluate_decision(data=asked)
+        say(
+            "decision",
+            decisions=sorted(str(d.decision_definition_id) for d in dmn.decisions),
+            output=evaluated.output,
+            version=evaluated.decision_definition_version,
+            failure=evaluated.failure_message,
+        )
 
 
 if __name__ == "__main__":

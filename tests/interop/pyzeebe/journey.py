@@ -4,9 +4,10 @@ in a process of its own (pyzeebe's stubs and the gateway's cannot share a proces
     python journey.py ADDRESS BPMN_DIR
 
 Prints one JSON line per step: topology, deploy, a form deployed with the process linking it, a
-worker's task run with result, messages an instance waits for, and a task that always fails (its
-job becomes an incident after its retries, which the test reads from the log). No `from __future__ import annotations`: pyzeebe
-reads the task functions' annotations (`job: Job`) at run time.
+DMN deployed and one of its decisions evaluated, a worker's task run with result, messages an
+instance waits for, and a task that always fails (its job becomes an incident after its retries,
+which the test reads from the log). No `from __future__ import annotations`: pyzeebe reads the
+task functions' annotations (`job: Job`) at run time.
 """
 
 import asyncio
@@ -41,6 +42,16 @@ async def main(address: str, bpmn_dir: Path) -> None:
     forms = bpmn_dir.parent / "forms"
     linked = await client.deploy_resource(
         str(forms / "claim.form"), str(forms / "form-latest.bpmn")
+    )
+    dmn = bpmn_dir.parent.parent / "dmn" / "dish.dmn"
+    deployed_dmn = await client.deploy_resource(str(dmn))
+    evaluated = await client.evaluate_decision(None, "discount", variables={"total": 600})
+    say(
+        "decision",
+        kinds=sorted({type(d).__name__ for d in deployed_dmn.deployments}),
+        output=evaluated.decision_output,
+        evaluated=[d.decision_id for d in evaluated.evaluated_decisions],
+        failure=evaluated.failure_message,
     )
     say(
         "deploy-form",
