@@ -27,6 +27,8 @@ SUPPORTED_ORDER = [
     "none intermediate throw event",
     "message intermediate throw event",
     "message end event",
+    "link intermediate throw event",
+    "link intermediate catch event",
     "message intermediate catch event",
     "timer intermediate catch event",
     "message boundary event (interrupting)",
@@ -90,10 +92,8 @@ REJECTED = {
         "<bpmn:conditionalEventDefinition/>"
         "</bpmn:intermediateCatchEvent>"
     ),
-    "link events": (
-        '<bpmn:intermediateThrowEvent id="x">'
-        '<bpmn:linkEventDefinition name="l"/>'
-        "</bpmn:intermediateThrowEvent>"
+    "link start and end events": (
+        '<bpmn:endEvent id="x"><bpmn:linkEventDefinition name="l"/></bpmn:endEvent>'
     ),
     "transaction subprocess": '<bpmn:transaction id="x"/>',
     "ad-hoc subprocess": '<bpmn:adHocSubProcess id="x"/>',

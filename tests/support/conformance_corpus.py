@@ -248,6 +248,7 @@ _EVENT_NAMES = {
     BpmnEventType.ERROR: "error",
     BpmnEventType.TERMINATE: "terminate",
     BpmnEventType.NONE: "none",
+    BpmnEventType.LINK: "link",
 }
 
 

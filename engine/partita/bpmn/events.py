@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from partita.bpmn import activities
+from partita.bpmn import activities, links
 from partita.bpmn.errors import Problem
 from partita.bpmn.model import (
     ErrorDefinition,
@@ -105,6 +105,8 @@ def throw_event(
         )
     if end and local == "terminateEventDefinition":
         return FlowNode(element_type=element_type, event_type=BpmnEventType.TERMINATE, **common)
+    if local == "linkEventDefinition" and not end:
+        return links.link_event(node, definitions[0], common, problems)
     if local == "messageEventDefinition":  # Zeebe runs message throw and end events as jobs
         if not activities.has_task_definition(node):
             problems.append(
@@ -193,6 +195,9 @@ def event_node(
             **common,
         )
     definitions = [c for c in node.children if c.namespace == BPMN[1:-1]]
+    link = next((c for c in definitions if c.local == "linkEventDefinition"), None)
+    if link is not None and local == "intermediateCatchEvent":
+        return links.link_event(node, link, common, problems)
     for child in definitions:
         if child.local in _UNSUPPORTED_DEFINITIONS:
             kind = _UNSUPPORTED_DEFINITIONS[child.local]

@@ -182,6 +182,15 @@ class EventNode(FlowNode):
 
 
 @dataclass(frozen=True, slots=True)
+class LinkEvent(FlowNode):
+    """A link intermediate throw or catch event: a throw goes on at the catch of the same
+    `link_name` in its scope (`target`, set when the process is validated)."""
+
+    link_name: str = ""
+    target: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class EventBasedGateway(FlowNode):
     """Waits for the first of the catch events its flows lead to."""
 

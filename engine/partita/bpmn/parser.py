@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from partita.bpmn import activities, events
+from partita.bpmn import activities, events, links
 from partita.bpmn.errors import BpmnValidationError, Problem
 from partita.bpmn.model import (
     BusinessRuleTask,
@@ -125,6 +125,7 @@ def _process(node: Node, problems: list[Problem], context: _Context) -> Process 
             Problem(process_id, f"more than one none start event: {', '.join(none_starts)}")
         )
     _validate(elements, flows, problems)
+    links.resolve_links(elements, problems)
     boundaries = events.validate_events(elements, flows, problems)
     return Process(
         process_id,

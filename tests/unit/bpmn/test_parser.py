@@ -153,3 +153,27 @@ def test_malformed_huge_deep_and_foreign_documents() -> None:
     assert problem.startswith("line 1: unreadable XML declaration")
     (problem,) = _problems(b"<html/>")
     assert problem == "html: the root element must be bpmn:definitions"
+
+
+def test_link_events_pair_up_by_name_in_their_scope() -> None:
+    problems = _problems(
+        _process(
+            """
+        <bpmn:startEvent id="s"/>
+        <bpmn:sequenceFlow id="f1" sourceRef="s" targetRef="jump"/>
+        <bpmn:intermediateThrowEvent id="jump"><bpmn:linkEventDefinition name="nowhere"/>
+        </bpmn:intermediateThrowEvent>
+        <bpmn:intermediateCatchEvent id="a"><bpmn:linkEventDefinition name="twice"/>
+        </bpmn:intermediateCatchEvent>
+        <bpmn:intermediateCatchEvent id="b"><bpmn:linkEventDefinition name="twice"/>
+        </bpmn:intermediateCatchEvent>
+        <bpmn:sequenceFlow id="f2" sourceRef="s" targetRef="a"/>
+        <bpmn:intermediateThrowEvent id="nameless"><bpmn:linkEventDefinition/>
+        </bpmn:intermediateThrowEvent>
+        """
+        )
+    )
+    assert "jump: no link catch event named 'nowhere' in the same scope" in problems
+    assert "b: link catch events a, b share the name 'twice'" in problems
+    assert "a: a link catch event cannot have incoming sequence flows" in problems
+    assert "nameless: a link event needs a name" in problems

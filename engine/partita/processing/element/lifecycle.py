@@ -19,7 +19,9 @@ from partita.bpmn import (
     EventBasedGateway,
     EventNode,
     ExclusiveGateway,
+    FlowNode,
     JobWorkerElement,
+    LinkEvent,
     Process,
     ScriptTask,
     SequenceFlow,
@@ -138,7 +140,9 @@ def activate_element(command: Record, ctx: ProcessingContext) -> None:
         subprocesses.start_inside(ctx, element, key, value, model)
     elif isinstance(element, CallActivity) and called is not None:
         call_activities.call(ctx, element, key, value, called)
-    elif kind not in _WAITS and not isinstance(element, JobWorkerElement):
+    elif isinstance(element, LinkEvent) or (
+        kind not in _WAITS and not isinstance(element, JobWorkerElement)
+    ):
         ctx.append_command(Instance.COMPLETE_ELEMENT, value, key)
 
 
@@ -182,6 +186,8 @@ def complete_element(command: Record, ctx: ProcessingContext) -> None:
     ctx.append_event(Instance.ELEMENT_COMPLETED, value, key)
     for flow in flows:
         _take(ctx, model, flow, value)
+    if isinstance(element, LinkEvent) and element.target:  # a link throw goes on at its catch
+        _activate(ctx, model.element(element.target), value)
     if element.event_type is BpmnEventType.TERMINATE:
         events.terminate_siblings(ctx, value.flow_scope_key, key)
     if inner:
@@ -203,6 +209,10 @@ def _take(
     target = model.element(flow.target)
     if gateways.join_waits(ctx, target, value.flow_scope_key):
         return  # wait for the other branches
+    _activate(ctx, target, value)
+
+
+def _activate(ctx: ProcessingContext, target: FlowNode, value: ProcessInstanceValue) -> None:
     activation = replace(
         value,
         element_id=target.id,

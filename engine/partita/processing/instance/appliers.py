@@ -33,6 +33,13 @@ _ACTIVATING = Instance.ELEMENT_ACTIVATING.name
 _NOT_VIA_FLOW = {BpmnElementType.PROCESS, BpmnElementType.START_EVENT}
 
 
+def _is_link_throw(value: ProcessInstanceValue) -> bool:
+    return (
+        value.bpmn_element_type is BpmnElementType.INTERMEDIATE_THROW_EVENT
+        and value.bpmn_event_type is BpmnEventType.LINK
+    )
+
+
 def _adjust_flows(db: PartitionDb, scope_key: int, delta: int) -> None:
     scope = instance(db, scope_key)
     if scope is not None:
@@ -101,6 +108,8 @@ def apply_ended(record: Record, db: PartitionDb) -> None:
     db.column(INSTANCES).delete_existing(record.key)
     if value.flow_scope_key > 0:
         db.column(CHILDREN).delete((value.flow_scope_key, record.key))
+        if _is_link_throw(value) and record.intent is Instance.ELEMENT_COMPLETED:
+            _adjust_flows(db, value.flow_scope_key, 1)  # its catch is activated next
     db.column(VARIABLES).delete_prefix(VARIABLES.key.prefix(record.key))
     db.column(TAKEN).delete_prefix(TAKEN.key.prefix(record.key))  # joins never completed
     db.column(TRIGGERS).delete_prefix(TRIGGERS.key.prefix(record.key))  # fired as it ended
