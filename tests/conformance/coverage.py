@@ -46,6 +46,7 @@ SUPPORTED_ORDER = [
     "manual task",
     "exclusive gateway",
     "parallel gateway",
+    "inclusive gateway",
     "event-based gateway",
     "embedded subprocess",
     "event subprocess",
@@ -72,7 +73,6 @@ REJECTED = {
         '<zeebe:taskListeners><zeebe:taskListener eventType="creating" type="t"/>'
         "</zeebe:taskListeners></bpmn:extensionElements></bpmn:userTask>"
     ),
-    "inclusive gateway": '<bpmn:inclusiveGateway id="x"/>',
     "complex gateway": '<bpmn:complexGateway id="x"/>',
     "signal events": (
         '<bpmn:intermediateCatchEvent id="x">'

@@ -122,6 +122,14 @@ class ExclusiveGateway(FlowNode):
 
 
 @dataclass(frozen=True, slots=True)
+class InclusiveGateway(FlowNode):
+    """Forks into every outgoing flow whose condition holds (the default flow when none does)
+    and, with several incoming flows, joins the tokens that can still arrive."""
+
+    default_flow: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class MessageDefinition:
     """A `bpmn:message`: its name and `zeebe:subscription correlationKey` (static or FEEL);
     the correlation key is empty for message start events."""
@@ -211,6 +219,11 @@ class Process:
     """Activity id -> the boundary events attached to it."""
     _events: dict[str, list[EventNode]] = field(default_factory=dict, compare=False, repr=False)
     """`events_of` answers, computed once per element (the model never changes)."""
+    _reach: dict[str, frozenset[str]] = field(default_factory=dict, compare=False, repr=False)
+    """`reachable_flows` answers, computed once per (element, gateway)."""
+    _joins: dict[str, list[InclusiveGateway]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
 
     def element(self, element_id: str) -> FlowNode:
         return self.elements[element_id]
@@ -265,6 +278,45 @@ class Process:
         ):
             events.insert(0, element)
         return events
+
+    def inclusive_joins(self, scope_id: str) -> list[InclusiveGateway]:
+        """The inclusive gateways of a scope with more than one incoming flow."""
+        found = self._joins.get(scope_id)
+        if found is None:
+            found = self._joins[scope_id] = [
+                e
+                for e in self.elements.values()
+                if isinstance(e, InclusiveGateway) and e.scope == scope_id and len(e.incoming) > 1
+            ]
+        return found
+
+    def reachable_flows(self, element_id: str, gateway_id: str) -> frozenset[str]:
+        """The incoming flows of `gateway_id` a token at `element_id` can still take: through
+        outgoing flows, boundary events and links, never through the gateway itself."""
+        cache_key = f"{element_id}\x00{gateway_id}"
+        found = self._reach.get(cache_key)
+        if found is None:
+            found = self._reach[cache_key] = self._walk(element_id, gateway_id)
+        return found
+
+    def _walk(self, start: str, gateway_id: str) -> frozenset[str]:
+        reached: set[str] = set()
+        seen = {start}
+        todo = [start]
+        while todo:
+            element = self.elements[todo.pop()]
+            nexts = [self.flows[f] for f in element.outgoing]
+            successors = [flow.target for flow in nexts]
+            successors += list(self.boundaries.get(element.id, ()))
+            target = getattr(element, "target", "")
+            if isinstance(target, str) and target in self.elements:  # a link throw's catch
+                successors.append(target)
+            reached.update(flow.id for flow in nexts if flow.target == gateway_id)
+            for successor in successors:
+                if successor != gateway_id and successor not in seen:
+                    seen.add(successor)
+                    todo.append(successor)
+        return frozenset(reached)
 
     def outgoing(self, element_id: str) -> list[SequenceFlow]:
         return [self.flows[f] for f in self.elements[element_id].outgoing]

@@ -24,6 +24,7 @@ from partita.bpmn.model import (
     EventNode,
     ExclusiveGateway,
     FlowNode,
+    InclusiveGateway,
     JobWorkerElement,
     Process,
     ScriptTask,
@@ -49,6 +50,7 @@ _JOB_TASKS = {
 """Tasks whose work is always a job (`zeebe:taskDefinition`)."""
 _GATEWAYS = {
     BpmnElementType.EXCLUSIVE_GATEWAY,
+    BpmnElementType.INCLUSIVE_GATEWAY,
     BpmnElementType.PARALLEL_GATEWAY,
     BpmnElementType.EVENT_BASED_GATEWAY,
 }
@@ -292,6 +294,12 @@ def _element(
             default_flow=node.attributes.get("default") or None,
             **common,
         )
+    if local == "inclusiveGateway":
+        return InclusiveGateway(
+            element_type=BpmnElementType.INCLUSIVE_GATEWAY,
+            default_flow=node.attributes.get("default") or None,
+            **common,
+        )
     if local in _JOB_TASKS:
         return activities.job_worker(node, problems, common, _JOB_TASKS[local])
     if local == "scriptTask":
@@ -318,20 +326,24 @@ def _validate(
         # any other element without outgoing flows ends its path, as in Zeebe (implicit end)
         if kind in _GATEWAYS and not element.outgoing:
             problems.append(Problem(element.id, "a gateway needs an outgoing sequence flow"))
-        if isinstance(element, ExclusiveGateway):
+        if isinstance(element, ExclusiveGateway | InclusiveGateway):
             _validate_gateway(element, flows, problems)
-        elif kind is not BpmnElementType.EXCLUSIVE_GATEWAY:
+        elif kind not in (BpmnElementType.EXCLUSIVE_GATEWAY, BpmnElementType.INCLUSIVE_GATEWAY):
             for flow_id in element.outgoing:
                 if flows[flow_id].condition is not None:
                     problems.append(
                         Problem(
-                            flow_id, "only flows leaving an exclusive gateway can have conditions"
+                            flow_id,
+                            "only flows leaving an exclusive or inclusive gateway can have"
+                            " conditions",
                         )
                     )
 
 
 def _validate_gateway(
-    gateway: ExclusiveGateway, flows: dict[str, SequenceFlow], problems: list[Problem]
+    gateway: ExclusiveGateway | InclusiveGateway,
+    flows: dict[str, SequenceFlow],
+    problems: list[Problem],
 ) -> None:
     if gateway.default_flow is not None and gateway.default_flow not in gateway.outgoing:
         problems.append(
@@ -346,13 +358,17 @@ def _validate_gateway(
                 problems.append(
                     Problem(
                         flow_id,
-                        "a flow leaving an exclusive gateway needs a condition unless it is"
-                        " the default flow",
+                        f"a flow leaving an {_kind(gateway)} gateway needs a condition unless"
+                        " it is the default flow",
                     )
                 )
     default = flows.get(gateway.default_flow or "")
     if default is not None and default.id in gateway.outgoing and default.condition is not None:
         problems.append(Problem(default.id, "the default flow cannot have a condition"))
+
+
+def _kind(gateway: FlowNode) -> str:
+    return "inclusive" if isinstance(gateway, InclusiveGateway) else "exclusive"
 
 
 def _check_expressions(process: Process, check: ExpressionCheck, problems: list[Problem]) -> None:

@@ -20,6 +20,7 @@ from partita.bpmn import (
     EventNode,
     ExclusiveGateway,
     FlowNode,
+    InclusiveGateway,
     JobWorkerElement,
     LinkEvent,
     Process,
@@ -168,6 +169,11 @@ def complete_element(command: Record, ctx: ProcessingContext) -> None:
         if chosen is None:
             return
         flows = [chosen]
+    if isinstance(element, InclusiveGateway):
+        taken = gateways.inclusive_flows(ctx, element, flows, value, key)
+        if taken is None:
+            return
+        flows = taken
     body = value.bpmn_element_type is multi_instance.BODY
     inner = element.multi_instance is not None and not body  # an instance inside a body
     if element.outputs and not body:
@@ -193,6 +199,7 @@ def complete_element(command: Record, ctx: ProcessingContext) -> None:
     if inner:
         multi_instance.inner_completed(ctx, element, counter, value)
     else:
+        gateways.fire_ready_joins(ctx, model, value.flow_scope_key, value)
         _complete_scope_if_done(ctx, value.flow_scope_key)
 
 

@@ -31,6 +31,7 @@ handlers = Handlers()
 
 _ACTIVATING = Instance.ELEMENT_ACTIVATING.name
 _NOT_VIA_FLOW = {BpmnElementType.PROCESS, BpmnElementType.START_EVENT}
+_JOINS = {BpmnElementType.PARALLEL_GATEWAY, BpmnElementType.INCLUSIVE_GATEWAY}
 
 
 def _is_link_throw(value: ProcessInstanceValue) -> bool:
@@ -76,17 +77,24 @@ def apply_activating(record: Record, db: PartitionDb) -> None:
             )
     if value.flow_scope_key > 0:
         db.column(CHILDREN).insert((value.flow_scope_key, record.key), None)
-        if value.bpmn_element_type is BpmnElementType.PARALLEL_GATEWAY:
+        if value.bpmn_element_type in _JOINS:
             model = deployment_state.deployed(db, value.process_definition_key)
             gateway = model.model(db).element(value.element_id)
-            for flow in gateway.incoming:  # the join consumes one arrival of every flow
+            consumed = 0
+            for flow in gateway.incoming:  # the join consumes one arrival of each flow
                 key = (value.flow_scope_key, gateway.id, flow)
                 left = taken_count(db, *key) - 1
                 if left > 0:
                     db.column(TAKEN).upsert(key, left)
-                else:
+                elif left == 0:
                     db.column(TAKEN).delete(key)
-            _adjust_flows(db, value.flow_scope_key, -len(gateway.incoming))
+                consumed += left >= 0  # an inclusive join: only the flows that arrived
+            if (
+                gateway.element_type is BpmnElementType.PARALLEL_GATEWAY
+                or len(gateway.incoming) < 2
+            ):
+                consumed = len(gateway.incoming)
+            _adjust_flows(db, value.flow_scope_key, -consumed)
         elif value.bpmn_element_type not in _NOT_VIA_FLOW:
             _adjust_flows(db, value.flow_scope_key, -1)
 
@@ -133,7 +141,7 @@ def apply_flow_taken(record: Record, db: PartitionDb) -> None:
     process = deployment_state.deployed(db, value.process_definition_key).model(db)
     flow = process.flows[value.element_id]
     target = process.element(flow.target)
-    if target.element_type is BpmnElementType.PARALLEL_GATEWAY and len(target.incoming) > 1:
+    if target.element_type in _JOINS and len(target.incoming) > 1:
         taken = taken_count(db, value.flow_scope_key, target.id, flow.id)
         db.column(TAKEN).upsert((value.flow_scope_key, target.id, flow.id), taken + 1)
 
