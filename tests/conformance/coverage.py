@@ -36,6 +36,10 @@ SUPPORTED_ORDER = [
     "timer boundary event (interrupting)",
     "timer boundary event (non-interrupting)",
     "error boundary event (interrupting)",
+    "escalation intermediate throw event",
+    "escalation end event",
+    "escalation boundary event (interrupting)",
+    "escalation boundary event (non-interrupting)",
     "service task",
     "send task",
     "script task",
@@ -55,6 +59,7 @@ SUPPORTED_ORDER = [
     "timer event subprocess start event",
     "timer event subprocess start event (non-interrupting)",
     "error event subprocess start event",
+    "escalation event subprocess start event (non-interrupting)",
     "call activity",
     "multi-instance (parallel)",
     "multi-instance (sequential)",
@@ -79,10 +84,10 @@ REJECTED = {
         '<bpmn:signalEventDefinition signalRef="sig"/>'
         "</bpmn:intermediateCatchEvent>"
     ),
-    "escalation events": (
-        '<bpmn:endEvent id="x">'
+    "escalation intermediate catch events": (
+        '<bpmn:intermediateCatchEvent id="x">'
         '<bpmn:escalationEventDefinition escalationRef="esc"/>'
-        "</bpmn:endEvent>"
+        "</bpmn:intermediateCatchEvent>"
     ),
     "compensation events": (
         '<bpmn:endEvent id="x"><bpmn:compensateEventDefinition/></bpmn:endEvent>'

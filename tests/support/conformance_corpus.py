@@ -249,6 +249,7 @@ _EVENT_NAMES = {
     BpmnEventType.TERMINATE: "terminate",
     BpmnEventType.NONE: "none",
     BpmnEventType.LINK: "link",
+    BpmnEventType.ESCALATION: "escalation",
 }
 
 

@@ -14,6 +14,7 @@ from partita.bpmn import activities, links
 from partita.bpmn.errors import Problem
 from partita.bpmn.model import (
     ErrorDefinition,
+    EscalationDefinition,
     EventBasedGateway,
     EventNode,
     FlowNode,
@@ -33,7 +34,6 @@ Messages = dict[str, tuple[str, str]]
 _TIMER_KINDS = {"timeDuration": "duration", "timeDate": "date", "timeCycle": "cycle"}
 _UNSUPPORTED_DEFINITIONS = {
     "signalEventDefinition": "signal",
-    "escalationEventDefinition": "escalation",
     "terminateEventDefinition": "terminate",
     "linkEventDefinition": "link",
     "compensateEventDefinition": "compensation",
@@ -51,8 +51,37 @@ ACTIVITIES = {
 }
 """Activities boundary events may be attached to (so far)."""
 
+_SCOPES = {BpmnElementType.SUB_PROCESS, BpmnElementType.CALL_ACTIVITY}
+"""Where an escalation can come from: what escalation boundary events attach to."""
+
 Errors = dict[str, str]
 """Error id -> errorCode of the definitions' `bpmn:error` elements."""
+
+
+def escalations_of(definitions: Node) -> Errors:
+    """Escalation id -> escalationCode of the definitions' `bpmn:escalation` elements."""
+    return {
+        node.attributes.get("id", ""): node.attributes.get("escalationCode", "").strip()
+        for node in definitions.find_all(BPMN + "escalation")
+    }
+
+
+def _escalation(
+    element_id: str, definition: Node, escalations: Errors, problems: list[Problem], *, catch: bool
+) -> EscalationDefinition | None:
+    ref = definition.attributes.get("escalationRef", "")
+    if not ref:
+        if catch:
+            return EscalationDefinition("")  # catches every escalation
+        problems.append(Problem(element_id, "an escalation throw event needs an escalationRef"))
+        return None
+    if ref not in escalations:
+        problems.append(Problem(element_id, f"escalationRef '{ref}' is not a bpmn:escalation"))
+        return None
+    if not escalations[ref] and not catch:
+        problems.append(Problem(element_id, f"escalation '{ref}' has no escalationCode"))
+        return None
+    return EscalationDefinition(escalations[ref])
 
 
 def errors_of(definitions: Node) -> Errors:
@@ -81,7 +110,12 @@ def _error(
 
 
 def throw_event(
-    node: Node, common: dict[str, Any], errors: Errors, problems: list[Problem]
+    node: Node,
+    common: dict[str, Any],
+    errors: Errors,
+    problems: list[Problem],
+    *,
+    escalations: Errors | None = None,
 ) -> FlowNode | None:
     """End events (none, error, terminate, message) and none and message intermediate throw
     events (a message one is a job, as in Zeebe)."""
@@ -105,6 +139,18 @@ def throw_event(
         )
     if end and local == "terminateEventDefinition":
         return FlowNode(element_type=element_type, event_type=BpmnEventType.TERMINATE, **common)
+    if local == "escalationEventDefinition":
+        escalation = _escalation(
+            element_id, definitions[0], escalations or {}, problems, catch=False
+        )
+        if escalation is None:
+            return None
+        return EventNode(
+            element_type=element_type,
+            event_type=BpmnEventType.ESCALATION,
+            escalation=escalation,
+            **common,
+        )
     if local == "linkEventDefinition" and not end:
         return links.link_event(node, definitions[0], common, problems)
     if local == "messageEventDefinition":  # Zeebe runs message throw and end events as jobs
@@ -177,6 +223,8 @@ def event_node(
     messages: Messages,
     errors: Errors,
     problems: list[Problem],
+    *,
+    escalations: Errors | None = None,
 ) -> FlowNode | None:
     """The model of a start, intermediate catch or boundary event, or a receive task; None
     (with a problem) when it is not supported or not valid."""
@@ -236,6 +284,25 @@ def event_node(
             **{**extra, "interrupting": True},
             **common,
         )
+    escalation_node = next((c for c in definitions if c.local == "escalationEventDefinition"), None)
+    if escalation_node is not None:
+        if local == "intermediateCatchEvent":
+            problems.append(
+                Problem(element_id, "escalation intermediate catch events do not exist in BPMN")
+            )
+            return None
+        escalation = _escalation(
+            element_id, escalation_node, escalations or {}, problems, catch=True
+        )
+        if escalation is None:
+            return None
+        return EventNode(
+            element_type=element_type,
+            event_type=BpmnEventType.ESCALATION,
+            escalation=escalation,
+            **extra,
+            **common,
+        )
     if message_node is not None:
         ref = message_node.attributes.get("messageRef", "")
         message = _message(element_id, ref, messages, problems, start=start)
@@ -283,6 +350,14 @@ def validate_events(
             if activity is None:
                 problems.append(
                     Problem(element.id, f"attachedToRef '{element.attached_to}' is not an element")
+                )
+            elif element.escalation is not None and activity.element_type not in _SCOPES:
+                problems.append(
+                    Problem(
+                        element.id,
+                        "escalation boundary events can be attached to subprocesses and call"
+                        " activities only",
+                    )
                 )
             elif activity.element_type not in ACTIVITIES:
                 problems.append(

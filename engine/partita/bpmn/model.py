@@ -157,6 +157,14 @@ class ErrorDefinition:
 
 
 @dataclass(frozen=True, slots=True)
+class EscalationDefinition:
+    """A `bpmn:escalation` thrown or caught by an event; an empty code on a catch event
+    catches every escalation."""
+
+    code: str
+
+
+@dataclass(frozen=True, slots=True)
 class SubProcess(FlowNode):
     """An embedded subprocess (its own variable scope) or, `triggered_by_event`, an event
     subprocess started by its message, timer or error start event."""
@@ -183,6 +191,7 @@ class EventNode(FlowNode):
     message: MessageDefinition | None = None
     timer: TimerDefinition | None = None
     error: ErrorDefinition | None = None
+    escalation: EscalationDefinition | None = None
     attached_to: str | None = None
     """Boundary events: the activity they are attached to."""
     interrupting: bool = True

@@ -93,7 +93,9 @@ def parse_bpmn(
         )
     problems: list[Problem] = []
     processes = []
-    context = _Context(events.messages_of(root), events.errors_of(root))
+    context = _Context(
+        events.messages_of(root), events.errors_of(root), events.escalations_of(root)
+    )
     for node in root.find_all(BPMN + "process"):
         if node.attributes.get("isExecutable", "false").lower() != "true":
             continue
@@ -144,6 +146,7 @@ def _process(node: Node, problems: list[Problem], context: _Context) -> Process 
 class _Context:
     messages: events.Messages
     errors: dict[str, str]
+    escalations: dict[str, str]
     seen: set[str] = field(default_factory=set)
     elements: dict[str, FlowNode] = field(default_factory=dict)
     """The elements of the process being parsed, subprocesses' included (ids are unique)."""
@@ -279,9 +282,18 @@ def _element(
     if activities.multi_instance(node, problems):
         return None
     if local in ("endEvent", "intermediateThrowEvent"):
-        return events.throw_event(node, common, context.errors, problems)
+        return events.throw_event(
+            node, common, context.errors, problems, escalations=context.escalations
+        )
     if local in ("startEvent", "intermediateCatchEvent", "boundaryEvent", "receiveTask"):
-        return events.event_node(node, common, context.messages, context.errors, problems)
+        return events.event_node(
+            node,
+            common,
+            context.messages,
+            context.errors,
+            problems,
+            escalations=context.escalations,
+        )
     if local == "callActivity":
         return activities.call_activity(node, problems, common)
     if local == "eventBasedGateway":

@@ -178,6 +178,11 @@ class DecisionEvaluationIntent(Intent):
     EVALUATE = 2, CMD
 
 
+class EscalationIntent(Intent):
+    ESCALATED = 0, EVT
+    NOT_ESCALATED = 1, EVT
+
+
 class FormIntent(Intent):
     CREATED = 0, EVT
     DELETED = 1, EVT
@@ -227,6 +232,7 @@ INTENTS_BY_VALUE_TYPE: dict[ValueType, type[Intent]] = {
     ValueType.DECISION: DecisionIntent,
     ValueType.DECISION_REQUIREMENTS: DecisionRequirementsIntent,
     ValueType.DECISION_EVALUATION: DecisionEvaluationIntent,
+    ValueType.ESCALATION: EscalationIntent,
 }
 
 _BY_NAME: dict[tuple[ValueType, str], Intent] = {
@@ -252,9 +258,12 @@ _SINCE_V6 = (
     "UPDATING",
     "EVALUATE",
     "EVALUATED",
+    "ESCALATED",
+    "NOT_ESCALATED",
 )
 """Intent symbols schema v6 added (user tasks, some for the task listeners to come, decision
-evaluations), after every earlier one so that the earlier symbols keep their indexes."""
+evaluations, escalations), after every earlier one so that the earlier symbols keep their
+indexes."""
 
 ALL_INTENT_NAMES: tuple[str, ...] = (
     tuple(sorted({name for _, name in _BY_NAME} - set(_SINCE_V6))) + _SINCE_V6

@@ -281,6 +281,15 @@ class DecisionEvaluationValue(Struct, frozen=True, gc=False):
     tenant_id: str = "<default>"
 
 
+class EscalationValue(Struct, frozen=True, gc=False):
+    """An escalation thrown by an intermediate throw or end event, caught or not."""
+
+    process_instance_key: int = -1
+    escalation_code: str = ""
+    throw_element_id: str = ""
+    catch_element_id: str = ""
+
+
 class UserTaskValue(Struct, frozen=True, gc=False):
     """A Zeebe user task (`zeebe:userTask`): a person's work, with assignment and schedule."""
 
@@ -456,6 +465,7 @@ RecordValue = (
     | DecisionValue
     | DecisionRequirementsValue
     | DecisionEvaluationValue
+    | EscalationValue
 )
 
 VALUE_CLASSES: dict[ValueType, type[RecordValue]] = {
@@ -481,6 +491,7 @@ VALUE_CLASSES: dict[ValueType, type[RecordValue]] = {
     ValueType.DECISION: DecisionValue,
     ValueType.DECISION_REQUIREMENTS: DecisionRequirementsValue,
     ValueType.DECISION_EVALUATION: DecisionEvaluationValue,
+    ValueType.ESCALATION: EscalationValue,
 }
 """The value class of each value type; the inverse is `VALUE_TYPES`."""
 

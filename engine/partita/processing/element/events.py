@@ -1,7 +1,8 @@
 """Event elements: start, intermediate catch and boundary events (and receive tasks, which wait
 for a message like a catch event) taking the trigger of the event that fired, and the end
 events that do more than end: an error end event throws its error, a terminate end event
-terminates everything else in its scope, which then completes."""
+terminates everything else in its scope, which then completes; an escalation throw or end
+event throws its escalation and goes on unless an interrupting catch ends it."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Any
 
 from partita.bpmn import EventNode, FlowNode, Process
 from partita.processing.behavior.error_catching import catch_error
+from partita.processing.behavior.escalation_catching import catch_escalation
 from partita.processing.behavior.incidents import element_incident
 from partita.processing.behavior.termination import terminate_element
 from partita.processing.behavior.triggers import consume_trigger
@@ -17,8 +19,9 @@ from partita.processing.context import ProcessingContext
 from partita.processing.element.subprocesses import event_subprocess_trigger
 from partita.processing.instance import state as instance_state
 from partita.protocol.enums import BpmnElementType, ErrorType
+from partita.protocol.intents import EscalationIntent
 from partita.protocol.intents import ProcessInstanceIntent as Instance
-from partita.protocol.values import ProcessInstanceValue
+from partita.protocol.values import EscalationValue, ProcessInstanceValue
 
 _TRIGGERABLE = {
     BpmnElementType.BOUNDARY_EVENT,
@@ -67,6 +70,28 @@ def throw_from_end_event(
         " catch event handles it"
     )
     element_incident(ctx, ErrorType.UNHANDLED_ERROR_EVENT, message, value, key)
+
+
+def throw_escalation(
+    ctx: ProcessingContext, element: EventNode, key: int, value: ProcessInstanceValue
+) -> bool:
+    """An escalation intermediate throw or end event throws its escalation (ESCALATION
+    ESCALATED, or NOT_ESCALATED when nothing catches it). True when an interrupting catch
+    terminated the thrower: its activation stops there."""
+    assert element.escalation is not None
+    code = element.escalation.code
+    caught = catch_escalation(ctx, key, code)
+    escalation = EscalationValue(
+        process_instance_key=value.process_instance_key,
+        escalation_code=code,
+        throw_element_id=element.id,
+        catch_element_id=caught.id if caught is not None else "",
+    )
+    intent = EscalationIntent.ESCALATED if caught is not None else EscalationIntent.NOT_ESCALATED
+    ctx.append_event(intent, escalation, ctx.keys.next_key())
+    return instance_state.instance(ctx.state, key) is None or (
+        caught is not None and caught.interrupting
+    )
 
 
 def terminate_siblings(ctx: ProcessingContext, scope_key: int, keep: int) -> None:

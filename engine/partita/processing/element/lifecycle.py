@@ -57,6 +57,7 @@ from partita.protocol.values import ProcessInstanceValue
 handlers = Handlers()
 
 END = BpmnElementType.END_EVENT
+_THROWS = {END, BpmnElementType.INTERMEDIATE_THROW_EVENT}
 _WAITS = {
     BpmnElementType.USER_TASK,
     BpmnElementType.PROCESS,
@@ -110,9 +111,8 @@ def activate_element(command: Record, ctx: ProcessingContext) -> None:
         ctx.append_event(Instance.ELEMENT_ACTIVATED, value, key)
         ctx.append_command(Instance.COMPLETE_ELEMENT, value, key)
         return
-    if isinstance(element, EventNode) and element.error is not None and kind is END:
-        events.throw_from_end_event(ctx, element, key, value)
-        return
+    if isinstance(element, EventNode) and kind in _THROWS and _thrown(ctx, element, key, value):
+        return  # an error end event, or an escalation an interrupting catch took
     try:
         openings = prepare(ctx, model, element.id, key)
         called = call_activities.called_process(ctx, element, key)
@@ -122,17 +122,9 @@ def activate_element(command: Record, ctx: ProcessingContext) -> None:
     except call_activities.CalledElementError as error:
         element_incident(ctx, ErrorType.CALLED_ELEMENT_ERROR, str(error), value, key)
         return
-    if isinstance(element, JobWorkerElement) and not tasks.create_job(ctx, element, key, value):
-        return
-    if isinstance(element, ScriptTask) and not tasks.run_script(ctx, element, key, value):
-        return
-    if isinstance(element, BusinessRuleTask) and not calls.call_decision(ctx, element, key, value):
-        return
-    created = None
-    if isinstance(element, UserTask):
-        created = user_tasks.create(ctx, element, key, value)
-        if created is None:
-            return
+    done, created = _work(ctx, element, key, value)
+    if not done:
+        return  # an incident stopped it
     open_events(ctx, openings, key, value)
     ctx.append_event(Instance.ELEMENT_ACTIVATED, value, key)
     if created is not None:
@@ -145,6 +137,36 @@ def activate_element(command: Record, ctx: ProcessingContext) -> None:
         kind not in _WAITS and not isinstance(element, JobWorkerElement)
     ):
         ctx.append_command(Instance.COMPLETE_ELEMENT, value, key)
+
+
+def _thrown(
+    ctx: ProcessingContext, element: EventNode, key: int, value: ProcessInstanceValue
+) -> bool:
+    """What an error or escalation throw event throws; True when its activation ends here."""
+    if element.error is not None and value.bpmn_element_type is END:
+        events.throw_from_end_event(ctx, element, key, value)
+        return True
+    if element.escalation is not None:
+        return events.throw_escalation(ctx, element, key, value)
+    return False
+
+
+def _work(
+    ctx: ProcessingContext, element: FlowNode, key: int, value: ProcessInstanceValue
+) -> tuple[bool, tuple[int, str] | None]:
+    """What a task does when it activates: create its job or user task, run its script or
+    evaluate its decision. False (with an incident) when that failed; and the user task's key
+    and assignee, when one was created."""
+    if isinstance(element, JobWorkerElement):
+        return tasks.create_job(ctx, element, key, value), None
+    if isinstance(element, ScriptTask):
+        return tasks.run_script(ctx, element, key, value), None
+    if isinstance(element, BusinessRuleTask):
+        return calls.call_decision(ctx, element, key, value), None
+    if isinstance(element, UserTask):
+        created = user_tasks.create(ctx, element, key, value)
+        return created is not None, created
+    return True, None
 
 
 @handlers.processor(Instance.COMPLETE_ELEMENT)
