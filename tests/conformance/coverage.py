@@ -27,6 +27,12 @@ SUPPORTED_ORDER = [
     "none intermediate throw event",
     "message intermediate throw event",
     "message end event",
+    "signal start event",
+    "signal intermediate catch event",
+    "signal intermediate throw event",
+    "signal end event",
+    "signal boundary event (interrupting)",
+    "signal boundary event (non-interrupting)",
     "link intermediate throw event",
     "link intermediate catch event",
     "message intermediate catch event",
@@ -60,6 +66,7 @@ SUPPORTED_ORDER = [
     "timer event subprocess start event (non-interrupting)",
     "error event subprocess start event",
     "escalation event subprocess start event (non-interrupting)",
+    "signal event subprocess start event (non-interrupting)",
     "call activity",
     "multi-instance (parallel)",
     "multi-instance (sequential)",
@@ -79,11 +86,6 @@ REJECTED = {
         "</zeebe:taskListeners></bpmn:extensionElements></bpmn:userTask>"
     ),
     "complex gateway": '<bpmn:complexGateway id="x"/>',
-    "signal events": (
-        '<bpmn:intermediateCatchEvent id="x">'
-        '<bpmn:signalEventDefinition signalRef="sig"/>'
-        "</bpmn:intermediateCatchEvent>"
-    ),
     "escalation intermediate catch events": (
         '<bpmn:intermediateCatchEvent id="x">'
         '<bpmn:escalationEventDefinition escalationRef="esc"/>'

@@ -18,7 +18,12 @@ import pytest
 
 from partita.config import Config
 from partita.protocol.enums import ValueType
-from partita.protocol.intents import IncidentIntent, JobBatchIntent, JobIntent
+from partita.protocol.intents import (
+    IncidentIntent,
+    JobBatchIntent,
+    JobIntent,
+    ProcessInstanceIntent,
+)
 from tests.support.gateway import RunningGateway, job_takers
 from tests.support.paths import BPMN_FIXTURES, ROOT
 from tests.support.worker_processes import read_log, wait_until
@@ -61,6 +66,19 @@ def test_pyzeebe_journey(engine: Config, gateway: RunningGateway) -> None:
     assert steps["message"]["key"] > 0
 
     failing = steps["failing"]["key"]
+    signalled = steps["signal"]["instance"]
+    assert steps["signal"]["key"] > 0
+    wait_until(
+        lambda: any(
+            r.intent is ProcessInstanceIntent.ELEMENT_COMPLETED
+            and r.value.element_id == "wait-go"  # type: ignore[union-attr]
+            and r.value.process_instance_key == signalled  # type: ignore[union-attr]
+            for records in read_log(engine).partitions.values()
+            for r in records
+        ),
+        30,
+        "the signalled instance past its signal catch event",
+    )
 
     def incident() -> list[object]:
         log = read_log(engine)

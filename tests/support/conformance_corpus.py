@@ -15,6 +15,7 @@ Case format (YAML):
       - throw: {type: T, code: C}
       - publish: {name: N, key: K, variables: {...}, ttl: ms}
       - advance: seconds
+      - signal: {name: N, variables: {...}}      # SIGNAL BROADCAST
       - cancel: true
       - assign_task: {assignee: A}               # the oldest open user task (USER_TASK ASSIGN)
       - complete_task: {variables: {...}}        # the oldest open user task (COMPLETE)
@@ -45,6 +46,7 @@ from partita.protocol.intents import (
     IncidentIntent,
     JobIntent,
     ProcessInstanceIntent,
+    SignalIntent,
     UserTaskIntent,
 )
 from partita.protocol.records import Record, command
@@ -53,6 +55,7 @@ from partita.protocol.values import (
     DeploymentValue,
     JobValue,
     ProcessInstanceValue,
+    SignalValue,
     UserTaskValue,
 )
 from tests.support.paths import CONFORMANCE
@@ -157,6 +160,11 @@ def run_case(engine: Any, case: Case) -> None:
                 ttl=arg.get("ttl", 60_000),
                 **(arg.get("variables") or {}),
             )
+        elif kind == "signal":
+            value = SignalValue(
+                signal_name=arg["name"], variables=json.dumps(arg.get("variables") or {})
+            )
+            _accepted(send(engine, command(SignalIntent.BROADCAST, value)))
         elif kind == "advance":
             engine.advance(float(arg))
         elif kind == "find":  # an instance a message or timer started
@@ -250,6 +258,7 @@ _EVENT_NAMES = {
     BpmnEventType.NONE: "none",
     BpmnEventType.LINK: "link",
     BpmnEventType.ESCALATION: "escalation",
+    BpmnEventType.SIGNAL: "signal",
 }
 
 

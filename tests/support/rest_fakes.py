@@ -22,6 +22,7 @@ from partita.protocol.intents import (
     MessageIntent,
     ProcessInstanceCreationIntent,
     ProcessInstanceResultIntent,
+    SignalIntent,
 )
 from partita.protocol.records import Record, event
 from partita.protocol.values import (
@@ -32,6 +33,7 @@ from partita.protocol.values import (
     ProcessInstanceCreationValue,
     ProcessInstanceResultValue,
     ProcessMetadata,
+    SignalValue,
 )
 
 BIG = 2251799813685249
@@ -126,6 +128,12 @@ class FakeOperations:
     ) -> Record:
         self._called("throw_error", key=key, code=code, message=message, variables=variables)
         return event(MessageIntent.PUBLISHED, MessageValue(), key)
+
+    async def broadcast_signal(
+        self, name: str, variables: dict[str, Any] | None, tenant_id: str | None = None
+    ) -> Record:
+        self._called("broadcast_signal", name=name, variables=variables)
+        return event(SignalIntent.BROADCASTED, SignalValue(signal_name=name), BIG + 3)
 
     async def evaluate_decision(
         self,

@@ -20,6 +20,7 @@ from partita.bpmn.model import (
     FlowNode,
     MessageDefinition,
     SequenceFlow,
+    SignalDefinition,
     TimerDefinition,
 )
 from partita.bpmn.xml import Node
@@ -33,7 +34,6 @@ Messages = dict[str, tuple[str, str]]
 
 _TIMER_KINDS = {"timeDuration": "duration", "timeDate": "date", "timeCycle": "cycle"}
 _UNSUPPORTED_DEFINITIONS = {
-    "signalEventDefinition": "signal",
     "terminateEventDefinition": "terminate",
     "linkEventDefinition": "link",
     "compensateEventDefinition": "compensation",
@@ -84,6 +84,30 @@ def _escalation(
     return EscalationDefinition(escalations[ref])
 
 
+def signals_of(definitions: Node) -> Errors:
+    """Signal id -> name of the definitions' `bpmn:signal` elements."""
+    return {
+        node.attributes.get("id", ""): node.attributes.get("name", "").strip()
+        for node in definitions.find_all(BPMN + "signal")
+    }
+
+
+def _signal(
+    element_id: str, definition: Node, signals: Errors, problems: list[Problem]
+) -> SignalDefinition | None:
+    ref = definition.attributes.get("signalRef", "")
+    if ref not in signals:
+        what = (
+            f"signalRef '{ref}' is not a bpmn:signal" if ref else "a signal event needs a signalRef"
+        )
+        problems.append(Problem(element_id, what))
+        return None
+    if not signals[ref]:
+        problems.append(Problem(element_id, f"signal '{ref}' has no name"))
+        return None
+    return SignalDefinition(signals[ref])
+
+
 def errors_of(definitions: Node) -> Errors:
     return {
         node.attributes.get("id", ""): node.attributes.get("errorCode", "").strip()
@@ -116,6 +140,7 @@ def throw_event(
     problems: list[Problem],
     *,
     escalations: Errors | None = None,
+    signals: Errors | None = None,
 ) -> FlowNode | None:
     """End events (none, error, terminate, message) and none and message intermediate throw
     events (a message one is a job, as in Zeebe)."""
@@ -150,6 +175,13 @@ def throw_event(
             event_type=BpmnEventType.ESCALATION,
             escalation=escalation,
             **common,
+        )
+    if local == "signalEventDefinition":  # broadcast when the event activates
+        signal = _signal(element_id, definitions[0], signals or {}, problems)
+        if signal is None:
+            return None
+        return EventNode(
+            element_type=element_type, event_type=BpmnEventType.SIGNAL, signal=signal, **common
         )
     if local == "linkEventDefinition" and not end:
         return links.link_event(node, definitions[0], common, problems)
@@ -225,6 +257,7 @@ def event_node(
     problems: list[Problem],
     *,
     escalations: Errors | None = None,
+    signals: Errors | None = None,
 ) -> FlowNode | None:
     """The model of a start, intermediate catch or boundary event, or a receive task; None
     (with a problem) when it is not supported or not valid."""
@@ -303,6 +336,18 @@ def event_node(
             **extra,
             **common,
         )
+    signal_node = next((c for c in definitions if c.local == "signalEventDefinition"), None)
+    if signal_node is not None:
+        signal = _signal(element_id, signal_node, signals or {}, problems)
+        if signal is None:
+            return None
+        return EventNode(
+            element_type=element_type,
+            event_type=BpmnEventType.SIGNAL,
+            signal=signal,
+            **extra,
+            **common,
+        )
     if message_node is not None:
         ref = message_node.attributes.get("messageRef", "")
         message = _message(element_id, ref, messages, problems, start=start)
@@ -329,7 +374,7 @@ def event_node(
     if start:
         return FlowNode(element_type=element_type, event_type=BpmnEventType.NONE, **common)
     what = "boundary events" if local == "boundaryEvent" else "intermediate catch events"
-    problems.append(Problem(element_id, f"{what} need a message or timer definition"))
+    problems.append(Problem(element_id, f"{what} need a message, timer or signal definition"))
     return None
 
 
@@ -398,8 +443,8 @@ def _validate_event_gateway(
             problems.append(
                 Problem(
                     flow_id,
-                    "an event-based gateway's flows must lead to message or timer intermediate"
-                    " catch events",
+                    "an event-based gateway's flows must lead to message, timer or signal"
+                    " intermediate catch events",
                 )
             )
             continue

@@ -157,6 +157,13 @@ class ErrorDefinition:
 
 
 @dataclass(frozen=True, slots=True)
+class SignalDefinition:
+    """A `bpmn:signal`: its name (static or FEEL), caught or broadcast by an event."""
+
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
 class EscalationDefinition:
     """A `bpmn:escalation` thrown or caught by an event; an empty code on a catch event
     catches every escalation."""
@@ -192,10 +199,16 @@ class EventNode(FlowNode):
     timer: TimerDefinition | None = None
     error: ErrorDefinition | None = None
     escalation: EscalationDefinition | None = None
+    signal: SignalDefinition | None = None
     attached_to: str | None = None
     """Boundary events: the activity they are attached to."""
     interrupting: bool = True
     """Boundary events (`cancelActivity`) and start events of event subprocesses."""
+
+    @property
+    def waits_for_something(self) -> bool:
+        """A message, timer or signal: what an element instance opens a subscription for."""
+        return (self.message or self.timer or self.signal) is not None
 
 
 @dataclass(frozen=True, slots=True)
@@ -210,6 +223,10 @@ class LinkEvent(FlowNode):
 @dataclass(frozen=True, slots=True)
 class EventBasedGateway(FlowNode):
     """Waits for the first of the catch events its flows lead to."""
+
+
+_SELF_WAITING = frozenset({BpmnElementType.INTERMEDIATE_CATCH_EVENT, BpmnElementType.RECEIVE_TASK})
+"""Elements that wait for their own message, timer or signal (a throw event broadcasts its)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -248,7 +265,7 @@ class Process:
         """The message and timer boundary events of an activity (a multi-instance body waits
         for these; its inner instances do not)."""
         found = [self.elements[b] for b in self.boundaries.get(element_id, ())]
-        return [e for e in found if isinstance(e, EventNode) and (e.message or e.timer) is not None]
+        return [e for e in found if isinstance(e, EventNode) and e.waits_for_something]
 
     def events_of(self, element_id: str) -> list[EventNode]:
         """The message and timer events an active element waits for: itself (catch event,
@@ -265,9 +282,7 @@ class Process:
             for sub in self.event_subprocesses(element_id)
             if sub.start_event
         ]
-        scoped = [
-            e for e in starts if isinstance(e, EventNode) and (e.message or e.timer) is not None
-        ]
+        scoped = [e for e in starts if isinstance(e, EventNode) and e.waits_for_something]
         if element_id == self.id:
             return scoped
         element = self.elements[element_id]
@@ -275,15 +290,13 @@ class Process:
             targets = [self.elements[self.flows[f].target] for f in element.outgoing]
             return [t for t in targets if isinstance(t, EventNode)]
         found = [self.elements[b] for b in self.boundaries.get(element_id, ())]
-        events = [
-            e for e in found if isinstance(e, EventNode) and (e.message or e.timer) is not None
-        ]
+        events = [e for e in found if isinstance(e, EventNode) and e.waits_for_something]
         events += scoped
         if (
             isinstance(element, EventNode)
             and element.attached_to is None
-            and element.element_type is not BpmnElementType.START_EVENT
-            and (element.message or element.timer) is not None
+            and element.element_type in _SELF_WAITING
+            and element.waits_for_something
         ):
             events.insert(0, element)
         return events

@@ -94,7 +94,10 @@ def parse_bpmn(
     problems: list[Problem] = []
     processes = []
     context = _Context(
-        events.messages_of(root), events.errors_of(root), events.escalations_of(root)
+        events.messages_of(root),
+        events.errors_of(root),
+        events.escalations_of(root),
+        events.signals_of(root),
     )
     for node in root.find_all(BPMN + "process"):
         if node.attributes.get("isExecutable", "false").lower() != "true":
@@ -147,6 +150,7 @@ class _Context:
     messages: events.Messages
     errors: dict[str, str]
     escalations: dict[str, str]
+    signals: dict[str, str]
     seen: set[str] = field(default_factory=set)
     elements: dict[str, FlowNode] = field(default_factory=dict)
     """The elements of the process being parsed, subprocesses' included (ids are unique)."""
@@ -283,7 +287,12 @@ def _element(
         return None
     if local in ("endEvent", "intermediateThrowEvent"):
         return events.throw_event(
-            node, common, context.errors, problems, escalations=context.escalations
+            node,
+            common,
+            context.errors,
+            problems,
+            escalations=context.escalations,
+            signals=context.signals,
         )
     if local in ("startEvent", "intermediateCatchEvent", "boundaryEvent", "receiveTask"):
         return events.event_node(
@@ -293,6 +302,7 @@ def _element(
             context.errors,
             problems,
             escalations=context.escalations,
+            signals=context.signals,
         )
     if local == "callActivity":
         return activities.call_activity(node, problems, common)
@@ -425,6 +435,8 @@ def _check_expressions(process: Process, check: ExpressionCheck, problems: list[
             ]
         if isinstance(element, EventNode) and element.timer is not None:
             found.append((element.id, element.timer.expression))
+        if isinstance(element, EventNode) and element.signal is not None:
+            found.append((element.id, element.signal.name))
     for element_id, text in found:
         reason = check(text)
         if reason is not None:

@@ -214,6 +214,10 @@ class AsyncClient:
         request = commands.evaluate_decision(decision_id, variables, decision_key=decision_key)
         return await self.request(request)
 
+    async def broadcast_signal(self, name: str, variables: dict[str, Any] | None = None) -> Record:
+        """Broadcast a signal: what waits for it on any partition catches it (BROADCASTED)."""
+        return await self.request(commands.broadcast_signal(name, variables))
+
     async def publish_message(
         self,
         name: str,

@@ -221,6 +221,10 @@ class Client:
         request = commands.evaluate_decision(decision_id, variables, decision_key=decision_key)
         return self.request(request)
 
+    def broadcast_signal(self, name: str, variables: dict[str, Any] | None = None) -> Record:
+        """Broadcast a signal: what waits for it on any partition catches it (BROADCASTED)."""
+        return self.request(commands.broadcast_signal(name, variables))
+
     def publish_message(
         self,
         name: str,

@@ -24,6 +24,7 @@ from partita.protocol.intents import (
     MessageIntent,
     ProcessInstanceCreationIntent,
     ProcessInstanceIntent,
+    SignalIntent,
     UserTaskIntent,
     VariableDocumentIntent,
 )
@@ -38,6 +39,7 @@ from partita.protocol.values import (
     ProcessInstanceCreationValue,
     ProcessInstanceValue,
     RecordValue,
+    SignalValue,
     UserTaskValue,
     VariableDocumentValue,
 )
@@ -235,3 +237,10 @@ def evaluate_decision(
         decision_id=decision_id, decision_key=decision_key, variables=_document(variables)
     )
     return Request(DecisionEvaluationIntent.EVALUATE, value)
+
+
+def broadcast_signal(name: str, variables: dict[str, Any] | None = None) -> Request:
+    """Broadcast a signal to every partition: SIGNAL BROADCASTED answers."""
+    return Request(
+        SignalIntent.BROADCAST, SignalValue(signal_name=name, variables=_document(variables))
+    )

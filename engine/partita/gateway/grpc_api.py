@@ -266,7 +266,10 @@ class GatewayService:
 
     @_answers
     async def BroadcastSignal(self, request: Any, context: Any) -> Any:  # noqa: N802
-        raise unimplemented("BroadcastSignal", "the engine has no signal events yet")
+        reply = await self.operations.broadcast_signal(
+            request.signalName, document(request.variables, "variables"), request.tenantId
+        )
+        return self.pb.BroadcastSignalResponse(key=reply.key, tenantId=DEFAULT_TENANT)
 
     @_answers
     async def EvaluateDecision(self, request: Any, context: Any) -> Any:  # noqa: N802

@@ -178,6 +178,15 @@ class Operations:
         request = commands.evaluate_decision(decision_id, variables, decision_key=decision_key)
         return await self._request(request)
 
+    async def broadcast_signal(
+        self, name: str, variables: dict[str, Any] | None, tenant_id: str | None = None
+    ) -> Record:
+        """SIGNAL BROADCASTED (its key is the signal's)."""
+        tenant(tenant_id)
+        if not name:
+            raise invalid("signalName is required and must not be empty")
+        return await self._request(commands.broadcast_signal(name, variables))
+
     async def publish_message(
         self,
         name: str,

@@ -10,8 +10,8 @@ Every request but `GET /v2/status` (probed by load balancers, as the gRPC health
 first checked by the gateway's `Authenticator`, before its body is read: a refusal is 401 with
 a `WWW-Authenticate` challenge. The JS SDK's empty `Authorization` header is no credential.
 
-Endpoints the engine has no command for yet (resource deletion, signals, modification,
-migration) answer 501 naming the missing capability; searches and the
+Endpoints the engine has no command for yet (resource deletion, modification, migration)
+answer 501 naming the missing capability; searches and the
 definitions' XML belong to the visibility work that follows and answer 501 too.
 """
 
@@ -325,6 +325,14 @@ async def evaluate_decision(request: web.Request) -> web.Response:
     return web.json_response(decisions.rest_evaluation(reply))
 
 
+async def broadcast_signal(request: web.Request) -> web.Response:
+    body = await json_body(request)
+    reply = await operations_of(request).broadcast_signal(
+        body.text("signalName", required=True), body.variables(), body.text("tenantId") or None
+    )
+    return web.json_response({"signalKey": str(reply.key), "tenantId": DEFAULT_TENANT})
+
+
 # -- what the engine cannot do yet ------------------------------------------------------------
 
 
@@ -344,7 +352,6 @@ async def _search(request: web.Request) -> web.Response:
 
 _MISSING = [
     ("POST", "/v2/resources/{key}/deletion", "Deleting a resource", "no resource deletion"),
-    ("POST", "/v2/signals/broadcast", "Broadcasting a signal", "no signal events"),
     (
         "POST",
         "/v2/process-instances/{key}/modification",
@@ -398,6 +405,7 @@ def rest_app(
     add("PATCH", "/v2/jobs/{key}", update_job)
     rest_user_tasks.add_routes(add)
     add("POST", "/v2/decision-definitions/evaluation", evaluate_decision)
+    add("POST", "/v2/signals/broadcast", broadcast_signal)
     for method, path, what, lacking in _MISSING:
         add(method, path, _missing(what, f"the engine has {lacking} yet"))
     add("POST", "/v2/{path:.+}/search", _search)

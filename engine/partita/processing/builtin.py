@@ -20,6 +20,8 @@ from partita.processing.job import push
 from partita.processing.message import appliers as message_appliers
 from partita.processing.message import process_subscriptions, subscriptions
 from partita.processing.message import processors as message_processors
+from partita.processing.signal import appliers as signal_appliers
+from partita.processing.signal import processors as signal_processors
 from partita.processing.timer import appliers as timer_appliers
 from partita.processing.timer import processors as timer_processors
 from partita.processing.user_task import appliers as user_task_appliers
@@ -51,6 +53,8 @@ HANDLER_MODULES: tuple[ModuleType, ...] = (
     user_task_processors,
     user_task_appliers,
     decision_processors,
+    signal_processors,
+    signal_appliers,
 )
 """Every module whose `handlers` the build installs, in this order (it is also the order in
 which the due-date checkers run: job back-offs and time-outs, message expiry, timers)."""

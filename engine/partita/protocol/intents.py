@@ -183,6 +183,16 @@ class EscalationIntent(Intent):
     NOT_ESCALATED = 1, EVT
 
 
+class SignalIntent(Intent):
+    BROADCAST = 0, CMD
+    BROADCASTED = 1, EVT
+
+
+class SignalSubscriptionIntent(Intent):
+    CREATED = 0, EVT
+    DELETED = 1, EVT
+
+
 class FormIntent(Intent):
     CREATED = 0, EVT
     DELETED = 1, EVT
@@ -233,6 +243,8 @@ INTENTS_BY_VALUE_TYPE: dict[ValueType, type[Intent]] = {
     ValueType.DECISION_REQUIREMENTS: DecisionRequirementsIntent,
     ValueType.DECISION_EVALUATION: DecisionEvaluationIntent,
     ValueType.ESCALATION: EscalationIntent,
+    ValueType.SIGNAL: SignalIntent,
+    ValueType.SIGNAL_SUBSCRIPTION: SignalSubscriptionIntent,
 }
 
 _BY_NAME: dict[tuple[ValueType, str], Intent] = {
@@ -260,9 +272,11 @@ _SINCE_V6 = (
     "EVALUATED",
     "ESCALATED",
     "NOT_ESCALATED",
+    "BROADCAST",
+    "BROADCASTED",
 )
 """Intent symbols schema v6 added (user tasks, some for the task listeners to come, decision
-evaluations, escalations), after every earlier one so that the earlier symbols keep their
+evaluations, escalations, signals), after every earlier one so that the earlier symbols keep their
 indexes."""
 
 ALL_INTENT_NAMES: tuple[str, ...] = (
@@ -301,6 +315,7 @@ CLIENT_COMMANDS: frozenset[tuple[ValueType, Intent]] = frozenset(
         (ValueType.USER_TASK, UserTaskIntent.UPDATE),
         (ValueType.USER_TASK, UserTaskIntent.COMPLETE),
         (ValueType.DECISION_EVALUATION, DecisionEvaluationIntent.EVALUATE),
+        (ValueType.SIGNAL, SignalIntent.BROADCAST),
     }
 )
 """The commands a client may send (Zeebe's gateway API). Every other command intent is the

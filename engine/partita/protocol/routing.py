@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from partita.protocol.enums import ValueType
 from partita.protocol.errors import InvalidKeyError
-from partita.protocol.intents import DeploymentIntent, MessageIntent
+from partita.protocol.intents import DeploymentIntent, MessageIntent, SignalIntent
 from partita.protocol.keys import kafka_partition_of_key
 from partita.protocol.records import Record
 
@@ -23,6 +23,7 @@ _VARIABLE_DOCUMENT = ValueType.VARIABLE_DOCUMENT
 _MESSAGE_SUBSCRIPTION = ValueType.MESSAGE_SUBSCRIPTION
 _DISTRIBUTE, _DEPLOY = DeploymentIntent.DISTRIBUTE, DeploymentIntent.CREATE
 _PUBLISH = MessageIntent.PUBLISH
+_BROADCAST = SignalIntent.BROADCAST
 
 
 def murmur2(data: bytes) -> int:
@@ -83,8 +84,8 @@ def partition_for_command(record: Record, partition_count: int, default: int) ->
             return partition_for_key(scope_key, partition_count)
         except InvalidKeyError:
             return default
-    if record.intent is _DISTRIBUTE:
-        return default  # addressed to one partition on purpose, with partition 0's key
+    if record.intent is _DISTRIBUTE or record.intent is _BROADCAST:
+        return default  # addressed to one partition on purpose, with another's key
     if record.value_type is _MESSAGE_SUBSCRIPTION:  # lives with its messages
         return partition_for_correlation_key(
             record.value.correlation_key,  # type: ignore[union-attr]

@@ -290,6 +290,25 @@ class EscalationValue(Struct, frozen=True, gc=False):
     catch_element_id: str = ""
 
 
+class SignalValue(Struct, frozen=True, gc=False):
+    """A signal broadcast to every partition."""
+
+    signal_name: str = ""
+    variables: str = "{}"
+    tenant_id: str = "<default>"
+
+
+class SignalSubscriptionValue(Struct, frozen=True, gc=False):
+    """Something waiting for a signal (catchEventInstanceKey -1: a signal start event)."""
+
+    process_definition_key: int = -1
+    bpmn_process_id: str = ""
+    catch_event_id: str = ""
+    catch_event_instance_key: int = -1
+    signal_name: str = ""
+    tenant_id: str = "<default>"
+
+
 class UserTaskValue(Struct, frozen=True, gc=False):
     """A Zeebe user task (`zeebe:userTask`): a person's work, with assignment and schedule."""
 
@@ -466,6 +485,8 @@ RecordValue = (
     | DecisionRequirementsValue
     | DecisionEvaluationValue
     | EscalationValue
+    | SignalValue
+    | SignalSubscriptionValue
 )
 
 VALUE_CLASSES: dict[ValueType, type[RecordValue]] = {
@@ -492,6 +513,8 @@ VALUE_CLASSES: dict[ValueType, type[RecordValue]] = {
     ValueType.DECISION_REQUIREMENTS: DecisionRequirementsValue,
     ValueType.DECISION_EVALUATION: DecisionEvaluationValue,
     ValueType.ESCALATION: EscalationValue,
+    ValueType.SIGNAL: SignalValue,
+    ValueType.SIGNAL_SUBSCRIPTION: SignalSubscriptionValue,
 }
 """The value class of each value type; the inverse is `VALUE_TYPES`."""
 

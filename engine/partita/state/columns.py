@@ -31,6 +31,7 @@ from partita.state.stored import (
     MessageStartSubscription,
     MessageSubscription,
     ProcessMessageSubscription,
+    SignalSubscription,
     Timer,
     UserTask,
 )
@@ -167,6 +168,19 @@ class ColumnFamilies:
         CompositeKey(_INSTANCE, _STR),
         ProcessMessageSubscription,
         doc="(element instance key, message name) -> what the element opened",
+    )
+    SIGNAL_SUBSCRIPTION = cf(
+        "signal_subscription",
+        CompositeKey(_STR, _LONG, _STR),
+        SignalSubscription,
+        doc="(signal name, owner, catch event id) -> what waits for the signal; the owner is"
+        " the element instance that opened it, or the process definition of a start event",
+    )
+    SIGNAL_SUBSCRIPTION_BY_OWNER = cf(
+        "signal_subscription_by_owner",
+        CompositeKey(_LONG, _STR, _STR),
+        _NIL_VALUE,
+        doc="(owner, signal name, catch event id): the signal subscriptions an owner holds",
     )
     MESSAGE_START_EVENT_SUBSCRIPTION = cf(
         "message_start_event_subscription",

@@ -209,6 +209,16 @@ class MessageStartedInstance(_Stored, frozen=True):
     correlation_key: str
 
 
+class SignalSubscription(_Stored, frozen=True):
+    """Something waiting for a signal: an element instance's catch, boundary or event
+    subprocess start event, or a process's signal start event (instance key -1)."""
+
+    process_definition_key: int
+    bpmn_process_id: str
+    catch_event_id: str
+    catch_event_instance_key: int
+
+
 class Timer(_Stored, frozen=True):
     """A timer waiting for its due date."""
 

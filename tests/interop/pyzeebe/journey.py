@@ -4,10 +4,11 @@ in a process of its own (pyzeebe's stubs and the gateway's cannot share a proces
     python journey.py ADDRESS BPMN_DIR
 
 Prints one JSON line per step: topology, deploy, a form deployed with the process linking it, a
-DMN deployed and one of its decisions evaluated, a worker's task run with result, messages an
-instance waits for, and a task that always fails (its job becomes an incident after its retries,
-which the test reads from the log). No `from __future__ import annotations`: pyzeebe reads the
-task functions' annotations (`job: Job`) at run time.
+DMN deployed and one of its decisions evaluated, a signal broadcast to an instance waiting for it,
+a worker's task run with result, messages an instance waits for, and a task that always fails
+(its job becomes an incident after its retries, which the test reads from the log). No
+`from __future__ import annotations`: pyzeebe reads the task functions' annotations (`job: Job`)
+at run time.
 """
 
 import asyncio
@@ -93,6 +94,13 @@ async def main(address: str, bpmn_dir: Path) -> None:
         await asyncio.sleep(3.0)  # the engine sees the stream's gateway among the type's workers
         result = await client.run_process_with_result("gw-streamed", {"amount": 1}, timeout=30_000)
         say("streamed", variables=result.variables)
+
+        signals = bpmn_dir.parents[2] / "conformance" / "bpmn" / "signals.bpmn"
+        await client.deploy_resource(str(signals))
+        waiting = await client.run_process("signals", {"order": "o-9"})
+        await asyncio.sleep(1.0)  # the instance waits for the signal "go"
+        sent = await client.broadcast_signal("go", {"goBy": "pyzeebe"})
+        say("signal", key=sent.key, instance=waiting.process_instance_key)
 
         failing = await client.run_process("gw-fails", {"amount": 5})
         say("failing", key=failing.process_instance_key)

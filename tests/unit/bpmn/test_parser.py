@@ -99,7 +99,9 @@ def test_structural_rules() -> None:
     assert not [p for p in problems if p.startswith("t:")]  # a task may end its path
     assert "e: an end event cannot have outgoing sequence flows" in problems
     assert "b: a start event cannot have incoming sequence flows" in problems
-    assert "f2: only flows leaving an exclusive or inclusive gateway can have conditions" in problems
+    assert (
+        "f2: only flows leaving an exclusive or inclusive gateway can have conditions" in problems
+    )
 
 
 def test_unsupported_event_definitions_are_named() -> None:

@@ -215,7 +215,6 @@ def test_a_long_poll_ends_when_its_client_goes_away() -> None:
     ("method", "path", "words"),
     [
         ("POST", "/v2/resources/5/deletion", "Deleting a resource"),
-        ("POST", "/v2/signals/broadcast", "signal"),
         ("POST", "/v2/process-instances/5/modification", "modification"),
         ("POST", "/v2/process-instances/5/migration", "migration"),
         ("POST", "/v2/process-instances/search", "visibility"),

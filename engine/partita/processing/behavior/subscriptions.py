@@ -1,13 +1,15 @@
-"""The events an element instance waits for (messages, timers): opening and closing them.
+"""The events an element instance waits for (messages, timers, signals): opening and closing
+them.
 
 An element that waits for events (a catch event or receive task itself, an activity's boundary
 events, the catch events after an event-based gateway, a scope's event subprocesses) opens
 them while it activates: the names, correlation keys and timer values are evaluated first
 (`prepare`; a failure is an incident and opens nothing), then each message gets a
 PROCESS_MESSAGE_SUBSCRIPTION CREATED here and a MESSAGE_SUBSCRIPTION CREATE on the message's
-partition, and each timer a TIMER CREATED (`open_events`). They close
-(PROCESS_MESSAGE_SUBSCRIPTION DELETED + MESSAGE_SUBSCRIPTION DELETE, TIMER CANCELED) when the
-element completes or terminates (`close_events`). What happens when one fires is `triggers`.
+partition, each timer a TIMER CREATED and each signal a SIGNAL_SUBSCRIPTION CREATED
+(`open_events`). They close (PROCESS_MESSAGE_SUBSCRIPTION DELETED + MESSAGE_SUBSCRIPTION
+DELETE, TIMER CANCELED, SIGNAL_SUBSCRIPTION DELETED) when the element completes or terminates
+(`close_events`). What happens when one fires is `triggers`.
 """
 
 from __future__ import annotations
@@ -21,12 +23,14 @@ from partita.processing.behavior.expressions import ExpressionError, text_of
 from partita.processing.context import ProcessingContext
 from partita.processing.instance import state as instance_state
 from partita.processing.message.state import PROCESS_SUBSCRIPTIONS, subscription_value
+from partita.processing.signal import state as signal_state
 from partita.processing.timer.state import TIMERS, timer_value
 from partita.processing.variable.state import visible_variables
 from partita.protocol.enums import BpmnElementType
 from partita.protocol.intents import (
     MessageSubscriptionIntent,
     ProcessMessageSubscriptionIntent,
+    SignalSubscriptionIntent,
     TimerIntent,
 )
 from partita.protocol.routing import partition_for_correlation_key
@@ -34,6 +38,7 @@ from partita.protocol.values import (
     MessageSubscriptionValue,
     ProcessInstanceValue,
     ProcessMessageSubscriptionValue,
+    SignalSubscriptionValue,
     TimerValue,
 )
 
@@ -47,6 +52,7 @@ class Opening:
     correlation_key: str = ""
     due_date: int = -1
     repetitions: int = 1
+    signal_name: str = ""
 
 
 def evaluate(event: EventNode, variables: dict[str, Any], now: int) -> Opening:
@@ -55,6 +61,9 @@ def evaluate(event: EventNode, variables: dict[str, Any], now: int) -> Opening:
         name = text_of(event.message.name, variables, f"{event.id}: the message name")
         key = text_of(event.message.correlation_key, variables, f"{event.id}: the correlation key")
         return Opening(event, message_name=name, correlation_key=key)
+    if event.signal is not None:
+        name = text_of(event.signal.name, variables, f"{event.id}: the signal name")
+        return Opening(event, signal_name=name)
     assert event.timer is not None
     text = text_of(event.timer.expression, variables, f"{event.id}: the timer")
     try:
@@ -114,6 +123,15 @@ def open_events(
                     interrupting=event.interrupting,
                 ),
             )
+        elif event.signal is not None:
+            signal = SignalSubscriptionValue(
+                process_definition_key=value.process_definition_key,
+                bpmn_process_id=value.bpmn_process_id,
+                catch_event_id=event.id,
+                catch_event_instance_key=key,
+                signal_name=opening.signal_name,
+            )
+            ctx.append_event(SignalSubscriptionIntent.CREATED, signal, key)
         else:
             timer = TimerValue(
                 element_instance_key=key,
@@ -145,3 +163,6 @@ def close_events(ctx: ProcessingContext, key: int) -> None:
         )
     for (_, timer_key), timer in list(ctx.state.column(TIMERS).items(TIMERS.key.prefix(key))):
         ctx.append_event(TimerIntent.CANCELED, timer_value(timer), timer_key)
+    for name, signal in signal_state.held_by(ctx.state, key):
+        held = signal_state.subscription_value(name, signal)
+        ctx.append_event(SignalSubscriptionIntent.DELETED, held, key)

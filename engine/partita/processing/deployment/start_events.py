@@ -3,8 +3,9 @@ deployed or distributed there), replacing those of the version before.
 
 Every partition keeps a MESSAGE_START_EVENT_SUBSCRIPTION for each message start event of the
 latest version of every process: a message published there starts an instance (the message
-domain's `start_events`). Timer start events run on partition 0: their timers are created with
-the version and cancelled by the next one.
+domain's `start_events`). Timer and signal start events run on partition 0 (a signal reaches
+every partition, and must start one instance): their timers and SIGNAL_SUBSCRIPTIONs are
+created with the version and removed by the next one.
 """
 
 from __future__ import annotations
@@ -15,8 +16,12 @@ from partita.processing.context import ProcessingContext
 from partita.processing.deployment.state import DeployedProcess
 from partita.processing.timer.state import NO_OWNER, TIMERS, timer_value
 from partita.protocol.intents import MessageStartEventSubscriptionIntent as StartSubscription
-from partita.protocol.intents import TimerIntent
-from partita.protocol.values import MessageStartEventSubscriptionValue, TimerValue
+from partita.protocol.intents import SignalSubscriptionIntent, TimerIntent
+from partita.protocol.values import (
+    MessageStartEventSubscriptionValue,
+    SignalSubscriptionValue,
+    TimerValue,
+)
 
 
 def on_deployed(
@@ -33,6 +38,10 @@ def on_deployed(
             value = _subscription(previous, event)
             ctx.append_event(StartSubscription.DELETED, value, previous.key)
         if ctx.partition == 0:
+            for event in _starts(previous.model(ctx.state), "signal"):
+                ctx.append_event(
+                    SignalSubscriptionIntent.DELETED, _signal(previous, event), previous.key
+                )
             for (_, timer_key), stored in list(
                 ctx.state.column(TIMERS).items(TIMERS.key.prefix(NO_OWNER))
             ):
@@ -43,6 +52,10 @@ def on_deployed(
     if ctx.partition == 0:
         for event in _starts(model, "timer"):
             schedule_start_timer(ctx, deployed.key, event, ctx.now)
+        for event in _starts(model, "signal"):
+            ctx.append_event(
+                SignalSubscriptionIntent.CREATED, _signal(deployed, event), deployed.key
+            )
 
 
 def schedule_start_timer(
@@ -65,11 +78,17 @@ def schedule_start_timer(
 
 def _starts(model: Process, kind: str) -> list[EventNode]:
     found = [model.element(i) for i in model.event_starts]
-    return [
-        e
-        for e in found
-        if isinstance(e, EventNode) and (e.message if kind == "message" else e.timer) is not None
-    ]
+    return [e for e in found if isinstance(e, EventNode) and getattr(e, kind) is not None]
+
+
+def _signal(deployed: DeployedProcess, event: EventNode) -> SignalSubscriptionValue:
+    assert event.signal is not None
+    return SignalSubscriptionValue(
+        process_definition_key=deployed.key,
+        bpmn_process_id=deployed.bpmn_process_id,
+        catch_event_id=event.id,
+        signal_name=event.signal.name,
+    )
 
 
 def _subscription(

@@ -2,7 +2,8 @@
 for a message like a catch event) taking the trigger of the event that fired, and the end
 events that do more than end: an error end event throws its error, a terminate end event
 terminates everything else in its scope, which then completes; an escalation throw or end
-event throws its escalation and goes on unless an interrupting catch ends it."""
+event throws its escalation and goes on unless an interrupting catch ends it; a signal throw or
+end event broadcasts its signal and goes on."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from typing import Any
 from partita.bpmn import EventNode, FlowNode, Process
 from partita.processing.behavior.error_catching import catch_error
 from partita.processing.behavior.escalation_catching import catch_escalation
+from partita.processing.behavior.expressions import ExpressionError, text_of
 from partita.processing.behavior.incidents import element_incident
 from partita.processing.behavior.termination import terminate_element
 from partita.processing.behavior.triggers import consume_trigger
@@ -18,10 +20,12 @@ from partita.processing.behavior.variables import merge_event_variables
 from partita.processing.context import ProcessingContext
 from partita.processing.element.subprocesses import event_subprocess_trigger
 from partita.processing.instance import state as instance_state
+from partita.processing.variable.state import visible_variables
+from partita.protocol import json_text
 from partita.protocol.enums import BpmnElementType, ErrorType
-from partita.protocol.intents import EscalationIntent
+from partita.protocol.intents import EscalationIntent, SignalIntent
 from partita.protocol.intents import ProcessInstanceIntent as Instance
-from partita.protocol.values import EscalationValue, ProcessInstanceValue
+from partita.protocol.values import EscalationValue, ProcessInstanceValue, SignalValue
 
 _TRIGGERABLE = {
     BpmnElementType.BOUNDARY_EVENT,
@@ -92,6 +96,25 @@ def throw_escalation(
     return instance_state.instance(ctx.state, key) is None or (
         caught is not None and caught.interrupting
     )
+
+
+def throw_signal(
+    ctx: ProcessingContext, element: EventNode, key: int, value: ProcessInstanceValue
+) -> bool:
+    """A signal intermediate throw or end event broadcasts its signal (SIGNAL BROADCAST, which
+    reaches every partition) with the variables its input mappings made, and goes on. True
+    (with an incident) when the signal's name cannot be evaluated."""
+    assert element.signal is not None
+    visible = visible_variables(ctx.state, key)
+    try:
+        name = text_of(element.signal.name, visible, f"{element.id}: the signal name")
+    except ExpressionError as error:
+        element_incident(ctx, ErrorType.EXTRACT_VALUE_ERROR, error.reason, value, key)
+        return True
+    carried = {m.target: visible.get(m.target) for m in element.inputs}
+    signal = SignalValue(signal_name=name, variables=json_text.write(carried))
+    ctx.append_command(SignalIntent.BROADCAST, signal, -1, partition=ctx.partition)
+    return False
 
 
 def terminate_siblings(ctx: ProcessingContext, scope_key: int, keep: int) -> None:

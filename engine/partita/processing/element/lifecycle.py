@@ -142,12 +142,15 @@ def activate_element(command: Record, ctx: ProcessingContext) -> None:
 def _thrown(
     ctx: ProcessingContext, element: EventNode, key: int, value: ProcessInstanceValue
 ) -> bool:
-    """What an error or escalation throw event throws; True when its activation ends here."""
+    """What an error, escalation or signal throw event throws; True when its activation ends
+    here."""
     if element.error is not None and value.bpmn_element_type is END:
         events.throw_from_end_event(ctx, element, key, value)
         return True
     if element.escalation is not None:
         return events.throw_escalation(ctx, element, key, value)
+    if element.signal is not None:
+        return events.throw_signal(ctx, element, key, value)
     return False
 
 

@@ -1,5 +1,6 @@
-"""The REST API's decision evaluation over a fake command layer: the request it makes of the
-engine, the result as Camunda's clients read it, and the problems of bad requests."""
+"""The REST API's decision evaluation and signal broadcast over a fake command layer: the
+request each makes of the engine, the result as Camunda's clients read it, and the problems of
+bad requests."""
 
 from __future__ import annotations
 
@@ -28,3 +29,13 @@ def test_a_decision_is_evaluated_by_id_or_key() -> None:
     both = {"decisionDefinitionId": "dish", "decisionDefinitionKey": str(BIG)}
     assert_problem(exchange("POST", path, json=both), 400, "INVALID_ARGUMENT", "one of")
     assert_problem(exchange("POST", path, json={}), 400, "INVALID_ARGUMENT", "one of")
+
+
+def test_a_signal_is_broadcast_and_its_key_returned() -> None:
+    fake = FakeOperations()
+    request = {"signalName": "go", "variables": {"why": "ready"}}
+    code, _headers, body = exchange("POST", "/v2/signals/broadcast", fake=fake, json=request)
+    assert (code, body) == (200, {"signalKey": str(BIG + 3), "tenantId": "<default>"})
+    assert fake.calls == [("broadcast_signal", {"name": "go", "variables": {"why": "ready"}})]
+    answer = exchange("POST", "/v2/signals/broadcast", json={"variables": {}})
+    assert_problem(answer, 400, "INVALID_ARGUMENT", "signalName is required")
