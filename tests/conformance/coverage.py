@@ -60,6 +60,7 @@ SUPPORTED_ORDER = [
     "event-based gateway",
     "embedded subprocess",
     "event subprocess",
+    "ad-hoc subprocess",
     "message event subprocess start event",
     "message event subprocess start event (non-interrupting)",
     "timer event subprocess start event",
@@ -103,7 +104,10 @@ REJECTED = {
         '<bpmn:endEvent id="x"><bpmn:linkEventDefinition name="l"/></bpmn:endEvent>'
     ),
     "transaction subprocess": '<bpmn:transaction id="x"/>',
-    "ad-hoc subprocess": '<bpmn:adHocSubProcess id="x"/>',
+    "job-based ad-hoc subprocess": (
+        '<bpmn:adHocSubProcess id="x"><bpmn:extensionElements>'
+        '<zeebe:taskDefinition type="agent"/></bpmn:extensionElements></bpmn:adHocSubProcess>'
+    ),
     "standard loop": '<bpmn:task id="x"><bpmn:standardLoopCharacteristics/></bpmn:task>',
 }
 

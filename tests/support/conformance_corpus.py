@@ -39,7 +39,15 @@ from typing import Any
 
 import yaml
 
-from partita.bpmn import CallActivity, EventBasedGateway, EventNode, FlowNode, Process, SubProcess
+from partita.bpmn import (
+    AdHocSubProcess,
+    CallActivity,
+    EventBasedGateway,
+    EventNode,
+    FlowNode,
+    Process,
+    SubProcess,
+)
 from partita.protocol.enums import BpmnElementType, BpmnEventType
 from partita.protocol.intents import (
     DeploymentIntent,
@@ -295,6 +303,8 @@ def element_features(model: Process, element: FlowNode) -> set[str]:
         names.add("event subprocess" if element.triggered_by_event else "embedded subprocess")
     elif isinstance(element, CallActivity):
         names.add("call activity")
+    elif isinstance(element, AdHocSubProcess):
+        names.add("ad-hoc subprocess")
     elif isinstance(element, EventBasedGateway):
         names.add("event-based gateway")
     else:

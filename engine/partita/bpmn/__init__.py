@@ -6,6 +6,7 @@ raises `BpmnValidationError` listing every problem with its element id.
 
 from partita.bpmn.errors import BpmnError, BpmnValidationError, Problem
 from partita.bpmn.model import (
+    AdHocSubProcess,
     BusinessRuleTask,
     CallActivity,
     ErrorDefinition,
@@ -31,6 +32,7 @@ from partita.bpmn.model import (
 from partita.bpmn.parser import parse_bpmn
 
 __all__ = [
+    "AdHocSubProcess",
     "BpmnError",
     "BpmnValidationError",
     "BusinessRuleTask",

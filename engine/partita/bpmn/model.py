@@ -181,6 +181,18 @@ class SubProcess(FlowNode):
 
 
 @dataclass(frozen=True, slots=True)
+class AdHocSubProcess(FlowNode):
+    """An ad-hoc subprocess (`zeebe:adHoc`): activates the inner elements (those without
+    incoming flows) its `activeElementsCollection` names, and completes once none is active or
+    its `completionCondition` holds (cancelling the others when `cancel_remaining`)."""
+
+    active_elements: str = ""
+    """A FEEL expression yielding the ids of the elements to activate ("" activates none)."""
+    completion_condition: str = ""
+    cancel_remaining: bool = True
+
+
+@dataclass(frozen=True, slots=True)
 class CallActivity(FlowNode):
     """`zeebe:calledElement`: start the latest version of another process and wait for it."""
 

@@ -19,6 +19,7 @@ from typing import Any
 from partita.bpmn import activities, events, links
 from partita.bpmn.errors import BpmnValidationError, Problem
 from partita.bpmn.model import (
+    AdHocSubProcess,
     BusinessRuleTask,
     CallActivity,
     EventNode,
@@ -57,6 +58,7 @@ _GATEWAYS = {
 _IGNORED = {
     "documentation",
     "multiInstanceLoopCharacteristics",  # read by the element it marks
+    "completionCondition",  # an ad-hoc subprocess's, read by it
     "standardLoopCharacteristics",
     "incoming",
     "outgoing",
@@ -202,6 +204,8 @@ def _scope(node: Node, scope_id: str, problems: list[Problem], context: _Context
         }
         if child.local == "subProcess":
             element: FlowNode | None = _subprocess(child, links, problems, context)
+        elif child.local == "adHocSubProcess":
+            element = _ad_hoc(child, links, problems, context)
         else:
             element = _element(child, problems, links, context)
         if element is not None:
@@ -251,6 +255,40 @@ def _subprocess(
         start_event=starts[0].id if len(starts) == 1 else "",
         triggered_by_event=by_event,
         multi_instance=activities.loop(node, problems),
+        **links,
+    )
+
+
+def _ad_hoc(
+    node: Node, links: dict[str, Any], problems: list[Problem], context: _Context
+) -> FlowNode | None:
+    element_id = node.attributes["id"]
+    inputs, outputs = activities.io_mappings(node, problems)
+    if activities.multi_instance(node, problems):
+        return None
+    direct = _scope(node, element_id, problems, context)
+    for inner in direct:
+        if inner.element_type in (BpmnElementType.START_EVENT, BpmnElementType.END_EVENT):
+            problems.append(
+                Problem(inner.id, "an ad-hoc subprocess cannot contain start or end events")
+            )
+    extensions = activities.extension_elements(node)
+    ad_hoc = extensions.find(ZEEBE + "adHoc") if extensions is not None else None
+    attributes = ad_hoc.attributes if ad_hoc is not None else {}
+    if ad_hoc is not None and ad_hoc.find(ZEEBE + "taskDefinition") is not None:
+        problems.append(Problem(element_id, "job-based ad-hoc subprocesses are not supported yet"))
+    if extensions is not None and extensions.find(ZEEBE + "taskDefinition") is not None:
+        problems.append(Problem(element_id, "job-based ad-hoc subprocesses are not supported yet"))
+    condition = node.find(BPMN + "completionCondition")
+    return AdHocSubProcess(
+        id=element_id,
+        element_type=BpmnElementType.AD_HOC_SUB_PROCESS,
+        name=node.attributes.get("name", ""),
+        inputs=inputs,
+        outputs=outputs,
+        active_elements=attributes.get("activeElementsCollection", "").strip(),
+        completion_condition=condition.text.strip() if condition is not None else "",
+        cancel_remaining=node.attributes.get("cancelRemainingInstances", "true").lower() != "false",
         **links,
     )
 
@@ -404,6 +442,12 @@ def _check_expressions(process: Process, check: ExpressionCheck, problems: list[
             found.append((element.id, element.expression))
         if isinstance(element, BusinessRuleTask):
             found.append((element.id, element.decision_id))
+        if isinstance(element, AdHocSubProcess):
+            found += [
+                (element.id, text)
+                for text in (element.active_elements, element.completion_condition)
+                if text
+            ]
         if isinstance(element, UserTask):
             found += [
                 (element.id, text)

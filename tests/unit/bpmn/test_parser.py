@@ -107,12 +107,12 @@ def test_structural_rules() -> None:
 def test_unsupported_event_definitions_are_named() -> None:
     problems = _problems(
         _process(
-            """<bpmn:startEvent id="s"><bpmn:signalEventDefinition/></bpmn:startEvent>
+            """<bpmn:startEvent id="s"><bpmn:conditionalEventDefinition/></bpmn:startEvent>
                <bpmn:endEvent id="e"/>
                <bpmn:sequenceFlow id="f" sourceRef="s" targetRef="e"/>"""
         )
     )
-    assert "s: signal startEvents are not supported yet" in problems
+    assert "s: conditional startEvents are not supported yet" in problems
 
 
 def test_duplicate_ids_and_no_executable_process() -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 from msgspec.structs import replace
 
 from partita.bpmn import (
+    AdHocSubProcess,
     BusinessRuleTask,
     CallActivity,
     EventBasedGateway,
@@ -38,6 +39,7 @@ from partita.processing.decision import calls
 from partita.processing.deployment import state as deployment_state
 from partita.processing.dispatch import Handlers
 from partita.processing.element import (
+    ad_hoc,
     call_activities,
     events,
     gateways,
@@ -60,6 +62,7 @@ END = BpmnElementType.END_EVENT
 _THROWS = {END, BpmnElementType.INTERMEDIATE_THROW_EVENT}
 _WAITS = {
     BpmnElementType.USER_TASK,
+    BpmnElementType.AD_HOC_SUB_PROCESS,
     BpmnElementType.PROCESS,
     BpmnElementType.RECEIVE_TASK,
     BpmnElementType.INTERMEDIATE_CATCH_EVENT,
@@ -125,12 +128,19 @@ def activate_element(command: Record, ctx: ProcessingContext) -> None:
     done, created = _work(ctx, element, key, value)
     if not done:
         return  # an incident stopped it
+    inner = None
+    if isinstance(element, AdHocSubProcess):
+        inner = ad_hoc.chosen(ctx, element, key, value, model)
+        if inner is None:
+            return
     open_events(ctx, openings, key, value)
     ctx.append_event(Instance.ELEMENT_ACTIVATED, value, key)
     if created is not None:
         user_tasks.assign_on_creation(ctx, *created)
     if isinstance(element, SubProcess):
         subprocesses.start_inside(ctx, element, key, value, model)
+    elif inner is not None:
+        ad_hoc.start(ctx, inner, key, value)
     elif isinstance(element, CallActivity) and called is not None:
         call_activities.call(ctx, element, key, value, called)
     elif isinstance(element, LinkEvent) or (
@@ -225,7 +235,8 @@ def complete_element(command: Record, ctx: ProcessingContext) -> None:
         multi_instance.inner_completed(ctx, element, counter, value)
     else:
         gateways.fire_ready_joins(ctx, model, value.flow_scope_key, value)
-        _complete_scope_if_done(ctx, value.flow_scope_key)
+        if not ad_hoc.completed_by_condition(ctx, model, value.flow_scope_key):
+            _complete_scope_if_done(ctx, value.flow_scope_key)
 
 
 def _take(

@@ -1,0 +1,113 @@
+"""Ad-hoc subprocesses. On activation the `activeElementsCollection` (FEEL, a list of element
+ids) names the inner elements to activate: each must be an element of the subprocess without
+incoming flows, else an EXTRACT_VALUE_ERROR incident names it. The subprocess completes once no
+inner element is active, or as soon as an inner element completes and its
+`completionCondition` holds, terminating the others first when `cancelRemainingInstances`."""
+
+from __future__ import annotations
+
+from msgspec.structs import replace
+
+from partita.bpmn import AdHocSubProcess, FlowNode, Process
+from partita.feel import FeelError, compile_expression
+from partita.processing.behavior.incidents import element_incident
+from partita.processing.behavior.termination import terminate_element
+from partita.processing.context import ProcessingContext
+from partita.processing.instance import state as instance_state
+from partita.processing.variable.state import visible_variables
+from partita.protocol.enums import ErrorType
+from partita.protocol.intents import ProcessInstanceIntent as Instance
+from partita.protocol.values import ProcessInstanceValue
+
+
+def chosen(
+    ctx: ProcessingContext,
+    element: AdHocSubProcess,
+    key: int,
+    value: ProcessInstanceValue,
+    model: Process,
+) -> list[FlowNode] | None:
+    """The inner elements to activate; None (with an incident) when the collection cannot be
+    evaluated or names something that cannot be activated."""
+    if not element.active_elements:
+        return []
+    try:
+        ids = compile_expression(element.active_elements).evaluate(
+            visible_variables(ctx.state, key)
+        )
+    except FeelError as error:
+        element_incident(
+            ctx, ErrorType.EXTRACT_VALUE_ERROR, f"{element.id}: {error.reason}", value, key
+        )
+        return None
+    if ids is None:
+        return []
+    if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+        reason = (
+            f"{element.id}: activeElementsCollection must yield a list of element ids, not {ids!r}"
+        )
+        element_incident(ctx, ErrorType.EXTRACT_VALUE_ERROR, reason, value, key)
+        return None
+    activatable = {
+        e.id: e
+        for e in model.elements.values()
+        if e.scope == element.id and not e.incoming and e.element_type.name != "BOUNDARY_EVENT"
+    }
+    unknown = [i for i in ids if i not in activatable]
+    if unknown:
+        reason = (
+            f"{element.id}: cannot activate {', '.join(repr(i) for i in unknown)}: not an element"
+            f" of the ad-hoc subprocess without incoming flows ({', '.join(sorted(activatable))})"
+        )
+        element_incident(ctx, ErrorType.EXTRACT_VALUE_ERROR, reason, value, key)
+        return None
+    return [activatable[i] for i in ids]
+
+
+def start(
+    ctx: ProcessingContext, elements: list[FlowNode], key: int, value: ProcessInstanceValue
+) -> None:
+    """Activate the chosen inner elements of ad-hoc subprocess instance `key` (none: it
+    completes at once)."""
+    if not elements:
+        ctx.append_command(Instance.COMPLETE_ELEMENT, value, key)
+        return
+    for inner in elements:
+        activation = replace(
+            value,
+            element_id=inner.id,
+            flow_scope_key=key,
+            bpmn_element_type=inner.element_type,
+            bpmn_event_type=inner.event_type,
+        )
+        ctx.append_command(Instance.ACTIVATE_ELEMENT, activation, ctx.keys.next_key())
+
+
+def completed_by_condition(ctx: ProcessingContext, model: Process, scope_key: int) -> bool:
+    """After an inner element completed: when its ad-hoc subprocess's completion condition
+    holds, terminate what still runs (if it cancels the rest) and complete it. True when it
+    was completed here."""
+    scope = instance_state.instance(ctx.state, scope_key)
+    if scope is None or scope.state != Instance.ELEMENT_ACTIVATED.name:
+        return False
+    element = model.elements.get(str(scope.element_id))
+    if not isinstance(element, AdHocSubProcess) or not element.completion_condition:
+        return False
+    value = instance_state.value_of(scope)
+    try:
+        done = compile_expression(element.completion_condition).evaluate_as(
+            "boolean", visible_variables(ctx.state, scope_key)
+        )
+    except FeelError as error:
+        reason = f"{element.id}: completionCondition: {error.reason}"
+        element_incident(ctx, ErrorType.EXTRACT_VALUE_ERROR, reason, value, scope_key)
+        return True
+    children = instance_state.children(ctx.state, scope_key)
+    if not done or (children and not element.cancel_remaining):
+        return False
+    for child in children:
+        stored = instance_state.instance(ctx.state, child)
+        if stored is not None and stored.state != Instance.ELEMENT_TERMINATING.name:
+            terminate_element(ctx, child, stored)
+    ctx.append_command(Instance.COMPLETE_ELEMENT, value, scope_key)
+    return True
