@@ -294,7 +294,10 @@ def test_cancel_and_the_engines_refusals(
         "Command 'RESOLVE' rejected",
     )
     problem(
-        send(gateway, "POST", "/v2/signals/broadcast", {"signalName": "s"}), 501, "UNIMPLEMENTED"
+        send(gateway, "POST", f"/v2/process-instances/{key}/migration", {}),
+        501,
+        "UNIMPLEMENTED",
+        "Migrating an instance",
     )
     problem(send(gateway, "POST", "/v2/process-instances/search", {}), 501, "UNIMPLEMENTED")
     problem(send(gateway, "GET", "/v2/nothing"), 404, "NOT_FOUND", "/v2/nothing")

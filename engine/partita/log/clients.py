@@ -44,6 +44,14 @@ _LOG = logging.getLogger("partita.kafka")
 _T = TypeVar("_T")
 _REPEAT_AFTER_S = 60.0
 _NUMBERS = re.compile(r"\d+")
+_SUPPRESSED = re.compile(r", \d+ identical error\(s\) suppressed")
+_WAITED = re.compile(r"after \d+ms")
+
+
+def _same_failure(message: str) -> str:
+    """A failure's line without what changes from one retry to the next: how long the attempt
+    took and librdkafka's own count of the identical lines it suppressed."""
+    return _WAITED.sub("after #ms", _SUPPRESSED.sub("", message))
 
 
 class RepeatFilter(logging.Filter):
@@ -59,7 +67,7 @@ class RepeatFilter(logging.Filter):
         self._last: dict[str, float] = {}
 
     def filter(self, record: logging.LogRecord) -> bool:
-        key = _NUMBERS.sub("#", record.getMessage())
+        key = _NUMBERS.sub("#", _same_failure(record.getMessage()))
         now = self._clock()
         with self._lock:
             last = self._last.get(key)
@@ -146,10 +154,11 @@ class ErrorReporter:
                 self.problem = message
             self.fatal = self.fatal or security
             now = time.monotonic()
-            last = self._last_logged.get(message)
+            key = _same_failure(message)
+            last = self._last_logged.get(key)
             if last is not None and now - last < _REPEAT_AFTER_S:
                 return
-            self._last_logged[message] = now
+            self._last_logged[key] = now
         self._logger.error("%s", message) if security else self._logger.warning("%s", message)
 
 
