@@ -72,6 +72,7 @@ SUPPORTED_ORDER = [
     "multi-instance (parallel)",
     "multi-instance (sequential)",
     "input/output mappings",
+    "execution listeners",
 ]
 
 _HEAD = (

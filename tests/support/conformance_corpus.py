@@ -255,6 +255,8 @@ def features(model: Process) -> set[str]:
     found = set()
     for element in model.elements.values():
         found |= element_features(model, element)
+    if model.start_listeners or model.end_listeners:
+        found.add("execution listeners")
     return found
 
 
@@ -314,4 +316,6 @@ def element_features(model: Process, element: FlowNode) -> set[str]:
     if element.multi_instance is not None:
         mode = "sequential" if element.multi_instance.sequential else "parallel"
         names.add(f"multi-instance ({mode})")
+    if element.start_listeners or element.end_listeners:
+        names.add("execution listeners")
     return names

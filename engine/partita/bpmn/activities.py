@@ -161,6 +161,10 @@ def job_based_user_task(
     they are FEEL), beside the task's own headers."""
     element_id = node.attributes["id"]
     extensions = extension_elements(node)
+    if extensions is not None and extensions.find(ZEEBE + "taskListeners") is not None:
+        problems.append(
+            Problem(element_id, "task listeners are only allowed on Camunda user tasks")
+        )
     evaluated: list[tuple[str, str]] = []
     for tag, names in (("assignmentDefinition", _ASSIGNMENT), ("taskSchedule", _SCHEDULE)):
         found = extensions.find(ZEEBE + tag) if extensions is not None else None
@@ -188,12 +192,10 @@ def user_task(node: Node, problems: list[Problem], common: dict[str, Any]) -> Fl
     if extensions is None or extensions.find(ZEEBE + "userTask") is None:
         return job_based_user_task(node, problems, common)
     element_id = node.attributes["id"]
-    for unsupported, why in (
-        ("taskListeners", "task listeners (zeebe:taskListeners) are not supported yet"),
-        ("executionListeners", "execution listeners are not supported yet"),
-    ):
-        if extensions.find(ZEEBE + unsupported) is not None:
-            problems.append(Problem(element_id, why))
+    if extensions.find(ZEEBE + "taskListeners") is not None:
+        problems.append(
+            Problem(element_id, "task listeners (zeebe:taskListeners) are not supported yet")
+        )
     properties: dict[str, str] = {}
     for tag, names in (("assignmentDefinition", _ASSIGNMENT), ("taskSchedule", _SCHEDULE)):
         found = extensions.find(ZEEBE + tag)

@@ -42,6 +42,15 @@ class MultiInstance:
 
 
 @dataclass(frozen=True, slots=True)
+class ExecutionListener:
+    """`zeebe:executionListener`: a job of `job_type` (static or FEEL) the element waits for
+    when it starts (after its input mappings) or ends (after its output mappings)."""
+
+    job_type: str
+    retries: str = "3"
+
+
+@dataclass(frozen=True, slots=True)
 class FlowNode:
     """A start or end event, task, manual task or parallel gateway: nothing beyond the flow."""
 
@@ -56,6 +65,8 @@ class FlowNode:
     scope: str = ""
     """The id of the process or subprocess the element is directly in."""
     multi_instance: MultiInstance | None = None
+    start_listeners: tuple[ExecutionListener, ...] = ()
+    end_listeners: tuple[ExecutionListener, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -255,6 +266,8 @@ class Process:
     """Message and timer start events."""
     boundaries: dict[str, tuple[str, ...]] = field(default_factory=dict)
     """Activity id -> the boundary events attached to it."""
+    start_listeners: tuple[ExecutionListener, ...] = ()
+    end_listeners: tuple[ExecutionListener, ...] = ()
     _events: dict[str, list[EventNode]] = field(default_factory=dict, compare=False, repr=False)
     """`events_of` answers, computed once per element (the model never changes)."""
     _reach: dict[str, frozenset[str]] = field(default_factory=dict, compare=False, repr=False)

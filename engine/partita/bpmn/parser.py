@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from partita.bpmn import activities, events, links
+from partita.bpmn import activities, events, links, listeners
 from partita.bpmn.errors import BpmnValidationError, Problem
 from partita.bpmn.model import (
     AdHocSubProcess,
@@ -136,6 +136,7 @@ def _process(node: Node, problems: list[Problem], context: _Context) -> Process 
     _validate(elements, flows, problems)
     links.resolve_links(elements, problems)
     boundaries = events.validate_events(elements, flows, problems)
+    starts_with, ends_with = listeners.execution_listeners(node, problems)
     return Process(
         process_id,
         node.attributes.get("name", ""),
@@ -144,6 +145,8 @@ def _process(node: Node, problems: list[Problem], context: _Context) -> Process 
         none_starts[0] if none_starts else "",
         event_starts,
         boundaries,
+        start_listeners=starts_with,
+        end_listeners=ends_with,
     )
 
 
@@ -209,6 +212,9 @@ def _scope(node: Node, scope_id: str, problems: list[Problem], context: _Context
         else:
             element = _element(child, problems, links, context)
         if element is not None:
+            element = listeners.with_listeners(
+                element, listeners.execution_listeners(child, problems), problems
+            )
             context.elements[element_id] = element
             direct.append(element)
     return direct

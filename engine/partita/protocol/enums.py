@@ -100,12 +100,42 @@ class ErrorType(Enum):
     FORM_NOT_FOUND = "FORM_NOT_FOUND"
     DECISION_EVALUATION_ERROR = "DECISION_EVALUATION_ERROR"
     CALLED_DECISION_ERROR = "CALLED_DECISION_ERROR"
+    EXECUTION_LISTENER_NO_RETRIES = "EXECUTION_LISTENER_NO_RETRIES"
+    TASK_LISTENER_NO_RETRIES = "TASK_LISTENER_NO_RETRIES"
+
+
+class JobKind(Enum):
+    """What a job does (Zeebe's names): an element's work, or a listener's."""
+
+    __hash__ = object.__hash__
+
+    BPMN_ELEMENT = "BPMN_ELEMENT"
+    EXECUTION_LISTENER = "EXECUTION_LISTENER"
+    TASK_LISTENER = "TASK_LISTENER"
+    AD_HOC_SUB_PROCESS = "AD_HOC_SUB_PROCESS"
+
+
+class JobListenerEventType(Enum):
+    """The event a listener job runs on; UNSPECIFIED for an element's job."""
+
+    __hash__ = object.__hash__
+
+    UNSPECIFIED = "UNSPECIFIED"
+    START = "START"
+    END = "END"
+    COMPLETING = "COMPLETING"
+    ASSIGNING = "ASSIGNING"
+    UPDATING = "UPDATING"
+    CREATING = "CREATING"
+    CANCELING = "CANCELING"
 
 
 __all__ = [
     "BpmnElementType",
     "BpmnEventType",
     "ErrorType",
+    "JobKind",
+    "JobListenerEventType",
     "RecordType",
     "RejectionType",
     "ValueType",

@@ -55,6 +55,7 @@ class ProcessInstanceIntent(Intent):
     ACTIVATE_ELEMENT = 8, CMD
     COMPLETE_ELEMENT = 9, CMD
     TERMINATE_ELEMENT = 10, CMD
+    COMPLETE_EXECUTION_LISTENER = 12, CMD  # 11 is Zeebe's ELEMENT_MIGRATED
 
 
 class ProcessInstanceCreationIntent(Intent):
@@ -274,10 +275,11 @@ _SINCE_V6 = (
     "NOT_ESCALATED",
     "BROADCAST",
     "BROADCASTED",
+    "COMPLETE_EXECUTION_LISTENER",
 )
 """Intent symbols schema v6 added (user tasks, some for the task listeners to come, decision
-evaluations, escalations, signals), after every earlier one so that the earlier symbols keep their
-indexes."""
+evaluations, escalations, signals, execution listeners), after every earlier one so that the
+earlier symbols keep their indexes."""
 
 ALL_INTENT_NAMES: tuple[str, ...] = (
     tuple(sorted({name for _, name in _BY_NAME} - set(_SINCE_V6))) + _SINCE_V6

@@ -17,6 +17,8 @@ from partita.protocol.enums import (
     BpmnElementType,
     BpmnEventType,
     ErrorType,
+    JobKind,
+    JobListenerEventType,
     ValueType,
     VariableDocumentUpdateSemantic,
 )
@@ -194,6 +196,8 @@ class JobValue(Struct, frozen=True, gc=False):
     element_id: str = ""
     element_instance_key: int = -1
     tenant_id: str = "<default>"
+    job_kind: JobKind = JobKind.BPMN_ELEMENT
+    listener_event_type: JobListenerEventType = JobListenerEventType.UNSPECIFIED
 
 
 class DecisionValue(Struct, frozen=True, gc=False):

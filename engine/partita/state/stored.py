@@ -17,7 +17,7 @@ from __future__ import annotations
 from msgspec import Struct
 
 from partita.elements import BpmnElementType, BpmnEventType
-from partita.protocol.enums import ErrorType
+from partita.protocol.enums import ErrorType, JobKind, JobListenerEventType
 
 
 class _Stored(Struct, frozen=True, array_like=True):
@@ -57,6 +57,8 @@ class ElementInstance(_Stored, frozen=True):
     """A call activity's child process instance, to terminate it with the call."""
     user_task_key: int = -1
     """A user task element's USER_TASK, to cancel it with the element."""
+    listener_index: int = 0
+    """How many execution listeners of the running phase (start, then end) have completed."""
 
 
 class EventTrigger(_Stored, frozen=True):
@@ -87,6 +89,8 @@ class Job(_Stored, frozen=True):
     """When a failed job's retry back-off ends; -1 when not backing off."""
     pushed: bool = False
     """Activated by a push to the job topic (counted against the push bound)."""
+    job_kind: JobKind = JobKind.BPMN_ELEMENT
+    listener_event_type: JobListenerEventType = JobListenerEventType.UNSPECIFIED
 
 
 class DeployedForm(_Stored, frozen=True):

@@ -43,6 +43,7 @@ from partita.processing.element import (
     call_activities,
     events,
     gateways,
+    listeners,
     multi_instance,
     process,
     subprocesses,
@@ -98,7 +99,8 @@ def activate_element(command: Record, ctx: ProcessingContext) -> None:
     # else: an incident stopped the activation and was resolved: continue it
     kind = value.bpmn_element_type
     if kind is BpmnElementType.PROCESS:
-        process.activate(ctx, model, key, value)
+        if listeners.all_done(ctx, model, listeners.START, key, value):
+            process.activate(ctx, model, key, value)
         return
     element = model.element(value.element_id)
     if kind is multi_instance.BODY:
@@ -108,6 +110,54 @@ def activate_element(command: Record, ctx: ProcessingContext) -> None:
         variables = visible_variables(ctx.state, value.flow_scope_key)
         if not map_io(ctx, element.inputs, variables, key, value, local=True):
             return
+    if listeners.all_done(ctx, element, listeners.START, key, value):
+        _activate_after_listeners(ctx, model, element, key, value)
+
+
+@handlers.processor(Instance.COMPLETE_EXECUTION_LISTENER)
+def complete_execution_listener(command: Record, ctx: ProcessingContext) -> None:
+    """An execution listener's job completed: the next listener, or the rest of the element's
+    activation (start listeners) or completion (end listeners)."""
+    value = command.value
+    assert isinstance(value, ProcessInstanceValue)
+    key = command.key
+    current = instance_state.instance(ctx.state, key)
+    if current is None:
+        raise RejectionError(RejectionType.NOT_FOUND, f"no element instance {key}")
+    model = model_of(ctx, value)
+    is_process = value.bpmn_element_type is BpmnElementType.PROCESS
+    element = model if is_process else model.element(value.element_id)
+    if current.state == Instance.ELEMENT_ACTIVATING.name:
+        if not listeners.all_done(ctx, element, listeners.START, key, value):
+            return
+        if isinstance(element, Process):
+            process.activate(ctx, model, key, value)
+        else:
+            _activate_after_listeners(ctx, model, element, key, value)
+    elif current.state == Instance.ELEMENT_COMPLETING.name:
+        if not listeners.all_done(ctx, element, listeners.END, key, value):
+            return
+        if isinstance(element, Process):
+            process.completed(ctx, current, key, value)
+        else:
+            _complete_after_listeners(ctx, model, element, key, value)
+    else:
+        raise RejectionError(
+            RejectionType.INVALID_STATE,
+            f"element instance {key} is {current.state}: no execution listener runs",
+        )
+
+
+def _activate_after_listeners(
+    ctx: ProcessingContext,
+    model: Process,
+    element: FlowNode,
+    key: int,
+    value: ProcessInstanceValue,
+) -> None:
+    """The element's own activation, once its input mappings and start listeners are done:
+    its trigger or throw, its events, its work, ACTIVATED and what follows."""
+    kind = value.bpmn_element_type
     triggered = events.take_trigger(ctx, model, element, key, value)
     if triggered is not None:  # a boundary or start event, or a catch event after a gateway
         merge_event_variables(ctx, element, key, value, triggered)
@@ -192,7 +242,10 @@ def complete_element(command: Record, ctx: ProcessingContext) -> None:
         raise RejectionError(RejectionType.INVALID_STATE, f"element instance {key} is not active")
     model = model_of(ctx, value)
     if value.bpmn_element_type is BpmnElementType.PROCESS:
-        process.complete(ctx, current, key, value)
+        ctx.append_event(Instance.ELEMENT_COMPLETING, value, key)
+        close_events(ctx, key)
+        if listeners.all_done(ctx, model, listeners.END, key, value):
+            process.completed(ctx, current, key, value)
         return
     element = model.element(value.element_id)
     flows = model.outgoing(element.id)
@@ -215,15 +268,35 @@ def complete_element(command: Record, ctx: ProcessingContext) -> None:
         variables = visible_variables(ctx.state, key)
         if not map_io(ctx, element.outputs, variables, key, value, local=False):
             return
-    if inner:
-        if not multi_instance.collect_output(ctx, element, key, value):
-            return
-        counter, flows = multi_instance.loop_counter(ctx, key), []  # the body takes the flows
+    if inner and not multi_instance.collect_output(ctx, element, key, value):
+        return
     if body:
         multi_instance.hand_over_output(ctx, element, key, value)
     ctx.append_event(Instance.ELEMENT_COMPLETING, value, key)
     if model.events_of(element.id):  # nothing else can hold subscriptions or timers
         close_events(ctx, key)
+    if body or listeners.all_done(ctx, element, listeners.END, key, value):
+        _complete_after_listeners(ctx, model, element, key, value, flows=flows)
+
+
+def _complete_after_listeners(
+    ctx: ProcessingContext,
+    model: Process,
+    element: FlowNode,
+    key: int,
+    value: ProcessInstanceValue,
+    *,
+    flows: list[SequenceFlow] | None = None,
+) -> None:
+    """The rest of a completion once the element is COMPLETING (its events closed) and its end
+    listeners are done: COMPLETED, the flows taken (`flows`: those a gateway chose; by default
+    every outgoing flow), and what its scope does next."""
+    body = value.bpmn_element_type is multi_instance.BODY
+    inner = element.multi_instance is not None and not body
+    if flows is None:
+        flows = model.outgoing(element.id)
+    if inner:
+        counter, flows = multi_instance.loop_counter(ctx, key), []  # the body takes the flows
     ctx.append_event(Instance.ELEMENT_COMPLETED, value, key)
     for flow in flows:
         _take(ctx, model, flow, value)

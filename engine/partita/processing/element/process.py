@@ -10,7 +10,7 @@ from partita.bpmn import Process
 from partita.processing.behavior.expressions import ExpressionError
 from partita.processing.behavior.incidents import element_incident
 from partita.processing.behavior.results import answer_awaiting
-from partita.processing.behavior.subscriptions import close_events, open_events, prepare
+from partita.processing.behavior.subscriptions import open_events, prepare
 from partita.processing.context import ProcessingContext
 from partita.processing.element import call_activities
 from partita.processing.instance import state as instance_state
@@ -44,14 +44,12 @@ def activate(
     ctx.append_command(Instance.ACTIVATE_ELEMENT, child, ctx.keys.next_key())
 
 
-def complete(
+def completed(
     ctx: ProcessingContext, stored: ElementInstance, key: int, value: ProcessInstanceValue
 ) -> None:
-    """COMPLETING, its events closed, COMPLETED; then the result to an awaiting client and to
-    the calling activity, if any."""
+    """Once COMPLETING (its events closed) and its end listeners done: COMPLETED; then the
+    result to an awaiting client and to the calling activity, if any."""
     result_variables = local_variables(ctx.state, key)
-    ctx.append_event(Instance.ELEMENT_COMPLETING, value, key)
-    close_events(ctx, key)
     ctx.append_event(Instance.ELEMENT_COMPLETED, value, key)
     answer_awaiting(ctx, key, value, result_variables)
     call_activities.child_completed(ctx, stored, result_variables)

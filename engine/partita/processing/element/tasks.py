@@ -16,7 +16,7 @@ from partita.processing.behavior.variables import merge_event_variables
 from partita.processing.context import ProcessingContext
 from partita.processing.variable.state import visible_variables
 from partita.protocol import json_text
-from partita.protocol.enums import ErrorType
+from partita.protocol.enums import ErrorType, JobKind, JobListenerEventType
 from partita.protocol.intents import JobIntent
 from partita.protocol.values import JobValue, ProcessInstanceValue
 
@@ -26,33 +26,65 @@ def create_job(
 ) -> bool:
     """JOB CREATED for the element instance `key`; False (with an incident) when its job type,
     retries or evaluated headers cannot be evaluated."""
+    return new_job(
+        ctx,
+        key,
+        value,
+        element_id=task.id,
+        job_type=task.job_type,
+        retries=task.retries,
+        headers=task.headers,
+        evaluated_headers=task.evaluated_headers,
+    )
+
+
+def new_job(
+    ctx: ProcessingContext,
+    key: int,
+    value: ProcessInstanceValue,
+    *,
+    element_id: str,
+    job_type: str,
+    retries: str,
+    headers: tuple[tuple[str, str], ...] = (),
+    evaluated_headers: tuple[tuple[str, str], ...] = (),
+    kind: JobKind = JobKind.BPMN_ELEMENT,
+    event: JobListenerEventType = JobListenerEventType.UNSPECIFIED,
+) -> bool:
+    """JOB CREATED of `kind` for element instance `key`, its type, retries and evaluated headers
+    evaluated (FEEL allowed); False (with an incident naming the element) when one cannot be."""
     dynamic = (
-        task.job_type.startswith("=")
-        or task.retries.startswith("=")
-        or any(text.startswith("=") for _, text in task.evaluated_headers)
+        job_type.startswith("=")
+        or retries.startswith("=")
+        or any(text.startswith("=") for _, text in evaluated_headers)
     )
     variables = visible_variables(ctx.state, key) if dynamic else {}
     try:
-        job_type = compile_expression(task.job_type).evaluate_as("string", variables)
-        retries = compile_expression(task.retries).evaluate(variables)
-        retries = int(retries)
-        headers = dict(task.headers)
-        for name, text in task.evaluated_headers:
-            headers[name] = _header(name, text, variables)
+        evaluated_type = compile_expression(job_type).evaluate_as("string", variables)
+        evaluated_retries = int(compile_expression(retries).evaluate(variables))
+        all_headers = dict(headers)
+        for name, text in evaluated_headers:
+            all_headers[name] = _header(name, text, variables)
     except (FeelError, ValueError, TypeError) as error:
         reason = error.reason if isinstance(error, FeelError) else str(error)
-        element_incident(ctx, ErrorType.EXTRACT_VALUE_ERROR, f"{task.id}: {reason}", value, key)
+        element_incident(ctx, ErrorType.EXTRACT_VALUE_ERROR, f"{element_id}: {reason}", value, key)
+        return False
+    if not evaluated_type:
+        reason = f"{element_id}: the job type {job_type} is empty"
+        element_incident(ctx, ErrorType.EXTRACT_VALUE_ERROR, reason, value, key)
         return False
     job = JobValue(
-        type=job_type,
-        retries=retries,
-        custom_headers=headers,
+        type=evaluated_type,
+        retries=evaluated_retries,
+        custom_headers=all_headers,
         process_instance_key=value.process_instance_key,
         bpmn_process_id=value.bpmn_process_id,
         process_definition_version=value.version,
         process_definition_key=value.process_definition_key,
-        element_id=task.id,
+        element_id=element_id,
         element_instance_key=key,
+        job_kind=kind,
+        listener_event_type=event,
     )
     ctx.append_event(JobIntent.CREATED, job, ctx.keys.next_key())
     return True

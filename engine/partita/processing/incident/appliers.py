@@ -1,10 +1,14 @@
 """The appliers of INCIDENT events. Resolving a job's incident makes the job activatable again
-when it stopped for lack of retries or an uncaught error."""
+when it stopped for lack of retries or an uncaught error; resolving an element's incident
+counts its execution listeners from the first again (the step they belong to is retried)."""
 
 from __future__ import annotations
 
+from msgspec.structs import replace
+
 from partita.processing.dispatch import Handlers
 from partita.processing.incident.state import BY_ELEMENT, INCIDENTS
+from partita.processing.instance import state as instance_state
 from partita.processing.job import state as job_state
 from partita.processing.job.state import JOBS
 from partita.protocol.intents import IncidentIntent
@@ -46,3 +50,9 @@ def apply_resolved(record: Record, db: PartitionDb) -> None:
         job_state.make_activatable(db, job_key, job)  # a worker can take it again
     if db.column(BY_ELEMENT).get(stored.element_instance_key) == record.key:
         db.column(BY_ELEMENT).delete(stored.element_instance_key)
+    if job is None:  # an element's step is retried: its execution listeners run again
+        element = instance_state.instance(db, stored.element_instance_key)
+        if element is not None and element.listener_index:
+            db.column(instance_state.INSTANCES).upsert(
+                stored.element_instance_key, replace(element, listener_index=0)
+            )

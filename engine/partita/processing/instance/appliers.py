@@ -106,7 +106,9 @@ def apply_state(record: Record, db: PartitionDb) -> None:
     found = instance(db, record.key)
     if found is None:
         raise KeyNotFoundError(INSTANCES.name, record.key, f"{record.intent.name} of an element")
-    db.column(INSTANCES).upsert(record.key, replace(found, state=record.intent.name))
+    db.column(INSTANCES).upsert(
+        record.key, replace(found, state=record.intent.name, listener_index=0)
+    )
 
 
 @handlers.applier(Instance.ELEMENT_COMPLETED, Instance.ELEMENT_TERMINATED)

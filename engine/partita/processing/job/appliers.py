@@ -9,6 +9,7 @@ from partita.processing.dispatch import Handlers
 from partita.processing.instance import state as instance_state
 from partita.processing.job import state as job_state
 from partita.processing.job.state import JOBS, PUSH_WORKER, stored_job
+from partita.protocol.enums import JobKind
 from partita.protocol.intents import JobBatchIntent, JobIntent
 from partita.protocol.records import Record
 from partita.protocol.values import JobBatchValue, JobValue
@@ -29,9 +30,24 @@ def apply_created(record: Record, db: PartitionDb) -> None:
         )
 
 
-@handlers.applier(JobIntent.COMPLETED, JobIntent.CANCELED)
+@handlers.applier(JobIntent.CANCELED)
 def apply_removed(record: Record, db: PartitionDb) -> None:
     job_state.remove(db, record.key)
+
+
+@handlers.applier(JobIntent.COMPLETED)
+def apply_completed(record: Record, db: PartitionDb) -> None:
+    """Gone; an execution listener's completion counts towards its element's listeners."""
+    job_state.remove(db, record.key)
+    value = record.value
+    assert isinstance(value, JobValue)
+    if value.job_kind is JobKind.EXECUTION_LISTENER:
+        element = instance_state.instance(db, value.element_instance_key)
+        if element is not None:
+            db.column(instance_state.INSTANCES).upsert(
+                value.element_instance_key,
+                replace(element, listener_index=element.listener_index + 1),
+            )
 
 
 @handlers.applier(JobIntent.FAILED)

@@ -18,6 +18,7 @@ is timed out by the due-date checker (JOB TIME_OUT -> TIMED_OUT) and becomes act
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from msgspec.structs import replace
 
@@ -42,12 +43,12 @@ from partita.processing.job.state import (
     activatable_count,
     job_value,
 )
-from partita.protocol.enums import ErrorType, RejectionType
+from partita.protocol.enums import ErrorType, JobKind, JobListenerEventType, RejectionType
 from partita.protocol.intents import JobBatchIntent, JobIntent
 from partita.protocol.intents import ProcessInstanceIntent as Instance
 from partita.protocol.records import Record
 from partita.protocol.records import command as record_command
-from partita.protocol.values import JobBatchValue, JobValue
+from partita.protocol.values import JobBatchValue, JobValue, ProcessInstanceValue
 from partita.state import PartitionDb
 from partita.state.stored import Job
 
@@ -86,8 +87,26 @@ def complete(command: Record, ctx: ProcessingContext) -> None:
     if element is None:
         return
     task = instance_state.value_of(element)
+    if job.job_kind is JobKind.EXECUTION_LISTENER:
+        _listener_completed(ctx, job, variables, task)
+        return
     propagate_variables(ctx, job.element_instance_key, variables, task)
     ctx.append_command(Instance.COMPLETE_ELEMENT, task, job.element_instance_key)
+
+
+def _listener_completed(
+    ctx: ProcessingContext, job: JobValue, variables: dict[str, Any], element: ProcessInstanceValue
+) -> None:
+    """As Zeebe: a start listener's variables are local to its element, an end listener's are
+    set on the element's flow scope (the process's own for a process's listener); then the
+    element goes on (the next listener, or the rest of its activation or completion)."""
+    key = job.element_instance_key
+    scope = key
+    if job.listener_event_type is JobListenerEventType.END and element.flow_scope_key > 0:
+        scope = element.flow_scope_key
+    for name, variable in variables.items():
+        set_variable(ctx, scope, name, variable, element)
+    ctx.append_command(Instance.COMPLETE_EXECUTION_LISTENER, element, key)
 
 
 @handlers.processor(JobIntent.FAIL)
@@ -127,7 +146,15 @@ def fail(command: Record, ctx: ProcessingContext) -> None:
             set_variable(ctx, failed.element_instance_key, name, variable, task)
     if retries <= 0:
         message = value.error_message or f"job {command.key} failed with no retries left"
-        job_incident(ctx, command.key, failed, ErrorType.JOB_NO_RETRIES, message)
+        job_incident(ctx, command.key, failed, _NO_RETRIES[failed.job_kind], message)
+
+
+_NO_RETRIES = {
+    JobKind.BPMN_ELEMENT: ErrorType.JOB_NO_RETRIES,
+    JobKind.EXECUTION_LISTENER: ErrorType.EXECUTION_LISTENER_NO_RETRIES,
+    JobKind.TASK_LISTENER: ErrorType.TASK_LISTENER_NO_RETRIES,
+    JobKind.AD_HOC_SUB_PROCESS: ErrorType.JOB_NO_RETRIES,
+}
 
 
 @handlers.processor(JobIntent.THROW_ERROR)
@@ -138,6 +165,12 @@ def throw_error(command: Record, ctx: ProcessingContext) -> None:
     value = command.value
     assert isinstance(value, JobValue)
     stored = _active_job(ctx, command.key)
+    if stored.job_kind in (JobKind.EXECUTION_LISTENER, JobKind.TASK_LISTENER):
+        raise RejectionError(
+            RejectionType.INVALID_STATE,
+            f"Cannot throw BPMN error from {stored.job_kind.name} job with key '{command.key}',"
+            f" type '{stored.type}' and processInstanceKey '{stored.process_instance_key}'",
+        )
     if not value.error_code:
         raise RejectionError(RejectionType.INVALID_ARGUMENT, "errorCode must not be empty")
     thrown = replace(

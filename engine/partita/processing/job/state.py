@@ -137,6 +137,8 @@ def stored_job(value: JobValue) -> Job:
         element_instance_key=value.element_instance_key,
         worker=value.worker,
         deadline=value.deadline,
+        job_kind=value.job_kind,
+        listener_event_type=value.listener_event_type,
     )
 
 
@@ -153,4 +155,6 @@ def job_value(stored: Job) -> JobValue:
         element_instance_key=stored.element_instance_key,
         worker=stored.worker,
         deadline=stored.deadline,
+        job_kind=stored.job_kind,
+        listener_event_type=stored.listener_event_type,
     )
