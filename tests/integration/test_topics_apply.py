@@ -12,6 +12,7 @@ from partita.config import Config, KafkaRole
 from partita.log.admin import admin_client
 from partita.log.security import kafka_access
 from partita.log.topics import TopicConflictError, TopicOutcome, apply_topics, load_specs
+from tests.support.worker_processes import wait_until
 
 pytestmark = pytest.mark.kafka
 
@@ -60,9 +61,14 @@ def test_apply_refuses_a_log_topic_with_another_partition_count(config: Config) 
 
     message = str(raised.value)
     assert f"{config.log_topic}: has 1 partitions, the spec needs 3" in message
-    # the other topics were still created, and the conflicting one was left untouched
+    # the other topics were still created (a created topic reaches the metadata a moment
+    # later), and the conflicting one was left untouched
+    wait_until(
+        lambda: config.replies_topic in admin.list_topics(timeout=10).topics,
+        30,
+        "the replies topic in the cluster's metadata",
+    )
     metadata = admin.list_topics(timeout=10)
-    assert config.replies_topic in metadata.topics
     assert len(metadata.topics[config.log_topic].partitions) == 1
 
 
