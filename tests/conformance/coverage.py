@@ -73,6 +73,7 @@ SUPPORTED_ORDER = [
     "multi-instance (sequential)",
     "input/output mappings",
     "execution listeners",
+    "task listeners",
 ]
 
 _HEAD = (
@@ -82,9 +83,9 @@ _HEAD = (
     '<bpmn:process id="p" isExecutable="true"><bpmn:startEvent id="s"/>'
 )
 REJECTED = {
-    "task listeners": (
+    "canceling task listeners": (
         '<bpmn:userTask id="x"><bpmn:extensionElements><zeebe:userTask/>'
-        '<zeebe:taskListeners><zeebe:taskListener eventType="creating" type="t"/>'
+        '<zeebe:taskListeners><zeebe:taskListener eventType="canceling" type="t"/>'
         "</zeebe:taskListeners></bpmn:extensionElements></bpmn:userTask>"
     ),
     "complex gateway": '<bpmn:complexGateway id="x"/>',

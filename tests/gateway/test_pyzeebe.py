@@ -64,6 +64,10 @@ def test_pyzeebe_journey(engine: Config, gateway: RunningGateway) -> None:
     assert steps["run-with-result"]["variables"] == {"amount": 42, "by": "journey-worker"}
     assert steps["message"]["variables"] == {"orderId": "o-7", "paidBy": "card"}
     assert steps["message"]["key"] > 0
+    assert {"origin": "pyzeebe", "result": 42, "audited": True, "closed": True}.items() <= steps[
+        "listeners"
+    ]["variables"].items()
+    assert "prepared" not in steps["listeners"]["variables"]  # local to its task
 
     failing = steps["failing"]["key"]
     signalled = steps["signal"]["instance"]

@@ -47,6 +47,7 @@ from partita.bpmn import (
     FlowNode,
     Process,
     SubProcess,
+    UserTask,
 )
 from partita.protocol.enums import BpmnElementType, BpmnEventType
 from partita.protocol.intents import (
@@ -318,4 +319,6 @@ def element_features(model: Process, element: FlowNode) -> set[str]:
         names.add(f"multi-instance ({mode})")
     if element.start_listeners or element.end_listeners:
         names.add("execution listeners")
+    if isinstance(element, UserTask) and element.task_listeners:
+        names.add("task listeners")
     return names

@@ -27,6 +27,7 @@ from partita.bpmn.model import (
     SequenceFlow,
     SignalDefinition,
     SubProcess,
+    TaskListener,
     TimerDefinition,
     UserTask,
 )
@@ -57,6 +58,7 @@ __all__ = [
     "SequenceFlow",
     "SignalDefinition",
     "SubProcess",
+    "TaskListener",
     "TimerDefinition",
     "UserTask",
     "parse_bpmn",

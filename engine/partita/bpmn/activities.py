@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from partita.bpmn import listeners
 from partita.bpmn.errors import Problem
 from partita.bpmn.model import (
     BusinessRuleTask,
@@ -18,12 +19,8 @@ from partita.bpmn.model import (
     ScriptTask,
     UserTask,
 )
-from partita.bpmn.xml import Node
+from partita.bpmn.xml import BPMN, ZEEBE, Node
 from partita.elements import BpmnElementType, BpmnEventType
-
-BPMN = "{http://www.omg.org/spec/BPMN/20100524/MODEL}"
-ZEEBE = "{http://camunda.org/schema/zeebe/1.0}"
-
 
 _MULTI_INSTANCE_HOSTS = {
     "serviceTask",
@@ -163,7 +160,7 @@ def job_based_user_task(
     extensions = extension_elements(node)
     if extensions is not None and extensions.find(ZEEBE + "taskListeners") is not None:
         problems.append(
-            Problem(element_id, "task listeners are only allowed on Camunda user tasks")
+            Problem(element_id, "Task listeners are only allowed on Camunda user tasks.")
         )
     evaluated: list[tuple[str, str]] = []
     for tag, names in (("assignmentDefinition", _ASSIGNMENT), ("taskSchedule", _SCHEDULE)):
@@ -192,10 +189,6 @@ def user_task(node: Node, problems: list[Problem], common: dict[str, Any]) -> Fl
     if extensions is None or extensions.find(ZEEBE + "userTask") is None:
         return job_based_user_task(node, problems, common)
     element_id = node.attributes["id"]
-    if extensions.find(ZEEBE + "taskListeners") is not None:
-        problems.append(
-            Problem(element_id, "task listeners (zeebe:taskListeners) are not supported yet")
-        )
     properties: dict[str, str] = {}
     for tag, names in (("assignmentDefinition", _ASSIGNMENT), ("taskSchedule", _SCHEDULE)):
         found = extensions.find(ZEEBE + tag)
@@ -219,6 +212,7 @@ def user_task(node: Node, problems: list[Problem], common: dict[str, Any]) -> Fl
         priority=priority,
         **form,
         headers=_headers(element_id, extensions, problems),
+        task_listeners=listeners.task_listeners(element_id, extensions, problems),
         **common,
     )
 

@@ -23,11 +23,8 @@ from partita.bpmn.model import (
     SignalDefinition,
     TimerDefinition,
 )
-from partita.bpmn.xml import Node
+from partita.bpmn.xml import BPMN, ZEEBE, Node
 from partita.elements import BpmnElementType, BpmnEventType
-
-BPMN = "{http://www.omg.org/spec/BPMN/20100524/MODEL}"
-ZEEBE = "{http://camunda.org/schema/zeebe/1.0}"
 
 Messages = dict[str, tuple[str, str]]
 """Message id -> (name, correlation key) of the definitions' `bpmn:message` elements."""

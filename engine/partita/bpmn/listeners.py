@@ -1,15 +1,15 @@
 """Execution listeners (`zeebe:executionListeners`): the jobs an element or a process waits for
-when it starts and when it ends, refused where Zeebe refuses them."""
+when it starts and when it ends, refused where Zeebe refuses them; and task listeners
+(`zeebe:taskListeners`), the jobs a Zeebe user task's transitions wait for."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 from typing import TypeVar
 
-from partita.bpmn.activities import ZEEBE, extension_elements
 from partita.bpmn.errors import Problem
-from partita.bpmn.model import EventNode, ExecutionListener, FlowNode
-from partita.bpmn.xml import Node
+from partita.bpmn.model import EventNode, ExecutionListener, FlowNode, TaskListener
+from partita.bpmn.xml import BPMN, ZEEBE, Node
 from partita.elements import BpmnElementType
 
 Listeners = tuple[tuple[ExecutionListener, ...], tuple[ExecutionListener, ...]]
@@ -28,7 +28,7 @@ _GATEWAYS = {
 
 def execution_listeners(node: Node, problems: list[Problem]) -> Listeners:
     """The start and end listeners of `node` (an element or a process), in model order."""
-    extensions = extension_elements(node)
+    extensions = node.find(BPMN + "extensionElements")
     listeners = extensions.find(ZEEBE + "executionListeners") if extensions is not None else None
     if listeners is None:
         return (), ()
@@ -109,3 +109,60 @@ def with_listeners(element: _Element, listeners: Listeners, problems: list[Probl
             )
         )
     return replace(element, start_listeners=starts, end_listeners=ends)
+
+
+TASK_EVENTS = ("creating", "assigning", "updating", "completing", "canceling")
+_OLD_TASK_EVENTS = {
+    "create": "creating",
+    "assignment": "assigning",
+    "update": "updating",
+    "complete": "completing",
+    "cancel": "canceling",
+}
+"""Zeebe 8.6's names, still read (and meaning the new ones), as Zeebe reads them."""
+
+
+def task_listeners(
+    element_id: str, extensions: Node, problems: list[Problem]
+) -> tuple[TaskListener, ...]:
+    """A Zeebe user task's `zeebe:taskListeners`, in model order."""
+    listeners = extensions.find(ZEEBE + "taskListeners")
+    if listeners is None:
+        return ()
+    found: list[TaskListener] = []
+    for listener in listeners.find_all(ZEEBE + "taskListener"):
+        event_type = listener.attributes.get("eventType", "").strip()
+        event_type = _OLD_TASK_EVENTS.get(event_type, event_type)
+        job_type = listener.attributes.get("type", "").strip()
+        retries = listener.attributes.get("retries", "").strip() or "3"
+        if event_type not in TASK_EVENTS:
+            problems.append(
+                Problem(
+                    element_id,
+                    f"a task listener's eventType must be one of {', '.join(TASK_EVENTS)},"
+                    f" not '{event_type}'",
+                )
+            )
+            continue
+        if not job_type:
+            problems.append(Problem(element_id, "Attribute 'type' must be present and not empty"))
+            continue
+        if event_type == "canceling":
+            problems.append(
+                Problem(
+                    element_id,
+                    "canceling task listeners are not supported yet (a cancelled task ends at"
+                    " once)",
+                )
+            )
+            continue
+        if not retries.startswith("=") and not retries.isdigit():
+            problems.append(
+                Problem(
+                    element_id,
+                    f"a task listener's retries must be a number or FEEL, not '{retries}'",
+                )
+            )
+            continue
+        found.append(TaskListener(event_type, job_type, retries))
+    return tuple(found)

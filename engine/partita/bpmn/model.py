@@ -51,6 +51,16 @@ class ExecutionListener:
 
 
 @dataclass(frozen=True, slots=True)
+class TaskListener:
+    """`zeebe:taskListener`: a job of `job_type` (static or FEEL) a Zeebe user task's transition
+    waits for; `event_type` is creating, assigning, updating, completing or canceling."""
+
+    event_type: str
+    job_type: str
+    retries: str = "3"
+
+
+@dataclass(frozen=True, slots=True)
 class FlowNode:
     """A start or end event, task, manual task or parallel gateway: nothing beyond the flow."""
 
@@ -103,6 +113,11 @@ class UserTask(FlowNode):
     """Which version of the form: latest, deployment (the process's own) or versionTag."""
     form_version_tag: str = ""
     headers: tuple[tuple[str, str], ...] = ()
+    task_listeners: tuple[TaskListener, ...] = ()
+
+    def listeners_of(self, event_type: str) -> tuple[TaskListener, ...]:
+        """The task listeners of one event type, in model order."""
+        return tuple(t for t in self.task_listeners if t.event_type == event_type)
 
 
 @dataclass(frozen=True, slots=True)

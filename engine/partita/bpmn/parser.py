@@ -33,11 +33,8 @@ from partita.bpmn.model import (
     SubProcess,
     UserTask,
 )
-from partita.bpmn.xml import Node, parse_xml
+from partita.bpmn.xml import BPMN, ZEEBE, Node, parse_xml
 from partita.elements import BpmnElementType
-
-BPMN = "{http://www.omg.org/spec/BPMN/20100524/MODEL}"
-ZEEBE = "{http://camunda.org/schema/zeebe/1.0}"
 
 _SIMPLE = {
     "task": BpmnElementType.TASK,

@@ -14,6 +14,10 @@ from xml.parsers import expat
 
 from partita.bpmn.errors import BpmnValidationError, Problem
 
+BPMN = "{http://www.omg.org/spec/BPMN/20100524/MODEL}"
+ZEEBE = "{http://camunda.org/schema/zeebe/1.0}"
+"""The namespaces of BPMN elements and of Zeebe's extensions, as `Node.tag` prefixes."""
+
 MAX_BYTES = 4 * 1024 * 1024
 MAX_DEPTH = 64
 MAX_ELEMENTS = 100_000

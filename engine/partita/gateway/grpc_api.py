@@ -329,6 +329,8 @@ class GatewayService:
             deadline=job.deadline,
             variables=job.variables,
             tenantId=job.tenant_id,
+            kind=job.job_kind.name,
+            listenerEventType=job.listener_event_type.name,
         )
 
     @_answers

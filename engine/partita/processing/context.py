@@ -176,6 +176,13 @@ class ProcessingContext:
         self.respond(rejection)
         return rejection
 
+    def defer_reply(self) -> ReplyTo | None:
+        """The current command's reply address, now the caller's to answer later (a user task
+        command waiting for its task listeners); no event of this command answers it."""
+        reply_to = None if self.responded else self.reply_to
+        self.responded = True
+        return reply_to
+
     def respond(self, record: Record) -> None:
         if self.reply_to is not None and not self.responded:
             self.output.replies.append((self.reply_to, record))

@@ -198,6 +198,7 @@ class JobValue(Struct, frozen=True, gc=False):
     tenant_id: str = "<default>"
     job_kind: JobKind = JobKind.BPMN_ELEMENT
     listener_event_type: JobListenerEventType = JobListenerEventType.UNSPECIFIED
+    result: str = ""
 
 
 class DecisionValue(Struct, frozen=True, gc=False):

@@ -32,6 +32,7 @@ from partita.state.stored import (
     MessageSubscription,
     ProcessMessageSubscription,
     SignalSubscription,
+    TaskTransition,
     Timer,
     UserTask,
 )
@@ -232,6 +233,12 @@ class ColumnFamilies:
         doc="(scope key, name) -> the variable's value as JSON text",
     )
     USER_TASK = cf("user_task", _LONG, UserTask, doc="user task key -> an open user task")
+    USER_TASK_TRANSITION = cf(
+        "user_task_transition",
+        _LONG,
+        TaskTransition,
+        doc="user task key -> its transition under way (the values it ends with, listeners done)",
+    )
     FORM_BY_KEY = cf("form_by_key", _LONG, DeployedForm, doc="form key -> the deployed form")
     FORM_BY_ID_AND_VERSION = cf(
         "form_by_id_and_version",

@@ -154,6 +154,22 @@ class UserTask(_Stored, frozen=True):
     form_key: int = -1
 
 
+class TaskTransition(_Stored, frozen=True):
+    """A user task's transition under way (CREATING ... CANCELING until its final event): the
+    values it will end with, task listeners' corrections included, and how many of its task
+    listeners have completed."""
+
+    event: str
+    """The transitional event: CREATING, ASSIGNING, CLAIMING, UPDATING, COMPLETING, CANCELING."""
+    task: UserTask
+    variables: str = "{}"
+    action: str = ""
+    changed_attributes: tuple[str, ...] = ()
+    listener_index: int = 0
+    initial_assignee: str = ""
+    """At creation: the model's assignee, given by an assignment once the task is created."""
+
+
 class Incident(_Stored, frozen=True):
     """An open incident."""
 

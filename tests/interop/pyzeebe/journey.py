@@ -5,8 +5,9 @@ in a process of its own (pyzeebe's stubs and the gateway's cannot share a proces
 
 Prints one JSON line per step: topology, deploy, a form deployed with the process linking it, a
 DMN deployed and one of its decisions evaluated, a signal broadcast to an instance waiting for it,
-a worker's task run with result, messages an instance waits for, and a task that always fails
-(its job becomes an incident after its retries, which the test reads from the log). No
+a process whose execution listeners the worker completes, a worker's task run with result,
+messages an instance waits for, and a task that always fails (its job becomes an incident after
+its retries, which the test reads from the log). No
 `from __future__ import annotations`: pyzeebe reads the task functions' annotations (`job: Job`)
 at run time.
 """
@@ -15,6 +16,7 @@ import asyncio
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from pyzeebe import Job, ZeebeClient, ZeebeWorker, create_insecure_channel
 
@@ -68,6 +70,18 @@ async def main(address: str, bpmn_dir: Path) -> None:
     async def boom(amount: int) -> dict[str, object]:
         raise RuntimeError(f"cannot handle amount {amount}")
 
+    listener_results: dict[str, dict[str, object]] = {
+        "open-file": {"origin": "pyzeebe"},
+        "prepare": {"prepared": True},
+        "check-front": {},
+        "work": {"result": 42},
+        "audit": {"audited": True},
+        "route": {"large": True},
+        "close-file": {"closed": True},
+    }
+    for job_type, result in listener_results.items():  # execution listeners are jobs too
+        worker.task(task_type=job_type)(_returning(result))
+
     streamer = ZeebeWorker(channel, name="journey-streamer", stream_enabled=True)
 
     @streamer.task(task_type="gw-streamed")
@@ -95,12 +109,7 @@ async def main(address: str, bpmn_dir: Path) -> None:
         result = await client.run_process_with_result("gw-streamed", {"amount": 1}, timeout=30_000)
         say("streamed", variables=result.variables)
 
-        signals = bpmn_dir.parents[2] / "conformance" / "bpmn" / "signals.bpmn"
-        await client.deploy_resource(str(signals))
-        waiting = await client.run_process("signals", {"order": "o-9"})
-        await asyncio.sleep(1.0)  # the instance waits for the signal "go"
-        sent = await client.broadcast_signal("go", {"goBy": "pyzeebe"})
-        say("signal", key=sent.key, instance=waiting.process_instance_key)
+        await _conformance_models(client, bpmn_dir.parents[2] / "conformance" / "bpmn")
 
         failing = await client.run_process("gw-fails", {"amount": 5})
         say("failing", key=failing.process_instance_key)
@@ -110,6 +119,28 @@ async def main(address: str, bpmn_dir: Path) -> None:
         await streamer.stop()
         await working
         await streaming
+
+
+async def _conformance_models(client: ZeebeClient, folder: Path) -> None:
+    """A signal broadcast to an instance waiting for it; a process with execution listeners."""
+    await client.deploy_resource(str(folder / "signals.bpmn"))
+    waiting = await client.run_process("signals", {"order": "o-9"})
+    await asyncio.sleep(1.0)  # the instance waits for the signal "go"
+    sent = await client.broadcast_signal("go", {"goBy": "pyzeebe"})
+    say("signal", key=sent.key, instance=waiting.process_instance_key)
+
+    await client.deploy_resource(str(folder / "execution-listeners.bpmn"))
+    result = await client.run_process_with_result(
+        "execution-listeners", {"amount": 5, "desk": "front"}, timeout=30_000
+    )
+    say("listeners", variables=result.variables, key=result.process_instance_key)
+
+
+def _returning(result: dict[str, object]) -> Any:
+    async def handler() -> dict[str, object]:
+        return result
+
+    return handler
 
 
 if __name__ == "__main__":

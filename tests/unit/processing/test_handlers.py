@@ -38,7 +38,7 @@ def test_the_table_names_each_handler_and_its_module() -> None:
         "| `COMPLETE` | client command | `complete` | [job/processors.py]"
         "(../../engine/partita/processing/job/processors.py) |"
     ) in page
-    assert "| `COMPLETED` | event | `apply_removed` | [job/appliers.py]" in page
+    assert "| `COMPLETED` | event | `apply_completed` | [job/appliers.py]" in page
     assert "| `UPDATE_TIMEOUT` | client command | `update_timeout` | [job/processors.py]" in page
 
 

@@ -1,6 +1,7 @@
-"""The result of a process instance created with CREATE_WITH_AWAITING_RESULT: the reply its
-client waits for, sent when the instance completes (a terminated one is answered by
-`termination` with a rejection)."""
+"""Replies sent after their command: the result of a process instance created with
+CREATE_WITH_AWAITING_RESULT, sent when the instance completes (a terminated one is answered by
+`termination` with a rejection), and the answer to a user task command that waited for the
+task listeners of its transition (`answer_later`, `reject_later`)."""
 
 from __future__ import annotations
 
@@ -9,10 +10,10 @@ from typing import Any
 from partita import __version__
 from partita.processing.context import ProcessingContext
 from partita.protocol import json_text
-from partita.protocol.enums import RecordType, ValueType
-from partita.protocol.intents import ProcessInstanceResultIntent
+from partita.protocol.enums import RecordType, RejectionType, ValueType
+from partita.protocol.intents import Intent, ProcessInstanceResultIntent
 from partita.protocol.records import Record
-from partita.protocol.values import ProcessInstanceResultValue, ProcessInstanceValue
+from partita.protocol.values import ProcessInstanceResultValue, ProcessInstanceValue, RecordValue
 
 
 def answer_awaiting(
@@ -44,3 +45,33 @@ def answer_awaiting(
         engine_version=__version__,
     )
     ctx.output.replies.append((reply_to, record))
+
+
+def answer_later(ctx: ProcessingContext, key: int, record: Record) -> None:
+    """Answer the request that waits for `key` (a user task's transition) with `record`."""
+    waiting = ctx.awaiting.pop(key)
+    if waiting is not None:
+        ctx.output.replies.append((waiting.reply_to, record))
+
+
+def reject_later(
+    ctx: ProcessingContext, key: int, intent: Intent, value: RecordValue, reason: str
+) -> None:
+    """Answer the request that waits for `key` with an INVALID_STATE rejection of `intent`."""
+    waiting = ctx.awaiting.pop(key)
+    if waiting is None:
+        return
+    rejection = Record(
+        RecordType.COMMAND_REJECTION,
+        ValueType.USER_TASK,
+        intent,
+        value,
+        key,
+        ctx.partition_id,
+        ctx.command.position if ctx.command is not None else -1,
+        ctx.now,
+        RejectionType.INVALID_STATE,
+        reason,
+        __version__,
+    )
+    ctx.output.replies.append((waiting.reply_to, rejection))

@@ -4,6 +4,7 @@ events and met completion conditions end what runs before it completes."""
 from __future__ import annotations
 
 from partita import __version__
+from partita.processing.behavior.results import reject_later
 from partita.processing.behavior.subscriptions import close_events
 from partita.processing.context import ProcessingContext
 from partita.processing.instance import state as instance_state
@@ -40,6 +41,8 @@ def terminate_element(
         cancelled = user_task_state.task_value(task_key, task)
         ctx.append_event(UserTaskIntent.CANCELING, cancelled, task_key)
         ctx.append_event(UserTaskIntent.CANCELED, cancelled, task_key)
+        reason = "user task was canceled during ongoing transition"
+        reject_later(ctx, task_key, UserTaskIntent.COMPLETE, cancelled, reason)
     close_events(ctx, key)
     called_key = stored.called_child_key
     called = instance_state.instance(ctx.state, called_key) if called_key > 0 else None

@@ -11,6 +11,7 @@ from partita.processing.incident.state import BY_ELEMENT, INCIDENTS
 from partita.processing.instance import state as instance_state
 from partita.processing.job import state as job_state
 from partita.processing.job.state import JOBS
+from partita.processing.user_task import state as user_task_state
 from partita.protocol.intents import IncidentIntent
 from partita.protocol.records import Record
 from partita.protocol.values import IncidentValue
@@ -50,9 +51,14 @@ def apply_resolved(record: Record, db: PartitionDb) -> None:
         job_state.make_activatable(db, job_key, job)  # a worker can take it again
     if db.column(BY_ELEMENT).get(stored.element_instance_key) == record.key:
         db.column(BY_ELEMENT).delete(stored.element_instance_key)
-    if job is None:  # an element's step is retried: its execution listeners run again
+    if job is None:  # an element's step is retried: its listeners run again from the first
         element = instance_state.instance(db, stored.element_instance_key)
         if element is not None and element.listener_index:
             db.column(instance_state.INSTANCES).upsert(
                 stored.element_instance_key, replace(element, listener_index=0)
+            )
+        under_way = user_task_state.transition(db, element.user_task_key) if element else None
+        if element is not None and under_way is not None and under_way.listener_index:
+            db.column(user_task_state.TRANSITIONS).upsert(
+                element.user_task_key, replace(under_way, listener_index=0)
             )

@@ -2,8 +2,9 @@
 
 Resolving a job incident requires the job to have retries again (UPDATE_RETRIES first, as in
 Zeebe): the job is activatable again and a worker continues. Resolving an element incident
-retries the element's step: its activation if the element never became active, its completion
-otherwise.
+retries the element's step: its activation if the element never became active, the transition of
+its user task when a task listener's job could not be created (every listener of that transition
+runs again), its completion otherwise.
 """
 
 from __future__ import annotations
@@ -13,10 +14,13 @@ from partita.processing.dispatch import Handlers
 from partita.processing.incident.state import INCIDENTS, incident_value
 from partita.processing.instance import state as instance_state
 from partita.processing.job.state import JOBS
+from partita.processing.user_task.state import transition
 from partita.protocol.enums import RejectionType
 from partita.protocol.intents import IncidentIntent
 from partita.protocol.intents import ProcessInstanceIntent as Instance
+from partita.protocol.intents import UserTaskIntent as Task
 from partita.protocol.records import Record
+from partita.protocol.values import UserTaskValue
 
 handlers = Handlers()
 
@@ -42,7 +46,10 @@ def resolve(command: Record, ctx: ProcessingContext) -> None:
     if element is None:
         return
     value = instance_state.value_of(element)
-    if element.state == Instance.ELEMENT_ACTIVATING.name:
+    if element.user_task_key > 0 and transition(ctx.state, element.user_task_key) is not None:
+        # a task listener's job could not be created: the transition runs its listeners again
+        ctx.append_command(Task.COMPLETE_TASK_LISTENER, UserTaskValue(), element.user_task_key)
+    elif element.state == Instance.ELEMENT_ACTIVATING.name:
         ctx.append_command(Instance.ACTIVATE_ELEMENT, value, stored.element_instance_key)
     else:
         ctx.append_command(Instance.COMPLETE_ELEMENT, value, stored.element_instance_key)

@@ -9,6 +9,7 @@ from partita.processing.dispatch import Handlers
 from partita.processing.instance import state as instance_state
 from partita.processing.job import state as job_state
 from partita.processing.job.state import JOBS, PUSH_WORKER, stored_job
+from partita.processing.user_task import state as user_task_state
 from partita.protocol.enums import JobKind
 from partita.protocol.intents import JobBatchIntent, JobIntent
 from partita.protocol.records import Record
@@ -37,16 +38,27 @@ def apply_removed(record: Record, db: PartitionDb) -> None:
 
 @handlers.applier(JobIntent.COMPLETED)
 def apply_completed(record: Record, db: PartitionDb) -> None:
-    """Gone; an execution listener's completion counts towards its element's listeners."""
+    """Gone; a listener's completion counts towards its element's execution listeners or its
+    user task's transition's task listeners."""
     job_state.remove(db, record.key)
     value = record.value
     assert isinstance(value, JobValue)
+    if value.job_kind is JobKind.BPMN_ELEMENT:
+        return
+    element = instance_state.instance(db, value.element_instance_key)
+    if element is None:
+        return
     if value.job_kind is JobKind.EXECUTION_LISTENER:
-        element = instance_state.instance(db, value.element_instance_key)
-        if element is not None:
-            db.column(instance_state.INSTANCES).upsert(
-                value.element_instance_key,
-                replace(element, listener_index=element.listener_index + 1),
+        db.column(instance_state.INSTANCES).upsert(
+            value.element_instance_key,
+            replace(element, listener_index=element.listener_index + 1),
+        )
+    elif value.job_kind is JobKind.TASK_LISTENER:
+        under_way = user_task_state.transition(db, element.user_task_key)
+        if under_way is not None:
+            db.column(user_task_state.TRANSITIONS).upsert(
+                element.user_task_key,
+                replace(under_way, listener_index=under_way.listener_index + 1),
             )
 
 

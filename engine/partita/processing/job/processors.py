@@ -43,6 +43,7 @@ from partita.processing.job.state import (
     activatable_count,
     job_value,
 )
+from partita.processing.user_task import listener_results
 from partita.protocol.enums import ErrorType, JobKind, JobListenerEventType, RejectionType
 from partita.protocol.intents import JobBatchIntent, JobIntent
 from partita.protocol.intents import ProcessInstanceIntent as Instance
@@ -80,6 +81,9 @@ def complete(command: Record, ctx: ProcessingContext) -> None:
     value = command.value
     assert isinstance(value, JobValue)
     stored = _active_job(ctx, command.key)
+    if stored.job_kind is JobKind.TASK_LISTENER:
+        listener_results.complete(ctx, command.key, stored, value)
+        return
     variables = variables_document(value.variables)
     job = replace(job_value(stored), variables=value.variables or "{}")
     ctx.append_event(JobIntent.COMPLETED, job, command.key, respond=True)

@@ -1,7 +1,7 @@
-"""A Zeebe user task's element creates its USER_TASK when it activates (CREATING, CREATED,
-then ASSIGNING and ASSIGNED when the model names an assignee); terminating the element cancels
-it (`behavior.termination`). Properties are evaluated on activation; one that fails is an
-incident naming the property, and activation continues once it is resolved."""
+"""A Zeebe user task's element creates its USER_TASK when it activates (CREATING, its creating
+listeners, CREATED, then ASSIGNING and ASSIGNED when the model names an assignee); terminating
+the element cancels it (`behavior.termination`). Properties are evaluated on activation; one
+that fails is an incident naming the property, and activation continues once it is resolved."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from partita.processing.behavior.incidents import element_incident
 from partita.processing.context import ProcessingContext
 from partita.processing.deployment import forms
 from partita.processing.deployment import state as deployment_state
-from partita.processing.user_task.state import task, task_value
+from partita.processing.user_task import transitions
 from partita.processing.variable.state import visible_variables
 from partita.protocol.enums import ErrorType
 from partita.protocol.intents import UserTaskIntent as Task
@@ -65,6 +65,7 @@ def create(
     task_key = ctx.keys.next_key()
     created = UserTaskValue(
         user_task_key=task_key,
+        assignee=assignee,
         candidate_groups_list=groups,
         candidate_users_list=users,
         due_date=due,
@@ -82,7 +83,10 @@ def create(
         element_instance_key=key,
     )
     ctx.append_event(Task.CREATING, created, task_key)
-    ctx.append_event(Task.CREATED, created, task_key)
+    if element.listeners_of("creating"):
+        transitions.go_on(ctx, task_key)  # CREATED once they completed
+    else:
+        transitions.finish(ctx, task_key)
     return task_key, assignee
 
 
@@ -119,13 +123,9 @@ def _linked_form(
 
 
 def assign_on_creation(ctx: ProcessingContext, task_key: int, assignee: str) -> None:
-    """The model's assignee, given once the element is activated (as Zeebe does)."""
-    stored = task(ctx.state, task_key)
-    if stored is None or not assignee:
-        return
-    event = task_value(task_key, stored, assignee=assignee, changed_attributes=("assignee",))
-    ctx.append_event(Task.ASSIGNING, event, task_key)
-    ctx.append_event(Task.ASSIGNED, event, task_key)
+    """The model's assignee, given once the element is activated (as Zeebe does), unless the
+    task's creating listeners still run (their end assigns it)."""
+    transitions.assign_after_creation(ctx, task_key, assignee)
 
 
 def _evaluate(text: str, variables: dict[str, Any]) -> Any:

@@ -1,7 +1,9 @@
 """USER_TASK ASSIGN, CLAIM, UPDATE and COMPLETE: a client's commands on a Zeebe user task,
-each needing the task CREATED (Zeebe's rejection messages). Each writes its transitional event
-(ASSIGNING, CLAIMING, UPDATING, COMPLETING) and its final one, which answers the client; a
-completion merges its variables as a job completion's and completes the element."""
+each needing the task CREATED (Zeebe's rejection messages). Each begins its transition
+(ASSIGNING, CLAIMING, UPDATING, COMPLETING), which ends, after the task listeners of its
+event if any (`transitions`), with the final event that answers the client; a completion
+merges its variables as a job completion's and completes the element. COMPLETE_TASK_LISTENER
+and DENY_TASK_LISTENER go on with a transition once a task listener's job completed."""
 
 from __future__ import annotations
 
@@ -9,14 +11,13 @@ from typing import Any
 
 from msgspec.structs import replace
 
-from partita.processing.behavior.variables import propagate_variables, variables_document
+from partita.processing.behavior.variables import variables_document
 from partita.processing.context import ProcessingContext, RejectionError
 from partita.processing.dispatch import Handlers
-from partita.processing.instance import state as instance_state
+from partita.processing.user_task import transitions
 from partita.processing.user_task.creation import is_date_time
-from partita.processing.user_task.state import task, task_value
+from partita.processing.user_task.state import task, task_value, transition
 from partita.protocol.enums import RejectionType
-from partita.protocol.intents import ProcessInstanceIntent as Instance
 from partita.protocol.intents import UserTaskIntent as Task
 from partita.protocol.records import Record
 from partita.protocol.values import UserTaskValue
@@ -80,8 +81,7 @@ def _assign(
 ) -> None:
     changed = ("assignee",) if assignee != stored.assignee else ()
     event = task_value(key, stored, assignee=assignee, action=action, changed_attributes=changed)
-    ctx.append_event(intent, event, key)
-    ctx.append_event(Task.ASSIGNED, event, key, respond=True)
+    transitions.begin(ctx, key, intent, event)
 
 
 @handlers.processor(Task.UPDATE)
@@ -123,8 +123,7 @@ def update(command: Record, ctx: ProcessingContext) -> None:
     }
     changed = tuple(name for name, (field, _) in wanted.items() if field in changes)
     event = replace(current, **changes, action=value.action or "update", changed_attributes=changed)
-    ctx.append_event(Task.UPDATING, event, command.key)
-    ctx.append_event(Task.UPDATED, event, command.key, respond=True)
+    transitions.begin(ctx, command.key, Task.UPDATING, event)
 
 
 @handlers.processor(Task.COMPLETE)
@@ -132,15 +131,31 @@ def complete(command: Record, ctx: ProcessingContext) -> None:
     """Complete the task with variables, merged as a job completion's, and its element."""
     value = _command(command)
     stored = _created(ctx, command.key, "complete")
-    variables = variables_document(value.variables)
+    variables_document(value.variables)  # refused here when it is no JSON object
     event = task_value(
         command.key, stored, variables=value.variables or "{}", action=value.action or "complete"
     )
-    ctx.append_event(Task.COMPLETING, event, command.key)
-    ctx.append_event(Task.COMPLETED, event, command.key, respond=True)
-    element = instance_state.instance(ctx.state, stored.element_instance_key)
-    if element is None:
-        return
-    instance = instance_state.value_of(element)
-    propagate_variables(ctx, stored.element_instance_key, variables, instance)
-    ctx.append_command(Instance.COMPLETE_ELEMENT, instance, stored.element_instance_key)
+    transitions.begin(ctx, command.key, Task.COMPLETING, event)
+
+
+@handlers.processor(Task.COMPLETE_TASK_LISTENER)
+def complete_task_listener(command: Record, ctx: ProcessingContext) -> None:
+    """A task listener's job completed: its corrections (the attributes the command's
+    `changedAttributes` names), then the next listener or the end of the transition."""
+    value = _command(command)
+    if transition(ctx.state, command.key) is None:
+        raise RejectionError(
+            RejectionType.INVALID_STATE, f"user task {command.key} has no transition under way"
+        )
+    transitions.correct(ctx, command.key, value)
+
+
+@handlers.processor(Task.DENY_TASK_LISTENER)
+def deny_task_listener(command: Record, ctx: ProcessingContext) -> None:
+    """A task listener denied the transition."""
+    value = _command(command)
+    if transition(ctx.state, command.key) is None:
+        raise RejectionError(
+            RejectionType.INVALID_STATE, f"user task {command.key} has no transition under way"
+        )
+    transitions.deny(ctx, command.key, value.denied_reason)

@@ -1,5 +1,6 @@
-"""User tasks in state: `user_task` (task key -> the open task, with its lifecycle state); the
-element instance holds its task's key (`user_task_key`) so that terminating it cancels the
+"""User tasks in state: `user_task` (task key -> the open task, with its lifecycle state) and
+`user_task_transition` (task key -> the transition under way, with the values it ends with);
+the element instance holds its task's key (`user_task_key`) so that terminating it cancels the
 task."""
 
 from __future__ import annotations
@@ -8,14 +9,19 @@ from msgspec.structs import replace
 
 from partita.protocol.values import UserTaskValue
 from partita.state import ColumnFamilies
-from partita.state.stored import UserTask
+from partita.state.stored import TaskTransition, UserTask
 from partita.state.view import StateView
 
 USER_TASKS = ColumnFamilies.USER_TASK
+TRANSITIONS = ColumnFamilies.USER_TASK_TRANSITION
 
 
 def task(db: StateView, key: int) -> UserTask | None:
     return db.column(USER_TASKS).get(key)
+
+
+def transition(db: StateView, key: int) -> TaskTransition | None:
+    return db.column(TRANSITIONS).get(key)
 
 
 def task_value(key: int, stored: UserTask, **changes: object) -> UserTaskValue:
@@ -62,6 +68,16 @@ def stored_task(value: UserTaskValue, state: str) -> UserTask:
         creation_timestamp=value.creation_timestamp,
         form_key=value.form_key,
     )
+
+
+def transition_value(key: int, under_way: TaskTransition, **changes: object) -> UserTaskValue:
+    """The USER_TASK value a transition ends with (its variables, action and changes)."""
+    defaults: dict[str, object] = {
+        "variables": under_way.variables,
+        "action": under_way.action,
+        "changed_attributes": under_way.changed_attributes,
+    }
+    return task_value(key, under_way.task, **(defaults | changes))
 
 
 def open_tasks(db: StateView) -> list[tuple[int, UserTask]]:
