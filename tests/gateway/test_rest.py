@@ -1,44 +1,30 @@
-"""The Camunda 8.8 REST API of `partita gateway` on the real broker, over plain HTTP and through
-the official Python SDK.
-
-Plain HTTP (urllib) deploys by multipart, creates an instance with awaitCompletion while the
-test activates and completes its job, publishes and correlates messages, cancels an instance,
-and reads the engine's refusals as problem documents; the log shows what the engine did. Then
-camunda-orchestration-sdk 10.0.1 (PyPI, unchanged), installed into a venv of its own under the
-checkout's `.partita/` (kept between runs), runs `tests/interop/camunda_python/journey.py` and
-`user_tasks.py` (assign, claim, unassign, update and complete a user task).
+"""The Camunda 8.8 REST API of `partita gateway` on the real broker, over plain HTTP: deploys by
+multipart, creates an instance with awaitCompletion while the test activates and completes its
+job, publishes and correlates messages, cancels an instance, and reads the engine's refusals as
+problem documents; the log shows what the engine did. The official Python SDK's tests are in
+`test_camunda_python.py`.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
-import shutil
-import subprocess
-import sys
 import urllib.error
 import urllib.request
 import uuid
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from partita.client import Client
 from partita.config import Config
-from partita.protocol.enums import BpmnElementType
 from partita.protocol.intents import (
     JobIntent,
     MessageSubscriptionIntent,
     ProcessInstanceIntent,
-    UserTaskIntent,
 )
-from partita.protocol.records import Record
-from tests.support.gateway import RunningGateway
-from tests.support.paths import BPMN_FIXTURES, CONFORMANCE, ROOT
-from tests.support.worker_processes import read_log, wait_until
+from tests.support.gateway import RunningGateway, process_ended, records
+from tests.support.paths import BPMN_FIXTURES, ROOT
+from tests.support.worker_processes import wait_until
 
 pytestmark = pytest.mark.kafka
 
@@ -110,19 +96,6 @@ def problem(answer: Answer, status: int, title: str, *words: str) -> None:
     assert (body["type"], body["title"], body["status"]) == ("about:blank", title, status)
     for word in words:
         assert word in body["detail"], body["detail"]
-
-
-def records(engine: Config) -> list[Record]:
-    return [r for rs in read_log(engine).partitions.values() for r in rs]
-
-
-def process_ended(engine: Config, instance: int, intent: ProcessInstanceIntent) -> bool:
-    return any(
-        r.intent is intent
-        and getattr(r.value, "bpmn_element_type", None) is BpmnElementType.PROCESS
-        and r.key == instance
-        for r in records(engine)
-    )
 
 
 def test_topology_and_status(engine: Config, gateway: RunningGateway) -> None:
@@ -303,140 +276,3 @@ def test_cancel_and_the_engines_refusals(
     problem(send(gateway, "GET", "/v2/nothing"), 404, "NOT_FOUND", "/v2/nothing")
     bad = send(gateway, "POST", "/v2/process-instances", b"{", {"Content-Type": "application/json"})
     problem(bad, 400, "INVALID_ARGUMENT", "is not JSON")
-
-
-# -- the official Python SDK ----------------------------------------------------------------------
-
-
-@pytest.fixture(scope="session")
-def sdk_python() -> Path:
-    """The SDK's venv under `.partita/`, made (pip from PyPI) once and kept. It is built beside
-    its place and renamed into it, so a run that stops half-way leaves nothing half-made."""
-    python = SDK_VENV / "bin" / "python"
-    if python.exists():
-        return python
-    building = SDK_VENV.with_name(f"{SDK_VENV.name}.{os.getpid()}")
-    shutil.rmtree(building, ignore_errors=True)
-    building.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        subprocess.run([sys.executable, "-m", "venv", str(building)], check=True, timeout=120)
-        pip = [str(building / "bin" / "python"), "-m", "pip", "install", "--quiet", SDK]
-        done = subprocess.run(pip, capture_output=True, text=True, timeout=600, check=False)
-        assert done.returncode == 0, f"pip install {SDK} failed:\n{done.stdout}{done.stderr}"
-        with contextlib.suppress(OSError):  # another run placed it first
-            building.rename(SDK_VENV)
-    finally:
-        shutil.rmtree(building, ignore_errors=True)
-    return python
-
-
-def test_camunda_python_sdk_journey(
-    engine: Config, gateway: RunningGateway, sdk_python: Path
-) -> None:
-    env = {
-        **os.environ,
-        "CAMUNDA_REST_ADDRESS": gateway.rest,
-        "CAMUNDA_AUTH_STRATEGY": "NONE",
-    }
-    env.pop("PYTHONPATH", None)
-    done = subprocess.run(
-        [str(sdk_python), str(JOURNEY), str(BPMN)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-        env=env,
-        cwd=JOURNEY.parent,
-    )
-    assert done.returncode == 0, done.stdout + done.stderr + gateway.log.read_text()
-    steps = {s["step"]: s for s in map(json.loads, done.stdout.splitlines())}
-    assert steps["topology"] == {
-        "step": "topology",
-        "brokers": 1,
-        "partitions": engine.partitions,
-        "version": "8.8.0",
-    }
-    assert steps["deploy"]["processes"] == ["gw-double", "gw-wait"]
-    assert steps["await-completion"]["variables"] == {"amount": 42, "by": "sdk-worker"}
-    assert steps["buffered-message"]["variables"] == {"orderId": "o-8", "paidBy": "card"}
-    correlate = steps["correlate"]
-    assert correlate["correlated"] == correlate["instance"]
-    assert steps["correlate-nobody"] == {
-        "step": "correlate-nobody",
-        "error": "NotFoundError",
-        "status": 404,
-    }
-    assert steps["unknown-process"]["status"] == 404
-    assert steps["decision"] == {
-        "step": "decision",
-        "decisions": ["discount", "dish", "drinks", "points", "season"],
-        "output": '{"level":"silver","rate":0.05}',
-        "version": 1,
-        "failure": None,
-    }
-    instance = int(steps["await-completion"]["key"])
-    worked = [
-        r
-        for r in records(engine)
-        if r.intent is JobIntent.COMPLETED and r.value.process_instance_key == instance  # type: ignore[union-attr]
-    ]
-    assert [r.value.worker for r in worked] == ["sdk-worker"]  # type: ignore[union-attr]
-
-
-def test_camunda_python_sdk_works_a_user_task(
-    engine: Config, gateway: RunningGateway, sdk_python: Path
-) -> None:
-    with Client(engine, timeout=60) as client:
-        client.deploy(CONFORMANCE / "bpmn" / "user-task.bpmn")
-        variables = {"owner": None, "reviewers": [], "due": None, "urgent": False}
-        instance = client.create_instance("user-task", variables).value.process_instance_key
-
-    def created() -> list[Record]:
-        return [
-            r
-            for r in records(engine)
-            if r.intent is UserTaskIntent.CREATED and r.value.process_instance_key == instance  # type: ignore[union-attr]
-        ]
-
-    wait_until(lambda: bool(created()), 30, "the user task created")
-    key = created()[0].key
-    env = {**os.environ, "CAMUNDA_REST_ADDRESS": gateway.rest, "CAMUNDA_AUTH_STRATEGY": "NONE"}
-    env.pop("PYTHONPATH", None)
-    done = subprocess.run(
-        [str(sdk_python), str(USER_TASKS), str(key)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-        env=env,
-        cwd=USER_TASKS.parent,
-    )
-    assert done.returncode == 0, done.stdout + done.stderr + gateway.log.read_text()
-    steps = {s.pop("step"): s for s in map(json.loads, done.stdout.splitlines())}
-    assert steps == {
-        "assign": {"error": None},
-        "claim-taken": {"error": "ConflictError", "status": 409},
-        "unassign": {"error": None},
-        "claim": {"error": None},
-        "update": {"error": None},
-        "complete": {"error": None},
-        "complete-again": {"error": "NotFoundError", "status": 404},
-    }
-    events = [r for r in records(engine) if r.key == key and r.value_type.name == "USER_TASK"]
-    assigned = [
-        (r.value.assignee, r.value.action)  # type: ignore[union-attr]
-        for r in events
-        if r.intent is UserTaskIntent.ASSIGNED
-    ]
-    assert assigned == [("ann", "assign"), ("", "unassign"), ("bob", "claim")]
-    (updated,) = [r.value for r in events if r.intent is UserTaskIntent.UPDATED]
-    assert updated.candidate_groups_list == ("audit",)  # type: ignore[union-attr]
-    assert updated.priority == 80  # type: ignore[union-attr]
-    assert updated.due_date.startswith("2027-01-15T12:00:00")  # type: ignore[union-attr]
-    (completed,) = [r.value for r in events if r.intent is UserTaskIntent.COMPLETED]
-    assert json.loads(completed.variables) == {"approved": True}  # type: ignore[union-attr]
-    wait_until(
-        lambda: process_ended(engine, instance, ProcessInstanceIntent.ELEMENT_COMPLETED),
-        30,
-        "the instance completed",
-    )

@@ -17,9 +17,12 @@ from typing import Any
 
 from partita.config import Config
 from partita.log.admin import port_open
+from partita.protocol.enums import BpmnElementType
+from partita.protocol.intents import ProcessInstanceIntent
+from partita.protocol.records import Record
 from tests.support.local_kafka import free_port
 from tests.support.paths import ROOT
-from tests.support.worker_processes import clean_kafka_env
+from tests.support.worker_processes import clean_kafka_env, read_log
 
 
 @dataclass(frozen=True)
@@ -196,3 +199,18 @@ def job_takers(records: list[Any]) -> dict[int, str]:
             for key in r.value.job_keys:
                 takers[key] = handed.get(key, r.value.worker)
     return takers
+
+
+def records(engine: Config) -> list[Record]:
+    """Every record of the engine's log, partition after partition."""
+    return [r for rs in read_log(engine).partitions.values() for r in rs]
+
+
+def process_ended(engine: Config, instance: int, intent: ProcessInstanceIntent) -> bool:
+    """Whether process instance `instance` has its `intent` (ELEMENT_COMPLETED, ...) on the log."""
+    return any(
+        r.intent is intent
+        and getattr(r.value, "bpmn_element_type", None) is BpmnElementType.PROCESS
+        and r.key == instance
+        for r in records(engine)
+    )

@@ -101,8 +101,13 @@ class FakeOperations:
             return self.publish_reply
         return event(MessageIntent.PUBLISHED, MessageValue(name=name), BIG + 7)
 
-    async def complete_job(self, key: int, variables: dict[str, Any] | None) -> Record:
-        self._called("complete_job", key=key, variables=variables)
+    async def complete_job(
+        self, key: int, variables: dict[str, Any] | None, result: dict[str, Any] | None = None
+    ) -> Record:
+        if result is None:
+            self._called("complete_job", key=key, variables=variables)
+        else:
+            self._called("complete_job", key=key, variables=variables, result=result)
         return event(MessageIntent.PUBLISHED, MessageValue(), key)
 
     async def fail_job(

@@ -107,8 +107,13 @@ def activate_jobs(
     return Request(JobBatchIntent.ACTIVATE, batch, partition=partition)
 
 
-def complete_job(key: int, variables: dict[str, Any] | None = None) -> Request:
-    return Request(JobIntent.COMPLETE, JobValue(variables=_document(variables)), key)
+def complete_job(
+    key: int, variables: dict[str, Any] | None = None, result: dict[str, Any] | None = None
+) -> Request:
+    """`result`: a task listener's job result (`JobValue.result`: denied, deniedReason,
+    correctedAttributes, corrections)."""
+    value = JobValue(variables=_document(variables), result=_document(result) if result else "")
+    return Request(JobIntent.COMPLETE, value, key)
 
 
 def fail_job(

@@ -90,3 +90,35 @@ def message_key(reply: Record) -> int:
 
 def narrowed(job: JobValue, names: Sequence[str]) -> JobValue:
     return structs.replace(job, variables=fetched(job.variables, names)) if names else job
+
+
+_CORRECTED = {
+    "assignee": "assignee",
+    "dueDate": "dueDate",
+    "followUpDate": "followUpDate",
+    "candidateUsers": "candidateUsersList",
+    "candidateGroups": "candidateGroupsList",
+    "priority": "priority",
+}
+"""The corrections of a job result as the APIs name them -> as the engine's records do."""
+
+
+def job_result(
+    denied: bool | None, reason: str | None, corrections: dict[str, Any] | None
+) -> dict[str, Any] | None:
+    """A task listener's job result as the engine takes it (`JobValue.result`); None when the
+    request has none. `corrections` holds only the attributes the client set."""
+    if denied is None and not reason and not corrections:
+        return None
+    unknown = sorted(set(corrections or {}) - set(_CORRECTED))
+    if unknown:
+        raise invalid(
+            f"result.corrections cannot hold {', '.join(unknown)}; a task listener corrects"
+            f" {', '.join(_CORRECTED)}"
+        )
+    engine_names = {_CORRECTED[name]: value for name, value in (corrections or {}).items()}
+    result: dict[str, Any] = {"denied": bool(denied), "deniedReason": reason or ""}
+    if engine_names:
+        result["correctedAttributes"] = list(engine_names)
+        result["corrections"] = engine_names
+    return result

@@ -210,9 +210,12 @@ class Operations:
 
     # -- jobs -----------------------------------------------------------------------------
 
-    async def complete_job(self, key: int, variables: dict[str, Any] | None) -> Record:
+    async def complete_job(
+        self, key: int, variables: dict[str, Any] | None, result: dict[str, Any] | None = None
+    ) -> Record:
+        """`result`: a task listener's (`arguments.job_result` shapes both APIs' into it)."""
         self._answered(key)
-        return await self._request(commands.complete_job(key, variables))
+        return await self._request(commands.complete_job(key, variables, result))
 
     async def fail_job(
         self,

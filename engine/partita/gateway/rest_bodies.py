@@ -184,6 +184,10 @@ class Fields:
             raise bad(f"{self._name(name)} must be an object, not {_type_name(value)}")
         return Fields(value, self._name(name))
 
+    def present(self) -> dict[str, Any]:
+        """The fields that are set (not null)."""
+        return {name: value for name, value in self.body.items() if value is not None}
+
     def variables(self, name: str = "variables", *, required: bool = False) -> dict[str, Any]:
         """A variables document: an object (names to values), {} when absent."""
         return object_document(self._get(name, required), self._name(name))

@@ -134,8 +134,46 @@ def test_complete_fail_and_throw_error() -> None:
     assert_problem(answer, 400, "INVALID_ARGUMENT", "errorCode is required")
     answer = exchange("POST", "/v2/jobs/5/completion", json={"variables": [1]})
     assert_problem(answer, 400, "INVALID_ARGUMENT", "variables must be a JSON object")
-    answer = exchange("POST", "/v2/jobs/5/completion", json={"result": {"denied": True}})
-    assert_problem(answer, 501, "UNIMPLEMENTED", "task listeners")
+    answer = exchange(
+        "POST",
+        "/v2/jobs/5/completion",
+        json={"result": {"corrections": {"assignedTo": "x"}}},
+    )
+    assert_problem(answer, 400, "INVALID_ARGUMENT", "result.corrections cannot hold assignedTo")
+    answer = exchange(
+        "POST",
+        "/v2/jobs/5/completion",
+        json={"result": {"type": "adHocSubProcess", "activateElements": []}},
+    )
+    assert_problem(answer, 501, "UNIMPLEMENTED", "ad-hoc subprocess")
+
+
+def test_a_task_listeners_result_reaches_the_engine_in_its_names() -> None:
+    fake = FakeOperations()
+    result = {
+        "type": "userTask",
+        "denied": False,
+        "corrections": {"assignee": "cy", "candidateGroups": [], "dueDate": None},
+    }
+    assert exchange("POST", "/v2/jobs/5/completion", fake=fake, json={"result": result})[0] == 204
+    assert fake.calls == [
+        (
+            "complete_job",
+            {
+                "key": 5,
+                "variables": {},
+                "result": {
+                    "denied": False,
+                    "deniedReason": "",
+                    "correctedAttributes": ["assignee", "candidateGroupsList"],
+                    "corrections": {"assignee": "cy", "candidateGroupsList": []},
+                },
+            },
+        )
+    ]
+    denial = {"result": {"denied": True, "deniedReason": "not yet"}}
+    assert exchange("POST", "/v2/jobs/6/completion", fake=fake, json=denial)[0] == 204
+    assert fake.calls[-1][1]["result"] == {"denied": True, "deniedReason": "not yet"}
 
 
 def test_completing_a_job_twice_is_the_engines_not_found() -> None:
