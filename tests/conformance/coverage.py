@@ -74,6 +74,9 @@ SUPPORTED_ORDER = [
     "input/output mappings",
     "execution listeners",
     "task listeners",
+    "compensation boundary event (interrupting)",
+    "compensation intermediate throw event",
+    "compensation end event",
 ]
 
 _HEAD = (
@@ -94,8 +97,9 @@ REJECTED = {
         '<bpmn:escalationEventDefinition escalationRef="esc"/>'
         "</bpmn:intermediateCatchEvent>"
     ),
-    "compensation events": (
-        '<bpmn:endEvent id="x"><bpmn:compensateEventDefinition/></bpmn:endEvent>'
+    "compensation event subprocess start events": (
+        '<bpmn:subProcess id="x" triggeredByEvent="true"><bpmn:startEvent id="y">'
+        "<bpmn:compensateEventDefinition/></bpmn:startEvent></bpmn:subProcess>"
     ),
     "conditional events": (
         '<bpmn:intermediateCatchEvent id="x">'

@@ -270,6 +270,7 @@ _EVENT_NAMES = {
     BpmnEventType.LINK: "link",
     BpmnEventType.ESCALATION: "escalation",
     BpmnEventType.SIGNAL: "signal",
+    BpmnEventType.COMPENSATION: "compensation",
 }
 
 

@@ -33,7 +33,6 @@ _TIMER_KINDS = {"timeDuration": "duration", "timeDate": "date", "timeCycle": "cy
 _UNSUPPORTED_DEFINITIONS = {
     "terminateEventDefinition": "terminate",
     "linkEventDefinition": "link",
-    "compensateEventDefinition": "compensation",
     "conditionalEventDefinition": "conditional",
 }
 ACTIVITIES = {
@@ -393,6 +392,8 @@ def validate_events(
                 problems.append(
                     Problem(element.id, f"attachedToRef '{element.attached_to}' is not an element")
                 )
+            elif element.compensation:
+                boundaries.setdefault(activity.id, []).append(element.id)
             elif element.escalation is not None and activity.element_type not in _SCOPES:
                 problems.append(
                     Problem(

@@ -77,6 +77,8 @@ class FlowNode:
     multi_instance: MultiInstance | None = None
     start_listeners: tuple[ExecutionListener, ...] = ()
     end_listeners: tuple[ExecutionListener, ...] = ()
+    for_compensation: bool = False
+    """A compensation handler (`isForCompensation`): activated only by compensation."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -240,6 +242,12 @@ class EventNode(FlowNode):
     signal: SignalDefinition | None = None
     attached_to: str | None = None
     """Boundary events: the activity they are attached to."""
+    compensation: bool = False
+    """A compensation boundary, intermediate throw or end event."""
+    compensation_handler: str = ""
+    """A compensation boundary event: its handler (the target of its association)."""
+    activity_ref: str = ""
+    """A compensation throw or end event: the one activity it compensates ("" for all)."""
     interrupting: bool = True
     """Boundary events (`cancelActivity`) and start events of event subprocesses."""
 
@@ -283,6 +291,9 @@ class Process:
     """Activity id -> the boundary events attached to it."""
     start_listeners: tuple[ExecutionListener, ...] = ()
     end_listeners: tuple[ExecutionListener, ...] = ()
+    compensable: bool = False
+    """Some activity has a compensation boundary event (what completes may leave a
+    subscription)."""
     _events: dict[str, list[EventNode]] = field(default_factory=dict, compare=False, repr=False)
     """`events_of` answers, computed once per element (the model never changes)."""
     _reach: dict[str, frozenset[str]] = field(default_factory=dict, compare=False, repr=False)

@@ -13,10 +13,10 @@ and extension elements of other vendors are ignored.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from partita.bpmn import activities, events, links, listeners
+from partita.bpmn import activities, compensation, events, links, listeners
 from partita.bpmn.errors import BpmnValidationError, Problem
 from partita.bpmn.model import (
     AdHocSubProcess,
@@ -132,6 +132,7 @@ def _process(node: Node, problems: list[Problem], context: _Context) -> Process 
         )
     _validate(elements, flows, problems)
     links.resolve_links(elements, problems)
+    compensation.resolve(elements, compensation.associations(node), problems)
     boundaries = events.validate_events(elements, flows, problems)
     starts_with, ends_with = listeners.execution_listeners(node, problems)
     return Process(
@@ -144,6 +145,10 @@ def _process(node: Node, problems: list[Problem], context: _Context) -> Process 
         boundaries,
         start_listeners=starts_with,
         end_listeners=ends_with,
+        compensable=any(
+            isinstance(e, EventNode) and e.compensation and e.attached_to is not None
+            for e in elements.values()
+        ),
     )
 
 
@@ -212,6 +217,8 @@ def _scope(node: Node, scope_id: str, problems: list[Problem], context: _Context
             element = listeners.with_listeners(
                 element, listeners.execution_listeners(child, problems), problems
             )
+            if child.attributes.get("isForCompensation", "false").lower() == "true":
+                element = replace(element, for_compensation=True)
             context.elements[element_id] = element
             direct.append(element)
     return direct
@@ -326,6 +333,9 @@ def _element(
     local = node.local
     if activities.multi_instance(node, problems):
         return None
+    compensating = compensation.definition(node)
+    if compensating is not None:
+        return compensation.compensation_event(node, compensating, common, problems)
     if local in ("endEvent", "intermediateThrowEvent"):
         return events.throw_event(
             node,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from types import ModuleType
 
 from partita.processing import banning
+from partita.processing.compensation import appliers as compensation_appliers
 from partita.processing.decision import processors as decision_processors
 from partita.processing.deployment import appliers as deployment_appliers
 from partita.processing.deployment import processors as deployment_processors
@@ -55,6 +56,7 @@ HANDLER_MODULES: tuple[ModuleType, ...] = (
     decision_processors,
     signal_processors,
     signal_appliers,
+    compensation_appliers,
 )
 """Every module whose `handlers` the build installs, in this order (it is also the order in
 which the due-date checkers run: job back-offs and time-outs, message expiry, timers)."""

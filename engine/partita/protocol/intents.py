@@ -194,6 +194,13 @@ class SignalSubscriptionIntent(Intent):
     DELETED = 1, EVT
 
 
+class CompensationSubscriptionIntent(Intent):
+    CREATED = 0, EVT
+    TRIGGERED = 1, EVT
+    COMPLETED = 2, EVT
+    DELETED = 3, EVT
+
+
 class FormIntent(Intent):
     CREATED = 0, EVT
     DELETED = 1, EVT
@@ -252,6 +259,7 @@ INTENTS_BY_VALUE_TYPE: dict[ValueType, type[Intent]] = {
     ValueType.ESCALATION: EscalationIntent,
     ValueType.SIGNAL: SignalIntent,
     ValueType.SIGNAL_SUBSCRIPTION: SignalSubscriptionIntent,
+    ValueType.COMPENSATION_SUBSCRIPTION: CompensationSubscriptionIntent,
 }
 
 _BY_NAME: dict[tuple[ValueType, str], Intent] = {
@@ -283,8 +291,8 @@ _SINCE_V6 = (
     "BROADCASTED",
     "COMPLETE_EXECUTION_LISTENER",
 )
-"""Intent symbols schema v6 added (user tasks, some for the task listeners to come, decision
-evaluations, escalations, signals, execution listeners), after every earlier one so that the
+"""Intent symbols schema v6 added (user tasks and their listeners, decision evaluations,
+escalations, signals, execution listeners, compensation), after every earlier one so that the
 earlier symbols keep their indexes."""
 
 ALL_INTENT_NAMES: tuple[str, ...] = (

@@ -314,6 +314,22 @@ class SignalSubscriptionValue(Struct, frozen=True, gc=False):
     tenant_id: str = "<default>"
 
 
+class CompensationSubscriptionValue(Struct, frozen=True, gc=False):
+    """A completed activity a compensation throw or end event of its scope can compensate."""
+
+    tenant_id: str = "<default>"
+    process_instance_key: int = -1
+    process_definition_key: int = -1
+    compensable_activity_id: str = ""
+    throw_event_id: str = ""
+    throw_event_instance_key: int = -1
+    compensation_handler_id: str = ""
+    compensation_handler_instance_key: int = -1
+    compensable_activity_scope_key: int = -1
+    compensable_activity_instance_key: int = -1
+    variables: str = "{}"
+
+
 class UserTaskValue(Struct, frozen=True, gc=False):
     """A Zeebe user task (`zeebe:userTask`): a person's work, with assignment and schedule."""
 
@@ -492,6 +508,7 @@ RecordValue = (
     | EscalationValue
     | SignalValue
     | SignalSubscriptionValue
+    | CompensationSubscriptionValue
 )
 
 VALUE_CLASSES: dict[ValueType, type[RecordValue]] = {
@@ -520,6 +537,7 @@ VALUE_CLASSES: dict[ValueType, type[RecordValue]] = {
     ValueType.ESCALATION: EscalationValue,
     ValueType.SIGNAL: SignalValue,
     ValueType.SIGNAL_SUBSCRIPTION: SignalSubscriptionValue,
+    ValueType.COMPENSATION_SUBSCRIPTION: CompensationSubscriptionValue,
 }
 """The value class of each value type; the inverse is `VALUE_TYPES`."""
 

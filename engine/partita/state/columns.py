@@ -18,6 +18,7 @@ from partita.state.keys import (
     StrKey,
 )
 from partita.state.stored import (
+    CompensationSubscription,
     DeployedDecision,
     DeployedDrg,
     DeployedForm,
@@ -169,6 +170,13 @@ class ColumnFamilies:
         CompositeKey(_INSTANCE, _STR),
         ProcessMessageSubscription,
         doc="(element instance key, message name) -> what the element opened",
+    )
+    COMPENSATION_SUBSCRIPTION = cf(
+        "compensation_subscription",
+        CompositeKey(_LONG, _LONG),
+        CompensationSubscription,
+        doc="(process instance key, subscription key) -> a completed activity its scope can"
+        " compensate",
     )
     SIGNAL_SUBSCRIPTION = cf(
         "signal_subscription",

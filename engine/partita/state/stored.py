@@ -239,6 +239,20 @@ class SignalSubscription(_Stored, frozen=True):
     catch_event_instance_key: int
 
 
+class CompensationSubscription(_Stored, frozen=True):
+    """A completed activity its scope's compensation throw events can compensate (the fields
+    of COMPENSATION_SUBSCRIPTION; triggered once `throw_event_id` is set)."""
+
+    process_definition_key: int
+    compensable_activity_id: str
+    compensable_activity_scope_key: int
+    compensable_activity_instance_key: int
+    compensation_handler_id: str = ""
+    throw_event_id: str = ""
+    throw_event_instance_key: int = -1
+    compensation_handler_instance_key: int = -1
+
+
 class Timer(_Stored, frozen=True):
     """A timer waiting for its due date."""
 

@@ -4,18 +4,27 @@ events and met completion conditions end what runs before it completes."""
 from __future__ import annotations
 
 from partita import __version__
+from partita.processing.behavior.compensations import delete_subscriptions
 from partita.processing.behavior.results import reject_later
 from partita.processing.behavior.subscriptions import close_events
 from partita.processing.context import ProcessingContext
 from partita.processing.instance import state as instance_state
 from partita.processing.job.state import JOBS, job_value
 from partita.processing.user_task import state as user_task_state
-from partita.protocol.enums import RecordType, RejectionType, ValueType
+from partita.protocol.enums import BpmnElementType, RecordType, RejectionType, ValueType
 from partita.protocol.intents import JobIntent, ProcessInstanceCreationIntent, UserTaskIntent
 from partita.protocol.intents import ProcessInstanceIntent as Instance
 from partita.protocol.records import Record
 from partita.protocol.values import ProcessInstanceCreationValue
 from partita.state.stored import ElementInstance
+
+_SCOPES = {
+    BpmnElementType.SUB_PROCESS,
+    BpmnElementType.EVENT_SUB_PROCESS,
+    BpmnElementType.AD_HOC_SUB_PROCESS,
+    BpmnElementType.MULTI_INSTANCE_BODY,
+}
+"""What compensation subscriptions can be scoped to, beside the process."""
 
 
 def terminate_element(
@@ -44,6 +53,10 @@ def terminate_element(
         reason = "user task was canceled during ongoing transition"
         reject_later(ctx, task_key, UserTaskIntent.COMPLETE, cancelled, reason)
     close_events(ctx, key)
+    if stored.element_type is BpmnElementType.PROCESS:
+        delete_subscriptions(ctx, key)
+    elif stored.element_type in _SCOPES:
+        delete_subscriptions(ctx, stored.process_instance_key, key)
     called_key = stored.called_child_key
     called = instance_state.instance(ctx.state, called_key) if called_key > 0 else None
     if called is not None:  # a call activity: its child instance goes with it

@@ -30,6 +30,7 @@ from partita.bpmn import (
     SubProcess,
     UserTask,
 )
+from partita.processing.behavior.compensations import delete_subscriptions
 from partita.processing.behavior.expressions import ExpressionError
 from partita.processing.behavior.incidents import element_incident
 from partita.processing.behavior.subscriptions import close_events, open_events, prepare
@@ -41,6 +42,7 @@ from partita.processing.dispatch import Handlers
 from partita.processing.element import (
     ad_hoc,
     call_activities,
+    compensation,
     events,
     gateways,
     listeners,
@@ -164,7 +166,11 @@ def _activate_after_listeners(
         ctx.append_event(Instance.ELEMENT_ACTIVATED, value, key)
         ctx.append_command(Instance.COMPLETE_ELEMENT, value, key)
         return
-    if isinstance(element, EventNode) and kind in _THROWS and _thrown(ctx, element, key, value):
+    if (
+        isinstance(element, EventNode)
+        and kind in _THROWS
+        and _thrown(ctx, model, element, key, value)
+    ):
         return  # an error end event, or an escalation an interrupting catch took
     try:
         openings = prepare(ctx, model, element.id, key)
@@ -200,10 +206,17 @@ def _activate_after_listeners(
 
 
 def _thrown(
-    ctx: ProcessingContext, element: EventNode, key: int, value: ProcessInstanceValue
+    ctx: ProcessingContext,
+    model: Process,
+    element: EventNode,
+    key: int,
+    value: ProcessInstanceValue,
 ) -> bool:
     """What an error, escalation or signal throw event throws; True when its activation ends
     here."""
+    if element.compensation:
+        compensation.throw(ctx, model, element, key, value)
+        return True
     if element.error is not None and value.bpmn_element_type is END:
         events.throw_from_end_event(ctx, element, key, value)
         return True
@@ -244,6 +257,8 @@ def complete_element(command: Record, ctx: ProcessingContext) -> None:
     if value.bpmn_element_type is BpmnElementType.PROCESS:
         ctx.append_event(Instance.ELEMENT_COMPLETING, value, key)
         close_events(ctx, key)
+        if model.compensable:
+            delete_subscriptions(ctx, key)
         if listeners.all_done(ctx, model, listeners.END, key, value):
             process.completed(ctx, current, key, value)
         return
@@ -297,7 +312,11 @@ def _complete_after_listeners(
         flows = model.outgoing(element.id)
     if inner:
         counter, flows = multi_instance.loop_counter(ctx, key), []  # the body takes the flows
+    if model.compensable:
+        compensation.on_completing(ctx, model, element, key, value)
     ctx.append_event(Instance.ELEMENT_COMPLETED, value, key)
+    if compensation.is_handler(value):
+        compensation.handler_completed(ctx, key, value)
     for flow in flows:
         _take(ctx, model, flow, value)
     if isinstance(element, LinkEvent) and element.target:  # a link throw goes on at its catch

@@ -41,6 +41,14 @@ def _is_link_throw(value: ProcessInstanceValue) -> bool:
     )
 
 
+def _compensating(value: ProcessInstanceValue) -> bool:
+    """A compensation handler or its boundary event: activated by a throw event, not a flow."""
+    return value.bpmn_event_type is BpmnEventType.COMPENSATION and value.bpmn_element_type not in (
+        BpmnElementType.INTERMEDIATE_THROW_EVENT,
+        BpmnElementType.END_EVENT,
+    )
+
+
 def _adjust_flows(db: PartitionDb, scope_key: int, delta: int) -> None:
     scope = instance(db, scope_key)
     if scope is not None:
@@ -95,7 +103,7 @@ def apply_activating(record: Record, db: PartitionDb) -> None:
             ):
                 consumed = len(gateway.incoming)
             _adjust_flows(db, value.flow_scope_key, -consumed)
-        elif value.bpmn_element_type not in _NOT_VIA_FLOW:
+        elif value.bpmn_element_type not in _NOT_VIA_FLOW and not _compensating(value):
             _adjust_flows(db, value.flow_scope_key, -1)
 
 
