@@ -68,6 +68,11 @@ def test_pyzeebe_journey(engine: Config, gateway: RunningGateway) -> None:
         "listeners"
     ]["variables"].items()
     assert "prepared" not in steps["listeners"]["variables"]  # local to its task
+    assert steps["compensation"]["variables"] == {
+        "failed": True,
+        "refunded": True,
+        "cancelled": True,
+    }  # both handlers ran before the compensation end event ended the instance
 
     failing = steps["failing"]["key"]
     signalled = steps["signal"]["instance"]

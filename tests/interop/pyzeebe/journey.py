@@ -5,9 +5,9 @@ in a process of its own (pyzeebe's stubs and the gateway's cannot share a proces
 
 Prints one JSON line per step: topology, deploy, a form deployed with the process linking it, a
 DMN deployed and one of its decisions evaluated, a signal broadcast to an instance waiting for it,
-a process whose execution listeners the worker completes, a worker's task run with result,
-messages an instance waits for, and a task that always fails (its job becomes an incident after
-its retries, which the test reads from the log). No
+a process whose execution listeners the worker completes, a booking compensated by the worker's
+handlers, a worker's task run with result, messages an instance waits for, and a task that always
+fails (its job becomes an incident after its retries, which the test reads from the log). No
 `from __future__ import annotations`: pyzeebe reads the task functions' annotations (`job: Job`)
 at run time.
 """
@@ -70,16 +70,20 @@ async def main(address: str, bpmn_dir: Path) -> None:
     async def boom(amount: int) -> dict[str, object]:
         raise RuntimeError(f"cannot handle amount {amount}")
 
-    listener_results: dict[str, dict[str, object]] = {
-        "open-file": {"origin": "pyzeebe"},
+    results: dict[str, dict[str, object]] = {
+        "open-file": {"origin": "pyzeebe"},  # execution listeners are jobs too
         "prepare": {"prepared": True},
         "check-front": {},
         "work": {"result": 42},
         "audit": {"audited": True},
         "route": {"large": True},
         "close-file": {"closed": True},
+        "book-hotel": {},  # a booking, then its compensation
+        "charge": {},
+        "refund": {"refunded": True},
+        "cancel-hotel": {"cancelled": True},
     }
-    for job_type, result in listener_results.items():  # execution listeners are jobs too
+    for job_type, result in results.items():
         worker.task(task_type=job_type)(_returning(result))
 
     streamer = ZeebeWorker(channel, name="journey-streamer", stream_enabled=True)
@@ -122,7 +126,8 @@ async def main(address: str, bpmn_dir: Path) -> None:
 
 
 async def _conformance_models(client: ZeebeClient, folder: Path) -> None:
-    """A signal broadcast to an instance waiting for it; a process with execution listeners."""
+    """A signal broadcast to an instance waiting for it; a process with execution listeners;
+    a booking compensated by its handlers."""
     await client.deploy_resource(str(folder / "signals.bpmn"))
     waiting = await client.run_process("signals", {"order": "o-9"})
     await asyncio.sleep(1.0)  # the instance waits for the signal "go"
@@ -134,6 +139,10 @@ async def _conformance_models(client: ZeebeClient, folder: Path) -> None:
         "execution-listeners", {"amount": 5, "desk": "front"}, timeout=30_000
     )
     say("listeners", variables=result.variables, key=result.process_instance_key)
+
+    await client.deploy_resource(str(folder / "compensation.bpmn"))
+    result = await client.run_process_with_result("compensation", {"failed": True}, timeout=30_000)
+    say("compensation", variables=result.variables, key=result.process_instance_key)
 
 
 def _returning(result: dict[str, object]) -> Any:

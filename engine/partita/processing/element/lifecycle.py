@@ -256,7 +256,8 @@ def complete_element(command: Record, ctx: ProcessingContext) -> None:
     model = model_of(ctx, value)
     if value.bpmn_element_type is BpmnElementType.PROCESS:
         ctx.append_event(Instance.ELEMENT_COMPLETING, value, key)
-        close_events(ctx, key)
+        if model.events_of(model.id):  # its event subprocesses' start events
+            close_events(ctx, key)
         if model.compensable:
             delete_subscriptions(ctx, key)
         if listeners.all_done(ctx, model, listeners.END, key, value):
@@ -326,8 +327,12 @@ def _complete_after_listeners(
     if inner:
         multi_instance.inner_completed(ctx, element, counter, value)
     else:
-        gateways.fire_ready_joins(ctx, model, value.flow_scope_key, value)
-        if not ad_hoc.completed_by_condition(ctx, model, value.flow_scope_key):
+        if model.inclusive_joins(element.scope):  # read no state for what the model lacks
+            gateways.fire_ready_joins(ctx, model, value.flow_scope_key, value)
+        if not (
+            isinstance(model.elements.get(element.scope), AdHocSubProcess)
+            and ad_hoc.completed_by_condition(ctx, model, value.flow_scope_key)
+        ):
             _complete_scope_if_done(ctx, value.flow_scope_key)
 
 
