@@ -61,6 +61,7 @@ SUPPORTED_ORDER = [
     "embedded subprocess",
     "event subprocess",
     "ad-hoc subprocess",
+    "ad-hoc subprocess (job worker)",
     "message event subprocess start event",
     "message event subprocess start event (non-interrupting)",
     "timer event subprocess start event",
@@ -110,10 +111,6 @@ REJECTED = {
         '<bpmn:endEvent id="x"><bpmn:linkEventDefinition name="l"/></bpmn:endEvent>'
     ),
     "transaction subprocess": '<bpmn:transaction id="x"/>',
-    "job-based ad-hoc subprocess": (
-        '<bpmn:adHocSubProcess id="x"><bpmn:extensionElements>'
-        '<zeebe:taskDefinition type="agent"/></bpmn:extensionElements></bpmn:adHocSubProcess>'
-    ),
     "standard loop": '<bpmn:task id="x"><bpmn:standardLoopCharacteristics/></bpmn:task>',
 }
 

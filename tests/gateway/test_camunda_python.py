@@ -2,8 +2,9 @@
 real broker. The SDK is installed into a venv of its own under the checkout's `.partita/` (kept
 between runs) and runs the programs of `tests/interop/camunda_python/`: `journey.py` (deploy,
 await completion, messages, decisions), `user_tasks.py` (assign, claim, unassign, update and
-complete a user task) and `task_listeners.py` (a task listener worker correcting and denying
-beside a task list application).
+complete a user task), `task_listeners.py` (a task listener worker correcting and denying
+beside a task list application) and `ad_hoc_agent.py` (an agent driving a job worker ad-hoc
+subprocess).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ SDK_VENV = ROOT / ".partita" / "interop" / "camunda-orchestration-sdk-10.0.1"
 JOURNEY = ROOT / "tests" / "interop" / "camunda_python" / "journey.py"
 USER_TASKS = JOURNEY.with_name("user_tasks.py")
 TASK_LISTENERS = JOURNEY.with_name("task_listeners.py")
+AD_HOC_AGENT = JOURNEY.with_name("ad_hoc_agent.py")
 
 
 @pytest.fixture(scope="session")
@@ -219,4 +221,31 @@ def test_camunda_python_sdk_completes_task_listeners(
         lambda: process_ended(engine, instance, ProcessInstanceIntent.ELEMENT_COMPLETED),
         30,
         "the instance completed",
+    )
+
+
+def test_camunda_python_sdk_drives_a_job_worker_ad_hoc_subprocess(
+    engine: Config, gateway: RunningGateway, sdk_python: Path
+) -> None:
+    with Client(engine, timeout=60) as client:
+        client.deploy(CONFORMANCE / "bpmn" / "ad-hoc-agent.bpmn")
+        instance = client.create_instance("ad-hoc-agent", {}).value.process_instance_key
+    steps = {s.pop("step"): s for s in _run(sdk_python, gateway, AD_HOC_AGENT)}
+    assert steps == {
+        "agent": {"kind": "AD_HOC_SUB_PROCESS", "tools": ["lookup", "refund"]},
+        "tool": {"toolName": "lookup"},  # the activation's variables reach the tool
+        "agent-again": {"results": [{"tool": "lookup", "answer": "shipped"}]},
+        "done": {},
+    }
+    wait_until(
+        lambda: process_ended(engine, instance, ProcessInstanceIntent.ELEMENT_COMPLETED),
+        30,
+        "the instance completed",
+        lambda: "\n".join(
+            f"{r.record_type.name} {r.value_type.name} {r.intent.name} {r.rejection_reason}"
+            f" {getattr(r.value, 'element_id', '')} {getattr(r.value, 'type', '')}"
+            for r in records(engine)
+            if getattr(r.value, "process_instance_key", None) == instance
+            or r.value_type.name == "JOB"
+        ),
     )

@@ -140,7 +140,7 @@ def job_worker(
         event_type=event_type,
         job_type=definition.attributes["type"].strip(),
         retries=definition.attributes.get("retries", "3").strip() or "3",
-        headers=_headers(element_id, extensions, problems),
+        headers=task_headers(element_id, extensions, problems),
         **common,
     )
 
@@ -177,7 +177,7 @@ def job_based_user_task(
         element_type=BpmnElementType.USER_TASK,
         job_type=JOB_BASED_USER_TASK,
         retries="1",
-        headers=_headers(element_id, extensions, problems),
+        headers=task_headers(element_id, extensions, problems),
         evaluated_headers=tuple(evaluated),
         **common,
     )
@@ -211,7 +211,7 @@ def user_task(node: Node, problems: list[Problem], common: dict[str, Any]) -> Fl
         follow_up_date=properties["followUpDate"],
         priority=priority,
         **form,
-        headers=_headers(element_id, extensions, problems),
+        headers=task_headers(element_id, extensions, problems),
         task_listeners=listeners.task_listeners(element_id, extensions, problems),
         **common,
     )
@@ -331,7 +331,7 @@ def script_task(node: Node, problems: list[Problem], common: dict[str, Any]) -> 
     )
 
 
-def _headers(
+def task_headers(
     element_id: str, extensions: Node | None, problems: list[Problem]
 ) -> tuple[tuple[str, str], ...]:
     headers: list[tuple[str, str]] = []

@@ -218,6 +218,24 @@ class AdHocSubProcess(FlowNode):
     """A FEEL expression yielding the ids of the elements to activate ("" activates none)."""
     completion_condition: str = ""
     cancel_remaining: bool = True
+    job_type: str = ""
+    """Job worker mode (`zeebe:taskDefinition`): a job of this type decides what to activate."""
+    retries: str = "3"
+    headers: tuple[tuple[str, str], ...] = ()
+    output_collection: str = ""
+    """`zeebe:adHoc outputCollection`: a local list gathering `output_element` of each path."""
+    output_element: str = ""
+
+    def activatable(self, model: Process) -> dict[str, FlowNode]:
+        """The inner elements a job or the active elements may activate: those without
+        incoming flows (boundary events aside)."""
+        return {
+            e.id: e
+            for e in model.elements.values()
+            if e.scope == self.id
+            and not e.incoming
+            and e.element_type is not BpmnElementType.BOUNDARY_EVENT
+        }
 
 
 @dataclass(frozen=True, slots=True)

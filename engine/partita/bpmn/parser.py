@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from partita.bpmn import activities, compensation, events, links, listeners
+from partita.bpmn import activities, ad_hoc, compensation, events, links, listeners
 from partita.bpmn.errors import BpmnValidationError, Problem
 from partita.bpmn.model import (
     AdHocSubProcess,
@@ -33,7 +33,7 @@ from partita.bpmn.model import (
     SubProcess,
     UserTask,
 )
-from partita.bpmn.xml import BPMN, ZEEBE, Node, parse_xml
+from partita.bpmn.xml import BPMN, Node, parse_xml
 from partita.elements import BpmnElementType
 
 _SIMPLE = {
@@ -272,35 +272,10 @@ def _subprocess(
 def _ad_hoc(
     node: Node, links: dict[str, Any], problems: list[Problem], context: _Context
 ) -> FlowNode | None:
-    element_id = node.attributes["id"]
-    inputs, outputs = activities.io_mappings(node, problems)
     if activities.multi_instance(node, problems):
         return None
-    direct = _scope(node, element_id, problems, context)
-    for inner in direct:
-        if inner.element_type in (BpmnElementType.START_EVENT, BpmnElementType.END_EVENT):
-            problems.append(
-                Problem(inner.id, "an ad-hoc subprocess cannot contain start or end events")
-            )
-    extensions = activities.extension_elements(node)
-    ad_hoc = extensions.find(ZEEBE + "adHoc") if extensions is not None else None
-    attributes = ad_hoc.attributes if ad_hoc is not None else {}
-    if ad_hoc is not None and ad_hoc.find(ZEEBE + "taskDefinition") is not None:
-        problems.append(Problem(element_id, "job-based ad-hoc subprocesses are not supported yet"))
-    if extensions is not None and extensions.find(ZEEBE + "taskDefinition") is not None:
-        problems.append(Problem(element_id, "job-based ad-hoc subprocesses are not supported yet"))
-    condition = node.find(BPMN + "completionCondition")
-    return AdHocSubProcess(
-        id=element_id,
-        element_type=BpmnElementType.AD_HOC_SUB_PROCESS,
-        name=node.attributes.get("name", ""),
-        inputs=inputs,
-        outputs=outputs,
-        active_elements=attributes.get("activeElementsCollection", "").strip(),
-        completion_condition=condition.text.strip() if condition is not None else "",
-        cancel_remaining=node.attributes.get("cancelRemainingInstances", "true").lower() != "false",
-        **links,
-    )
+    direct = _scope(node, node.attributes["id"], problems, context)
+    return ad_hoc.ad_hoc_subprocess(node, direct, links, problems)
 
 
 def _flow(node: Node) -> SequenceFlow:

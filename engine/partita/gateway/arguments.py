@@ -122,3 +122,50 @@ def job_result(
         result["correctedAttributes"] = list(engine_names)
         result["corrections"] = engine_names
     return result
+
+
+def ad_hoc_result(
+    activate: list[tuple[str, dict[str, Any]]], done: bool, cancel: bool
+) -> dict[str, Any]:
+    """A job worker ad-hoc subprocess's job result as the engine takes it (`JobValue.result`):
+    the elements to activate (id, variables), whether its completion condition is fulfilled,
+    whether to cancel what still runs."""
+    for element_id, _ in activate:
+        if not element_id:
+            raise invalid("result.activateElements[].elementId must not be empty")
+    return {
+        "type": "adHocSubProcess",
+        "activateElements": [{"elementId": e, "variables": v} for e, v in activate],
+        "isCompletionConditionFulfilled": done,
+        "isCancelRemainingInstances": cancel,
+    }
+
+
+def grpc_job_result(result: Any) -> dict[str, Any] | None:
+    """A job result: a job worker ad-hoc subprocess's (elements to activate, completion), or
+    a task listener's: what is set of `denied`, `deniedReason` and the corrections (an unset
+    correction keeps the task's value; a set one, even empty, replaces it)."""
+    if (
+        result.type == "adHocSubProcess"
+        or len(result.activateElements)
+        or result.HasField("isCompletionConditionFulfilled")
+        or result.HasField("isCancelRemainingInstances")
+    ):
+        activate = [
+            (e.elementId, document(e.variables, "activateElements[].variables"))
+            for e in result.activateElements
+        ]
+        return ad_hoc_result(
+            activate, result.isCompletionConditionFulfilled, result.isCancelRemainingInstances
+        )
+    corrections: dict[str, Any] = {}
+    if result.HasField("corrections"):
+        given = result.corrections
+        for name in ("assignee", "dueDate", "followUpDate", "priority"):
+            if given.HasField(name):
+                corrections[name] = getattr(given, name)
+        for name in ("candidateUsers", "candidateGroups"):
+            if given.HasField(name):
+                corrections[name] = list(getattr(given, name).values)
+    denied = result.denied if result.HasField("denied") else None
+    return job_result(denied, result.deniedReason, corrections)

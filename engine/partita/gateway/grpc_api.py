@@ -21,7 +21,12 @@ from google.protobuf.message import DecodeError
 
 from partita.config import Config
 from partita.gateway import decisions
-from partita.gateway.arguments import DEFAULT_TENANT, document, job_result, message_key
+from partita.gateway.arguments import (
+    DEFAULT_TENANT,
+    document,
+    grpc_job_result,
+    message_key,
+)
 from partita.gateway.errors import GatewayError, Status, unimplemented
 from partita.gateway.operations import ActivatedJob, Operations
 from partita.gateway.stubs import Stubs
@@ -335,7 +340,7 @@ class GatewayService:
 
     @_answers
     async def CompleteJob(self, request: Any, context: Any) -> Any:  # noqa: N802
-        result = _job_result(request.result) if request.HasField("result") else None
+        result = grpc_job_result(request.result) if request.HasField("result") else None
         await self.operations.complete_job(
             request.jobKey, document(request.variables, "variables"), result
         )
@@ -423,25 +428,3 @@ def _parsed_stream(
             yield response
 
     return handle
-
-
-def _job_result(result: Any) -> dict[str, Any] | None:
-    """A task listener's job result: what is set of `denied`, `deniedReason` and the
-    corrections (an unset correction keeps the task's value; a set one, even empty, replaces
-    it)."""
-    if result.type == "adHocSubProcess" or len(result.activateElements):
-        raise unimplemented(
-            "Completing a job with an ad-hoc subprocess result",
-            "job-based ad-hoc subprocesses are not supported yet",
-        )
-    corrections: dict[str, Any] = {}
-    if result.HasField("corrections"):
-        given = result.corrections
-        for name in ("assignee", "dueDate", "followUpDate", "priority"):
-            if given.HasField(name):
-                corrections[name] = getattr(given, name)
-        for name in ("candidateUsers", "candidateGroups"):
-            if given.HasField(name):
-                corrections[name] = list(getattr(given, name).values)
-    denied = result.denied if result.HasField("denied") else None
-    return job_result(denied, result.deniedReason, corrections)

@@ -29,7 +29,7 @@ from confluent_kafka.admin import AdminClient
 
 from partita.config import Config
 from partita.gateway import decisions, rest_user_tasks
-from partita.gateway.arguments import DEFAULT_TENANT, job_result, message_key
+from partita.gateway.arguments import DEFAULT_TENANT, message_key
 from partita.gateway.auth import Authenticator
 from partita.gateway.errors import GatewayError, Status, unimplemented
 from partita.gateway.operations import Operations
@@ -46,6 +46,7 @@ from partita.gateway.rest_bodies import (
     no_content,
     operations_of,
     path_key,
+    rest_job_result,
     topology_json,
 )
 from partita.gateway.topology import Topology, topology
@@ -263,19 +264,7 @@ async def complete_job(request: web.Request) -> web.Response:
     key = path_key(request, "jobKey")
     body = await json_body(request, optional=True)
     result = body.object("result")
-    outcome = None
-    if result is not None:
-        if result.text("type") == "adHocSubProcess":
-            raise unimplemented(
-                "Completing a job with an ad-hoc subprocess result",
-                "job-based ad-hoc subprocesses are not supported yet",
-            )
-        corrections = result.object("corrections")
-        outcome = job_result(
-            result.flag("denied"),
-            result.text("deniedReason"),
-            corrections.present() if corrections is not None else None,
-        )
+    outcome = rest_job_result(result) if result is not None else None
     await operations_of(request).complete_job(key, body.variables(), outcome)
     return no_content()
 

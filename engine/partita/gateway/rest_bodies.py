@@ -23,7 +23,7 @@ from typing import Any
 from aiohttp import BodyPartReader, web
 
 from partita.gateway import decisions
-from partita.gateway.arguments import DEFAULT_TENANT, object_document
+from partita.gateway.arguments import DEFAULT_TENANT, ad_hoc_result, job_result, object_document
 from partita.gateway.grpc_api import GATEWAY_VERSION
 from partita.gateway.operations import ActivatedJob, Operations
 from partita.gateway.topology import PORT, Topology
@@ -412,3 +412,30 @@ def job_json(activated: ActivatedJob) -> dict[str, Any]:
         "businessId": None,
         "priority": 0,
     }
+
+
+def rest_job_result(result: Fields) -> dict[str, Any] | None:
+    """`result` of a job completion: a job worker ad-hoc subprocess's, or a task listener's."""
+    ad_hoc_fields = (
+        "activateElements",
+        "isCompletionConditionFulfilled",
+        "isCancelRemainingInstances",
+    )
+    if result.text("type") == "adHocSubProcess" or any(
+        result.body.get(name) is not None for name in ad_hoc_fields
+    ):
+        activate = [
+            (element.text("elementId", required=True), element.variables())
+            for element in result.objects("activateElements")
+        ]
+        return ad_hoc_result(
+            activate,
+            result.flag("isCompletionConditionFulfilled"),
+            result.flag("isCancelRemainingInstances"),
+        )
+    corrections = result.object("corrections")
+    return job_result(
+        result.flag("denied"),
+        result.text("deniedReason"),
+        corrections.present() if corrections is not None else None,
+    )

@@ -59,6 +59,9 @@ class ElementInstance(_Stored, frozen=True):
     """A user task element's USER_TASK, to cancel it with the element."""
     listener_index: int = 0
     """How many execution listeners of the running phase (start, then end) have completed."""
+    ad_hoc_completing: bool = False
+    """A job worker ad-hoc subprocess whose job said its completion condition is fulfilled:
+    it completes once its paths have, and creates no job more."""
 
 
 class EventTrigger(_Stored, frozen=True):

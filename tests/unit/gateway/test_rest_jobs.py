@@ -143,9 +143,9 @@ def test_complete_fail_and_throw_error() -> None:
     answer = exchange(
         "POST",
         "/v2/jobs/5/completion",
-        json={"result": {"type": "adHocSubProcess", "activateElements": []}},
+        json={"result": {"type": "adHocSubProcess", "activateElements": [{"variables": {}}]}},
     )
-    assert_problem(answer, 501, "UNIMPLEMENTED", "ad-hoc subprocess")
+    assert_problem(answer, 400, "INVALID_ARGUMENT", "result.activateElements[0].elementId")
 
 
 def test_a_task_listeners_result_reaches_the_engine_in_its_names() -> None:
@@ -174,6 +174,29 @@ def test_a_task_listeners_result_reaches_the_engine_in_its_names() -> None:
     denial = {"result": {"denied": True, "deniedReason": "not yet"}}
     assert exchange("POST", "/v2/jobs/6/completion", fake=fake, json=denial)[0] == 204
     assert fake.calls[-1][1]["result"] == {"denied": True, "deniedReason": "not yet"}
+
+
+def test_an_ad_hoc_subprocess_jobs_result_reaches_the_engine() -> None:
+    fake = FakeOperations()
+    result = {
+        "type": "adHocSubProcess",
+        "activateElements": [{"elementId": "lookup", "variables": {"q": 1}}, {"elementId": "x"}],
+        "isCompletionConditionFulfilled": False,
+        "isCancelRemainingInstances": True,
+    }
+    assert exchange("POST", "/v2/jobs/7/completion", fake=fake, json={"result": result})[0] == 204
+    assert fake.calls[-1][1]["result"] == {
+        "type": "adHocSubProcess",
+        "activateElements": [
+            {"elementId": "lookup", "variables": {"q": 1}},
+            {"elementId": "x", "variables": {}},
+        ],
+        "isCompletionConditionFulfilled": False,
+        "isCancelRemainingInstances": True,
+    }
+    untyped = {"result": {"isCompletionConditionFulfilled": True}}  # as the SDK sends it
+    assert exchange("POST", "/v2/jobs/8/completion", fake=fake, json=untyped)[0] == 204
+    assert fake.calls[-1][1]["result"]["isCompletionConditionFulfilled"] is True
 
 
 def test_completing_a_job_twice_is_the_engines_not_found() -> None:

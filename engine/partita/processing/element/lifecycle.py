@@ -41,6 +41,7 @@ from partita.processing.deployment import state as deployment_state
 from partita.processing.dispatch import Handlers
 from partita.processing.element import (
     ad_hoc,
+    ad_hoc_jobs,
     call_activities,
     compensation,
     events,
@@ -186,9 +187,14 @@ def _activate_after_listeners(
         return  # an incident stopped it
     inner = None
     if isinstance(element, AdHocSubProcess):
-        inner = ad_hoc.chosen(ctx, element, key, value, model)
-        if inner is None:
-            return
+        ad_hoc_jobs.start_output(ctx, element, key, value)
+        if element.job_type:  # its job decides what to activate
+            if not ad_hoc_jobs.begin(ctx, element, key, value, model):
+                return
+        else:
+            inner = ad_hoc.chosen(ctx, element, key, value, model)
+            if inner is None:
+                return
     open_events(ctx, openings, key, value)
     ctx.append_event(Instance.ELEMENT_ACTIVATED, value, key)
     if created is not None:
@@ -280,6 +286,16 @@ def complete_element(command: Record, ctx: ProcessingContext) -> None:
         flows = taken
     body = value.bpmn_element_type is multi_instance.BODY
     inner = element.multi_instance is not None and not body  # an instance inside a body
+    parent = model.elements.get(element.scope)
+    if (  # a path of an ad-hoc subprocess ends here: its output element is collected
+        not flows
+        and not inner
+        and isinstance(parent, AdHocSubProcess)
+        and not ad_hoc_jobs.collect_output(ctx, parent, key, value)
+    ):
+        return
+    if isinstance(element, AdHocSubProcess) and element.output_collection:
+        ad_hoc_jobs.hand_over_output(ctx, element, key, value)
     if element.outputs and not body:
         variables = visible_variables(ctx.state, key)
         if not map_io(ctx, element.outputs, variables, key, value, local=False):
@@ -329,11 +345,14 @@ def _complete_after_listeners(
     else:
         if model.inclusive_joins(element.scope):  # read no state for what the model lacks
             gateways.fire_ready_joins(ctx, model, value.flow_scope_key, value)
-        if not (
-            isinstance(model.elements.get(element.scope), AdHocSubProcess)
-            and ad_hoc.completed_by_condition(ctx, model, value.flow_scope_key)
-        ):
-            _complete_scope_if_done(ctx, value.flow_scope_key)
+        parent = model.elements.get(element.scope)
+        if isinstance(parent, AdHocSubProcess):
+            if parent.job_type:
+                if not flows and ad_hoc_jobs.path_completed(ctx, parent, value.flow_scope_key):
+                    return  # it waits for its new job
+            elif ad_hoc.completed_by_condition(ctx, model, value.flow_scope_key):
+                return
+        _complete_scope_if_done(ctx, value.flow_scope_key)
 
 
 def _take(

@@ -51,5 +51,7 @@ def resolve(command: Record, ctx: ProcessingContext) -> None:
         ctx.append_command(Task.COMPLETE_TASK_LISTENER, UserTaskValue(), element.user_task_key)
     elif element.state == Instance.ELEMENT_ACTIVATING.name:
         ctx.append_command(Instance.ACTIVATE_ELEMENT, value, stored.element_instance_key)
+    elif element.state == Instance.ELEMENT_COMPLETING.name:  # its end listeners run again
+        ctx.append_command(Instance.COMPLETE_EXECUTION_LISTENER, value, stored.element_instance_key)
     else:
         ctx.append_command(Instance.COMPLETE_ELEMENT, value, stored.element_instance_key)

@@ -49,6 +49,15 @@ def _compensating(value: ProcessInstanceValue) -> bool:
     )
 
 
+def _started_ad_hoc(db: PartitionDb, scope: ElementInstance, value: ProcessInstanceValue) -> bool:
+    """An element an ad-hoc subprocess activated itself (one without incoming flows): no flow
+    brought it."""
+    if scope.element_type is not BpmnElementType.AD_HOC_SUB_PROCESS:
+        return False
+    model = deployment_state.deployed(db, value.process_definition_key).model(db)
+    return not model.element(value.element_id).incoming
+
+
 def _adjust_flows(db: PartitionDb, scope_key: int, delta: int) -> None:
     scope = instance(db, scope_key)
     if scope is not None:
@@ -104,7 +113,11 @@ def apply_activating(record: Record, db: PartitionDb) -> None:
                 consumed = len(gateway.incoming)
             _adjust_flows(db, value.flow_scope_key, -consumed)
         elif value.bpmn_element_type not in _NOT_VIA_FLOW and not _compensating(value):
-            _adjust_flows(db, value.flow_scope_key, -1)
+            scope = instance(db, value.flow_scope_key)
+            if scope is not None and not _started_ad_hoc(db, scope, value):
+                db.column(INSTANCES).upsert(
+                    value.flow_scope_key, replace(scope, active_flows=scope.active_flows - 1)
+                )
 
 
 @handlers.applier(

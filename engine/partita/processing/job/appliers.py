@@ -10,6 +10,7 @@ from partita.processing.instance import state as instance_state
 from partita.processing.job import state as job_state
 from partita.processing.job.state import JOBS, PUSH_WORKER, stored_job
 from partita.processing.user_task import state as user_task_state
+from partita.protocol import json_text
 from partita.protocol.enums import JobKind
 from partita.protocol.intents import JobBatchIntent, JobIntent
 from partita.protocol.records import Record
@@ -53,6 +54,11 @@ def apply_completed(record: Record, db: PartitionDb) -> None:
             value.element_instance_key,
             replace(element, listener_index=element.listener_index + 1),
         )
+    elif value.job_kind is JobKind.AD_HOC_SUB_PROCESS:
+        if value.result and json_text.parse(value.result).get("isCompletionConditionFulfilled"):
+            db.column(instance_state.INSTANCES).upsert(
+                value.element_instance_key, replace(element, ad_hoc_completing=True)
+            )
     elif value.job_kind is JobKind.TASK_LISTENER:
         under_way = user_task_state.transition(db, element.user_task_key)
         if under_way is not None:

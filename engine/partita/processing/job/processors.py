@@ -31,6 +31,7 @@ from partita.processing.behavior.variables import (
 )
 from partita.processing.context import MAX_DEADLINE, ProcessingContext, RejectionError
 from partita.processing.dispatch import MAX_DUE_COMMANDS, Handlers
+from partita.processing.element import ad_hoc_jobs
 from partita.processing.instance import state as instance_state
 from partita.processing.job import state as job_state
 from partita.processing.job.activation import MAX_JOB_VARIABLES_BYTES, activated_job
@@ -83,6 +84,9 @@ def complete(command: Record, ctx: ProcessingContext) -> None:
     stored = _active_job(ctx, command.key)
     if stored.job_kind is JobKind.TASK_LISTENER:
         listener_results.complete(ctx, command.key, stored, value)
+        return
+    if stored.job_kind is JobKind.AD_HOC_SUB_PROCESS:
+        ad_hoc_jobs.complete(ctx, command.key, stored, value)
         return
     variables = variables_document(value.variables)
     job = replace(job_value(stored), variables=value.variables or "{}")
@@ -157,7 +161,7 @@ _NO_RETRIES = {
     JobKind.BPMN_ELEMENT: ErrorType.JOB_NO_RETRIES,
     JobKind.EXECUTION_LISTENER: ErrorType.EXECUTION_LISTENER_NO_RETRIES,
     JobKind.TASK_LISTENER: ErrorType.TASK_LISTENER_NO_RETRIES,
-    JobKind.AD_HOC_SUB_PROCESS: ErrorType.JOB_NO_RETRIES,
+    JobKind.AD_HOC_SUB_PROCESS: ErrorType.AD_HOC_SUB_PROCESS_NO_RETRIES,
 }
 
 
