@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from partita.protocol.decision_values import DecisionEvaluationValue
 from partita.protocol.enums import VariableDocumentUpdateSemantic
 from partita.protocol.intents import (
     DecisionEvaluationIntent,
@@ -29,7 +30,6 @@ from partita.protocol.intents import (
     VariableDocumentIntent,
 )
 from partita.protocol.values import (
-    DecisionEvaluationValue,
     DeploymentResource,
     DeploymentValue,
     IncidentValue,

@@ -8,9 +8,10 @@ from __future__ import annotations
 from typing import Any
 
 from partita.gateway.arguments import DEFAULT_TENANT
+from partita.protocol.decision_values import DecisionEvaluationValue, EvaluatedDecision
 from partita.protocol.intents import DecisionEvaluationIntent
 from partita.protocol.records import Record
-from partita.protocol.values import DecisionEvaluationValue, DeploymentValue, EvaluatedDecision
+from partita.protocol.values import DeploymentValue
 
 
 def _evaluation(reply: Record) -> tuple[DecisionEvaluationValue, bool]:

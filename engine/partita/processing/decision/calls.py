@@ -16,8 +16,9 @@ from partita.processing.decision.evaluation import evaluate
 from partita.processing.deployment import decisions
 from partita.processing.deployment import state as deployment_state
 from partita.processing.variable.state import visible_variables
+from partita.protocol.decision_values import DecisionEvaluationValue
 from partita.protocol.enums import ErrorType
-from partita.protocol.values import DecisionEvaluationValue, ProcessInstanceValue
+from partita.protocol.values import ProcessInstanceValue
 from partita.state.stored import DeployedDecision
 
 

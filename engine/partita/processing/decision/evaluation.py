@@ -12,14 +12,14 @@ from msgspec.structs import replace
 from partita import dmn
 from partita.processing.context import ProcessingContext
 from partita.processing.deployment import decisions
-from partita.protocol.intents import DecisionEvaluationIntent
-from partita.protocol.values import (
+from partita.protocol.decision_values import (
     DecisionEvaluationValue,
     EvaluatedDecision,
     EvaluatedInput,
     EvaluatedOutput,
     MatchedRule,
 )
+from partita.protocol.intents import DecisionEvaluationIntent
 from partita.state.stored import DeployedDecision
 from partita.state.view import StateView
 

@@ -8,10 +8,10 @@ from partita.processing.context import ProcessingContext, RejectionError
 from partita.processing.decision.evaluation import evaluate
 from partita.processing.deployment import decisions
 from partita.processing.dispatch import Handlers
+from partita.protocol.decision_values import DecisionEvaluationValue
 from partita.protocol.enums import RejectionType
 from partita.protocol.intents import DecisionEvaluationIntent
 from partita.protocol.records import Record
-from partita.protocol.values import DecisionEvaluationValue
 
 handlers = Handlers()
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from partita.processing.deployment import decisions, forms
 from partita.processing.deployment.state import BY_ID_AND_VERSION, BY_KEY, LATEST, RESOURCES
 from partita.processing.dispatch import Handlers
+from partita.protocol.decision_values import DecisionRequirementsValue, DecisionValue
 from partita.protocol.intents import (
     DecisionIntent,
     DecisionRequirementsIntent,
@@ -13,12 +14,7 @@ from partita.protocol.intents import (
     ProcessIntent,
 )
 from partita.protocol.records import Record
-from partita.protocol.values import (
-    DecisionRequirementsValue,
-    DecisionValue,
-    FormValue,
-    ProcessValue,
-)
+from partita.protocol.values import FormValue, ProcessValue
 from partita.state import PartitionDb
 from partita.state.stored import (
     DeployedDecision,

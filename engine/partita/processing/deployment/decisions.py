@@ -13,13 +13,13 @@ from dataclasses import dataclass
 from partita.dmn import Drg, parse_dmn
 from partita.processing.context import ProcessingContext
 from partita.processing.deployment import state as deployment_state
-from partita.protocol.intents import DecisionIntent, DecisionRequirementsIntent
-from partita.protocol.values import (
+from partita.protocol.decision_values import (
     DecisionMetadata,
     DecisionRequirementsMetadata,
     DecisionRequirementsValue,
     DecisionValue,
 )
+from partita.protocol.intents import DecisionIntent, DecisionRequirementsIntent
 from partita.state import ColumnFamilies
 from partita.state.stored import DeployedDecision, DeployedDrg
 from partita.state.view import StateView

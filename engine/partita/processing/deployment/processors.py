@@ -26,12 +26,11 @@ from partita.processing.deployment import decisions, forms, start_events
 from partita.processing.deployment import state as deployment_state
 from partita.processing.deployment.validation import processes_of
 from partita.processing.dispatch import Handlers
+from partita.protocol.decision_values import DecisionMetadata, DecisionRequirementsMetadata
 from partita.protocol.enums import RejectionType
 from partita.protocol.intents import DeploymentIntent, FormIntent, ProcessIntent
 from partita.protocol.records import Record
 from partita.protocol.values import (
-    DecisionMetadata,
-    DecisionRequirementsMetadata,
     DeploymentValue,
     FormMetadata,
     FormValue,
