@@ -75,6 +75,7 @@ SUPPORTED_ORDER = [
     "input/output mappings",
     "execution listeners",
     "task listeners",
+    "timer cycle as a cron expression",
     "compensation boundary event (interrupting)",
     "compensation intermediate throw event",
     "compensation end event",

@@ -73,6 +73,23 @@ def test_pyzeebe_journey(engine: Config, gateway: RunningGateway) -> None:
         "refunded": True,
         "cancelled": True,
     }  # both handlers ran before the compensation end event ended the instance
+    assert steps["inclusive"]["variables"] == {"gift": True, "express": True}
+    assert steps["links"]["variables"]["rounds"] == 3  # the link went round three times
+    assert {"score": 7, "approved": True, "signedOff": "pyzeebe", "total": 2}.items() <= steps[
+        "job-elements"
+    ]["variables"].items()
+    escalated = steps["escalations"]["key"]
+    wait_until(
+        lambda: any(
+            r.value_type.name == "ESCALATION"
+            and r.intent.name == "ESCALATED"
+            and r.value.process_instance_key == escalated  # type: ignore[union-attr]
+            for records in read_log(engine).partitions.values()
+            for r in records
+        ),
+        30,
+        "the escalation caught",
+    )
 
     failing = steps["failing"]["key"]
     signalled = steps["signal"]["instance"]

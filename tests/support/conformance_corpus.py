@@ -49,6 +49,7 @@ from partita.bpmn import (
     SubProcess,
     UserTask,
 )
+from partita.bpmn.cron import looks_like_cron
 from partita.protocol.enums import BpmnElementType, BpmnEventType
 from partita.protocol.intents import (
     DeploymentIntent,
@@ -327,4 +328,7 @@ def element_features(model: Process, element: FlowNode) -> set[str]:
         names.add("execution listeners")
     if isinstance(element, UserTask) and element.task_listeners:
         names.add("task listeners")
+    timer = element.timer if isinstance(element, EventNode) else None
+    if timer is not None and timer.kind == "cycle" and looks_like_cron(timer.expression):
+        names.add("timer cycle as a cron expression")
     return names

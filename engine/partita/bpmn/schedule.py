@@ -1,6 +1,7 @@
 """ISO-8601 timer values: durations (`PT10S`, `P1DT2H`, `P2W`), dates (`2026-12-01T08:00:00Z`,
 with an offset or `Z`) and repeating cycles (`R3/PT10S`, unbounded `R/PT1H`, with a start
-`R2/2026-12-01T08:00:00Z/P1D`). All times are epoch milliseconds (UTC).
+`R2/2026-12-01T08:00:00Z/P1D`), or cycles as cron expressions (`0 0 9 * * MON-FRI`, `cron`),
+which repeat without end. All times are epoch milliseconds (UTC).
 
 Years and months are calendar units: `P1M` from January 31 is the last day of February.
 """
@@ -11,6 +12,8 @@ import calendar
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+
+from partita.bpmn import cron
 
 _DURATION = re.compile(
     r"^P(?:(?P<years>\d+)Y)?(?:(?P<months>\d+)M)?(?:(?P<weeks>\d+)W)?(?:(?P<days>\d+)D)?"
@@ -102,8 +105,24 @@ def first_due(kind: str, text: str, now_ms: int) -> tuple[int, int]:
         return after(text, now_ms), 1
     if kind == "date":
         return date(text), 1
+    if kind == "cycle" and cron.looks_like_cron(text):
+        return _cron_next(text, now_ms), -1
     if kind == "cycle":
         parsed = cycle(text)
         due = parsed.start if parsed.start is not None else after(parsed.interval, now_ms)
         return due, parsed.repetitions
     raise ScheduleError(f"unknown timer kind {kind!r}")
+
+
+def next_due(text: str, previous_ms: int) -> int:
+    """When a cycle fires next after its firing at `previous_ms`."""
+    if cron.looks_like_cron(text):
+        return _cron_next(text, previous_ms)
+    return after(cycle(text).interval, previous_ms)
+
+
+def _cron_next(text: str, after_ms: int) -> int:
+    try:
+        return cron.next_after(text, after_ms)
+    except cron.CronError as error:
+        raise ScheduleError(str(error)) from None

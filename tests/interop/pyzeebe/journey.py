@@ -6,10 +6,11 @@ in a process of its own (pyzeebe's stubs and the gateway's cannot share a proces
 Prints one JSON line per step: topology, deploy, a form deployed with the process linking it, a
 DMN deployed and one of its decisions evaluated, a signal broadcast to an instance waiting for it,
 a process whose execution listeners the worker completes, a booking compensated by the worker's
-handlers, a worker's task run with result, messages an instance waits for, and a task that always
-fails (its job becomes an incident after its retries, which the test reads from the log). No
-`from __future__ import annotations`: pyzeebe reads the task functions' annotations (`job: Job`)
-at run time.
+handlers, processes of the conformance corpus (inclusive gateways, links, job elements,
+escalations), a worker's task run with result, messages an instance waits for, and a task that
+always fails (its job becomes an incident after its retries, which the test reads from the log).
+No `from __future__ import annotations`: pyzeebe reads the task functions' annotations
+(`job: Job`) at run time.
 """
 
 import asyncio
@@ -82,6 +83,17 @@ async def main(address: str, bpmn_dir: Path) -> None:
         "charge": {},
         "refund": {"refunded": True},
         "cancel-hotel": {"cancelled": True},
+        "wrap": {},  # an inclusive gateway's branches
+        "express": {},
+        "ship": {},
+        "send-mail": {},  # send, script, business rule and job-based user tasks, throw events
+        "score-script": {"score": 7},
+        "rules": {"approved": True},
+        "io.camunda.zeebe:userTask": {"signedOff": "pyzeebe"},
+        "notify": {},
+        "publish-end": {},
+        "drive": {},  # an escalation's
+        "apologise": {},
     }
     for job_type, result in results.items():
         worker.task(task_type=job_type)(_returning(result))
@@ -127,7 +139,9 @@ async def main(address: str, bpmn_dir: Path) -> None:
 
 async def _conformance_models(client: ZeebeClient, folder: Path) -> None:
     """A signal broadcast to an instance waiting for it; a process with execution listeners;
-    a booking compensated by its handlers."""
+    a booking compensated by its handlers; inclusive gateways, links, job elements (send,
+    script, business rule and job-based user tasks, message throw and end events) and
+    escalations, as the conformance corpus has them."""
     await client.deploy_resource(str(folder / "signals.bpmn"))
     waiting = await client.run_process("signals", {"order": "o-9"})
     await asyncio.sleep(1.0)  # the instance waits for the signal "go"
@@ -143,6 +157,18 @@ async def _conformance_models(client: ZeebeClient, folder: Path) -> None:
     await client.deploy_resource(str(folder / "compensation.bpmn"))
     result = await client.run_process_with_result("compensation", {"failed": True}, timeout=30_000)
     say("compensation", variables=result.variables, key=result.process_instance_key)
+
+    for model, process_id, variables in (
+        ("inclusive.bpmn", "inclusive", {"gift": True, "express": True}),
+        ("links.bpmn", "links", {}),
+        ("job-elements.bpmn", "job-elements", {"owner": "ann", "reviewers": [], "count": 1}),
+    ):
+        await client.deploy_resource(str(folder / model))
+        result = await client.run_process_with_result(process_id, variables, timeout=30_000)
+        say(process_id, variables=result.variables)
+    await client.deploy_resource(str(folder / "escalations.bpmn"))
+    escalating = await client.run_process("escalations", {"stuck": True})
+    say("escalations", key=escalating.process_instance_key)
 
 
 def _returning(result: dict[str, object]) -> Any:

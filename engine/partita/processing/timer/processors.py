@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from partita.bpmn import EventNode
-from partita.bpmn.schedule import ScheduleError, after, cycle
+from partita.bpmn.schedule import ScheduleError, next_due
 from partita.processing.behavior.expressions import ExpressionError, text_of
 from partita.processing.behavior.triggers import start_instance, trigger
 from partita.processing.context import ProcessingContext, RejectionError
@@ -68,8 +68,7 @@ def _schedule_next(ctx: ProcessingContext, timer: TimerValue, event: EventNode, 
         except ExpressionError:
             return
     try:
-        interval = cycle(text).interval
-        due = after(interval, timer.due_date)
+        due = next_due(text, timer.due_date)
     except ScheduleError:
         return
     left = timer.repetitions - 1 if timer.repetitions > 0 else -1
