@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from partita.bpmn import activities, links
+from partita.bpmn import links
 from partita.bpmn.errors import Problem
 from partita.bpmn.model import (
     ErrorDefinition,
@@ -62,7 +62,7 @@ def escalations_of(definitions: Node) -> Errors:
     }
 
 
-def _escalation(
+def escalation_definition(
     element_id: str, definition: Node, escalations: Errors, problems: list[Problem], *, catch: bool
 ) -> EscalationDefinition | None:
     ref = definition.attributes.get("escalationRef", "")
@@ -88,7 +88,7 @@ def signals_of(definitions: Node) -> Errors:
     }
 
 
-def _signal(
+def signal_definition(
     element_id: str, definition: Node, signals: Errors, problems: list[Problem]
 ) -> SignalDefinition | None:
     ref = definition.attributes.get("signalRef", "")
@@ -111,7 +111,7 @@ def errors_of(definitions: Node) -> Errors:
     }
 
 
-def _error(
+def error_definition(
     element_id: str, definition: Node, errors: Errors, problems: list[Problem], *, catch: bool
 ) -> ErrorDefinition | None:
     ref = definition.attributes.get("errorRef", "")
@@ -127,74 +127,6 @@ def _error(
         problems.append(Problem(element_id, f"error '{ref}' has no errorCode"))
         return None
     return ErrorDefinition(errors[ref])
-
-
-def throw_event(
-    node: Node,
-    common: dict[str, Any],
-    errors: Errors,
-    problems: list[Problem],
-    *,
-    escalations: Errors | None = None,
-    signals: Errors | None = None,
-) -> FlowNode | None:
-    """End events (none, error, terminate, message) and none and message intermediate throw
-    events (a message one is a job, as in Zeebe)."""
-    element_id = node.attributes["id"]
-    end = node.local == "endEvent"
-    element_type = BpmnElementType.END_EVENT if end else BpmnElementType.INTERMEDIATE_THROW_EVENT
-    definitions = [
-        c
-        for c in node.children
-        if c.namespace == BPMN[1:-1] and c.local.endswith("EventDefinition")
-    ]
-    if not definitions:
-        return FlowNode(element_type=element_type, event_type=BpmnEventType.NONE, **common)
-    local = definitions[0].local
-    if end and local == "errorEventDefinition":
-        error = _error(element_id, definitions[0], errors, problems, catch=False)
-        if error is None:
-            return None
-        return EventNode(
-            element_type=element_type, event_type=BpmnEventType.ERROR, error=error, **common
-        )
-    if end and local == "terminateEventDefinition":
-        return FlowNode(element_type=element_type, event_type=BpmnEventType.TERMINATE, **common)
-    if local == "escalationEventDefinition":
-        escalation = _escalation(
-            element_id, definitions[0], escalations or {}, problems, catch=False
-        )
-        if escalation is None:
-            return None
-        return EventNode(
-            element_type=element_type,
-            event_type=BpmnEventType.ESCALATION,
-            escalation=escalation,
-            **common,
-        )
-    if local == "signalEventDefinition":  # broadcast when the event activates
-        signal = _signal(element_id, definitions[0], signals or {}, problems)
-        if signal is None:
-            return None
-        return EventNode(
-            element_type=element_type, event_type=BpmnEventType.SIGNAL, signal=signal, **common
-        )
-    if local == "linkEventDefinition" and not end:
-        return links.link_event(node, definitions[0], common, problems)
-    if local == "messageEventDefinition":  # Zeebe runs message throw and end events as jobs
-        if not activities.has_task_definition(node):
-            problems.append(
-                Problem(
-                    element_id,
-                    f'a message {node.local} needs <zeebe:taskDefinition type="..."/>: its'
-                    " message is sent by a job worker",
-                )
-            )
-            return None
-        return activities.job_worker(node, problems, common, element_type, BpmnEventType.MESSAGE)
-    kind = local.removesuffix("EventDefinition")
-    problems.append(Problem(element_id, f"{kind} {node.local}s are not supported yet"))
-    return None
 
 
 def messages_of(definitions: Node) -> Messages:
@@ -301,7 +233,7 @@ def event_node(
                 Problem(element_id, "error intermediate catch events do not exist in BPMN")
             )
             return None
-        error = _error(element_id, error_node, errors, problems, catch=True)
+        error = error_definition(element_id, error_node, errors, problems, catch=True)
         if error is None:
             return None
         if local == "boundaryEvent" and not extra["interrupting"]:
@@ -320,7 +252,7 @@ def event_node(
                 Problem(element_id, "escalation intermediate catch events do not exist in BPMN")
             )
             return None
-        escalation = _escalation(
+        escalation = escalation_definition(
             element_id, escalation_node, escalations or {}, problems, catch=True
         )
         if escalation is None:
@@ -334,7 +266,7 @@ def event_node(
         )
     signal_node = next((c for c in definitions if c.local == "signalEventDefinition"), None)
     if signal_node is not None:
-        signal = _signal(element_id, signal_node, signals or {}, problems)
+        signal = signal_definition(element_id, signal_node, signals or {}, problems)
         if signal is None:
             return None
         return EventNode(

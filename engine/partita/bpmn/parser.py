@@ -16,7 +16,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from partita.bpmn import activities, ad_hoc, compensation, events, links, listeners
+from partita.bpmn import (
+    activities,
+    ad_hoc,
+    compensation,
+    events,
+    links,
+    listeners,
+    subprocesses,
+    throws,
+)
 from partita.bpmn.errors import BpmnValidationError, Problem
 from partita.bpmn.model import (
     AdHocSubProcess,
@@ -30,7 +39,6 @@ from partita.bpmn.model import (
     Process,
     ScriptTask,
     SequenceFlow,
-    SubProcess,
     UserTask,
 )
 from partita.bpmn.xml import BPMN, Node, parse_xml
@@ -227,46 +235,10 @@ def _scope(node: Node, scope_id: str, problems: list[Problem], context: _Context
 def _subprocess(
     node: Node, links: dict[str, Any], problems: list[Problem], context: _Context
 ) -> FlowNode | None:
-    element_id = node.attributes["id"]
-    inputs, outputs = activities.io_mappings(node, problems)
     if activities.multi_instance(node, problems):
         return None
-    direct = _scope(node, element_id, problems, context)
-    starts = [e for e in direct if e.element_type is BpmnElementType.START_EVENT]
-    by_event = node.attributes.get("triggeredByEvent", "false").lower() == "true"
-    if by_event:
-        start = starts[0] if len(starts) == 1 else None
-        if isinstance(start, EventNode) and start.message and not start.message.correlation_key:
-            problems.append(
-                Problem(
-                    start.id,
-                    "the message of an event subprocess start needs"
-                    ' <zeebe:subscription correlationKey="..."/>',
-                )
-            )
-        if len(starts) != 1 or not isinstance(starts[0], EventNode):
-            problems.append(
-                Problem(
-                    element_id, "an event subprocess needs one message, timer or error start event"
-                )
-            )
-        if links["incoming"] or links["outgoing"]:
-            problems.append(Problem(element_id, "an event subprocess cannot have sequence flows"))
-    elif len(starts) != 1 or isinstance(starts[0], EventNode):
-        problems.append(
-            Problem(element_id, "an embedded subprocess needs exactly one none start event")
-        )
-    return SubProcess(
-        id=element_id,
-        element_type=BpmnElementType.EVENT_SUB_PROCESS if by_event else BpmnElementType.SUB_PROCESS,
-        name=node.attributes.get("name", ""),
-        inputs=inputs,
-        outputs=outputs,
-        start_event=starts[0].id if len(starts) == 1 else "",
-        triggered_by_event=by_event,
-        multi_instance=activities.loop(node, problems),
-        **links,
-    )
+    direct = _scope(node, node.attributes["id"], problems, context)
+    return subprocesses.subprocess(node, direct, links, problems)
 
 
 def _ad_hoc(
@@ -312,7 +284,7 @@ def _element(
     if compensating is not None:
         return compensation.compensation_event(node, compensating, common, problems)
     if local in ("endEvent", "intermediateThrowEvent"):
-        return events.throw_event(
+        return throws.throw_event(
             node,
             common,
             context.errors,
