@@ -161,3 +161,16 @@ def test_refusals_and_incidents(engine: Any) -> None:
     assert incident.value.element_id == "agent"
     send(engine, command(ProcessInstanceIntent.CANCEL, ProcessInstanceValue(), key=instance))
     assert [r.intent for r in all_events(engine) if r.key == job.key][-1] is JobIntent.CANCELED
+
+
+def test_a_hostile_result_is_refused_and_the_job_stays(engine: Any) -> None:
+    instance = _start(engine)
+    job = _open(engine, instance, "agent")
+    for hostile, words in (("[" * 100_000, "nested too deeply"), ("[1]", "must be a JSON object")):
+        (refused,) = send(
+            engine, command(JobIntent.COMPLETE, JobValue(result=hostile), key=job.key)
+        )
+        assert refused.rejection_type is RejectionType.INVALID_ARGUMENT
+        assert words in refused.rejection_reason, refused.rejection_reason
+    _decide(engine, job, activateElements=[{"elementId": "lookup"}])  # still the worker's
+    assert _open(engine, instance, "lookup").value.type == "lookup"

@@ -23,19 +23,25 @@ def variables_document(text: str) -> dict[str, Any]:
     (INVALID_ARGUMENT) for anything else: not JSON, JSON Python reads but others do not
     (`NaN`, `Infinity`, lone surrogates), integers too long to write back, nesting too deep,
     or JSON that is not an object. Never raises anything else."""
+    return json_document(text, "variables are")
+
+
+def json_document(text: str, what: str) -> dict[str, Any]:
+    """A command's JSON object document ("" is `{}`), refused as `variables_document` refuses
+    variables; `what` names it with its verb ("variables are", "the job result is")."""
     try:
-        variables = json_text.parse(text or "{}")
+        document = json_text.parse(text or "{}")
     except (ValueError, RecursionError) as error:
         reason = "nested too deeply" if isinstance(error, RecursionError) else str(error)
         raise RejectionError(
-            RejectionType.INVALID_ARGUMENT, f"variables are not valid JSON: {reason}"
+            RejectionType.INVALID_ARGUMENT, f"{what} not valid JSON: {reason}"
         ) from None
-    if not isinstance(variables, dict):
+    if not isinstance(document, dict):
         raise RejectionError(
             RejectionType.INVALID_ARGUMENT,
-            f"variables must be a JSON object, not {type(variables).__name__}",
+            f"{what.rsplit(' ', 1)[0]} must be a JSON object, not {type(document).__name__}",
         )
-    return variables
+    return document
 
 
 def map_io(

@@ -21,6 +21,7 @@ from partita.feel import FeelError, compile_expression
 from partita.processing.behavior.incidents import element_incident
 from partita.processing.behavior.termination import terminate_element
 from partita.processing.behavior.variables import (
+    json_document,
     propagate_variables,
     set_variable,
     variables_document,
@@ -100,7 +101,7 @@ def complete(ctx: ProcessingContext, key: int, stored: Job, value: JobValue) -> 
     model = deployed.model(ctx.state)
     element = model.element(stored.element_id)
     assert isinstance(element, AdHocSubProcess)
-    result = _result(value.result, where)
+    result = json_document(value.result, f"the job result {where} is")
     wanted = result.get("activateElements") or []
     activatable = element.activatable(model)
     if not isinstance(wanted, list) or not all(
@@ -169,22 +170,6 @@ def _terminate_children(ctx: ProcessingContext, scope_key: int) -> None:
         stored = instance_state.instance(ctx.state, child)
         if stored is not None and stored.state != Instance.ELEMENT_TERMINATING.name:
             terminate_element(ctx, child, stored)
-
-
-def _result(text: str, where: str) -> dict[str, Any]:
-    if not text:
-        return {}
-    try:
-        result = json_text.parse(text)
-    except ValueError as error:
-        raise RejectionError(
-            RejectionType.INVALID_ARGUMENT, f"the job result is no JSON object {where}: {error}"
-        ) from None
-    if not isinstance(result, dict):
-        raise RejectionError(
-            RejectionType.INVALID_ARGUMENT, f"the job result must be a JSON object {where}"
-        )
-    return result
 
 
 def collect_output(

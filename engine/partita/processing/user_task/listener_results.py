@@ -13,13 +13,13 @@ from typing import Any
 
 from msgspec.structs import replace
 
+from partita.processing.behavior.variables import json_document
 from partita.processing.context import ProcessingContext, RejectionError
 from partita.processing.instance import state as instance_state
 from partita.processing.job.state import job_value
 from partita.processing.user_task import transitions
 from partita.processing.user_task.creation import is_date_time
 from partita.processing.user_task.state import transition
-from partita.protocol import json_text
 from partita.protocol.enums import RejectionType
 from partita.protocol.intents import JobIntent
 from partita.protocol.intents import UserTaskIntent as Task
@@ -48,7 +48,7 @@ def complete(ctx: ProcessingContext, key: int, stored: Job, value: JobValue) -> 
             f"Task Listener job completion with variables payload provided is not supported"
             f" {where}; correct the task's attributes with the job result instead",
         )
-    result = _result(value.result, where)
+    result = json_document(value.result, f"the job result {where} is")
     element = instance_state.instance(ctx.state, stored.element_instance_key)
     task_key = element.user_task_key if element is not None else -1
     under_way = transition(ctx.state, task_key) if task_key > 0 else None
@@ -96,22 +96,6 @@ def complete(ctx: ProcessingContext, key: int, stored: Job, value: JobValue) -> 
         changed_attributes=tuple(corrections),
     )
     ctx.append_command(Task.COMPLETE_TASK_LISTENER, corrected, task_key)
-
-
-def _result(text: str, where: str) -> dict[str, Any]:
-    if not text:
-        return {}
-    try:
-        result = json_text.parse(text)
-    except ValueError as error:
-        raise RejectionError(
-            RejectionType.INVALID_ARGUMENT, f"the job result is no JSON object {where}: {error}"
-        ) from None
-    if not isinstance(result, dict):
-        raise RejectionError(
-            RejectionType.INVALID_ARGUMENT, f"the job result must be a JSON object {where}"
-        )
-    return result
 
 
 def _corrections(result: dict[str, Any], where: str) -> dict[str, Any]:
