@@ -226,3 +226,43 @@ def test_listeners_are_refused_where_zeebe_refuses_them() -> None:
         " should be unique.",
         "y: an execution listener's eventType must be start or end, not 'finish'",
     } <= problems
+
+
+MULTI = b"""<?xml version="1.0"?>
+<bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL"
+ xmlns:zeebe="http://camunda.org/schema/zeebe/1.0" id="d">
+<bpmn:process id="multi" isExecutable="true"><bpmn:startEvent id="s"/>
+<bpmn:sequenceFlow id="f1" sourceRef="s" targetRef="each"/>
+<bpmn:serviceTask id="each"><bpmn:extensionElements><zeebe:taskDefinition type="each"/>
+<zeebe:executionListeners><zeebe:executionListener eventType="start" type="before-each"/>
+</zeebe:executionListeners></bpmn:extensionElements>
+<bpmn:multiInstanceLoopCharacteristics isSequential="false"><bpmn:extensionElements>
+<zeebe:loopCharacteristics inputCollection="=items" inputElement="item"/></bpmn:extensionElements>
+</bpmn:multiInstanceLoopCharacteristics></bpmn:serviceTask>
+<bpmn:sequenceFlow id="f2" sourceRef="each" targetRef="e"/><bpmn:endEvent id="e"/>
+</bpmn:process></bpmn:definitions>"""
+
+
+def test_a_multi_instance_activity_runs_its_listeners_on_each_inner_instance(engine: Any) -> None:
+    deploy(engine, "multi.bpmn", content={"multi.bpmn": MULTI})
+    instance = create(engine, "multi", items=[1, 2])
+    listeners = [j for j in jobs_of(engine, instance) if j.value.type == "before-each"]
+    bodies = {
+        r.key
+        for r in engine.events(0)
+        if r.value_type.name == "PROCESS_INSTANCE"
+        and r.value.bpmn_element_type.name == "MULTI_INSTANCE_BODY"
+    }
+    assert len(listeners) == 2  # one per inner instance, none for the body
+    assert not {j.value.element_instance_key for j in listeners} & bodies
+    for job in listeners:
+        complete(engine, job)
+    for job in [j for j in jobs_of(engine, instance) if j.value.type == "each"]:
+        complete(engine, job)
+    ended = [
+        r.value.element_id
+        for r in engine.events(0)
+        if r.intent is ProcessInstanceIntent.ELEMENT_COMPLETED
+        and r.value.process_instance_key == instance
+    ]
+    assert ended[-1] == "multi"
