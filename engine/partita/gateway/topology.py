@@ -10,8 +10,14 @@ that no worker owns (none runs, or a rebalance moves it) is under no broker.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
-from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException, TopicPartition
+from confluent_kafka import (
+    ConsumerGroupState,
+    ConsumerGroupTopicPartitions,
+    KafkaException,
+    TopicPartition,
+)
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from partita.config import Config
@@ -19,7 +25,9 @@ from partita.log.clients import engine_group
 
 _TIMEOUT_S = 5.0
 _LAST: dict[str, Topology] = {}
-"""The last topology seen, by namespace: a busy coordinator's timeout does not empty it."""
+"""The last topology seen, by namespace: a busy coordinator's timeout or a rebalance (whose
+members the coordinator lists without assignments, or not at all) does not empty it."""
+_MOVING = (ConsumerGroupState.PREPARING_REBALANCING, ConsumerGroupState.COMPLETING_REBALANCING)
 PORT = 26501
 """The port a broker of the topology names (Zeebe's command port); clients only show it."""
 
@@ -56,6 +64,15 @@ def topology(admin: AdminClient, config: Config, partitions: int) -> Topology:
         members = sorted(description.members or [], key=lambda m: m.member_id)
     except KafkaException:  # the coordinator did not answer in time: what it said last
         return _LAST.get(config.namespace) or Topology([], partitions, 1)
+    last = _LAST.get(config.namespace)
+    if description.state in _MOVING and last is not None:
+        return last  # partitions are changing hands: who had them, until the group settles
+    return _seen(admin, config, partitions, group, members)
+
+
+def _seen(
+    admin: AdminClient, config: Config, partitions: int, group: str, members: list[Any]
+) -> Topology:
     lags = _lags(admin, config, group)
     brokers = []
     for node_id, member in enumerate(members):
