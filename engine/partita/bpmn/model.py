@@ -202,7 +202,7 @@ class EscalationDefinition:
 @dataclass(frozen=True, slots=True)
 class SubProcess(FlowNode):
     """An embedded subprocess (its own variable scope) or, `triggered_by_event`, an event
-    subprocess started by its message, timer or error start event."""
+    subprocess started by its message, timer, error, signal or escalation start event."""
 
     start_event: str = ""
     triggered_by_event: bool = False

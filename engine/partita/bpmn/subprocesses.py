@@ -34,7 +34,9 @@ def subprocess(
         if len(starts) != 1 or not isinstance(starts[0], EventNode):
             problems.append(
                 Problem(
-                    element_id, "an event subprocess needs one message, timer or error start event"
+                    element_id,
+                    "an event subprocess needs one message, timer, error, signal or escalation"
+                    " start event",
                 )
             )
         if links["incoming"] or links["outgoing"]:
