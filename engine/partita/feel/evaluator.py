@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
 
+from partita.feel import temporal
 from partita.feel.builtins import FUNCTIONS, METERED
 from partita.feel.errors import FeelBuiltinError, FeelEvaluationError
 from partita.feel.parser import Node
@@ -22,7 +23,7 @@ MAX_STEPS = 1_000_000
 MAX_RANGE = 100_000
 __all__ = ["MAX_RANGE", "MAX_STEPS", "MAX_STRING_LENGTH", "Evaluator", "Scope"]
 
-_VARARG_LISTS = {"sum", "min", "max"}
+_VARARG_LISTS = {"sum", "min", "max", "mean", "product", "all", "any"}
 
 
 class Scope:
@@ -116,7 +117,10 @@ class Evaluator:
         try:
             if name in METERED:
                 return function(lambda steps: self.charge(steps, node), *values)
-            return function(*values)
+            result = function(*values)
+            if isinstance(result, list):  # a list built at once is work in proportion
+                self.charge(len(result), node)
+            return result
         except ArithmeticError:  # e.g. sum() overflowing: no number, so null
             return None
         except (ResultTooLargeError, FeelBuiltinError) as error:
@@ -141,7 +145,11 @@ class Evaluator:
 
     def _negate(self, node: Node, scope: Scope) -> Any:
         value = self.eval(node[2], scope)
-        return -value if is_number(value) else None
+        if is_number(value):
+            return -value
+        if temporal.is_temporal(value):
+            return temporal.arith("-", temporal.arith("-", value, value), value)
+        return None
 
     def _arith(self, node: Node, scope: Scope) -> Any:
         op = node[2]
@@ -151,6 +159,8 @@ class Evaluator:
                 raise self.error(f"a string longer than {MAX_STRING_LENGTH} characters", node)
             return left + right
         if not (is_number(left) and is_number(right)):
+            if temporal.is_temporal(left) or temporal.is_temporal(right):
+                return temporal.arith(op, left, right)
             return None
         try:
             if op == "+":
@@ -177,6 +187,11 @@ class Evaluator:
             return None if equal is None else not equal
         if not _comparable(left, right):
             return None
+        if temporal.is_temporal(left):
+            order = temporal.compare(left, right)
+            if order is None:
+                return None
+            return {"<": order < 0, "<=": order <= 0, ">": order > 0}.get(op, order >= 0)
         if op == "<":
             return left < right
         if op == "<=":
@@ -189,6 +204,9 @@ class Evaluator:
         value, low, high = (self.eval(n, scope) for n in node[2:5])
         if not (_comparable(value, low) and _comparable(value, high)):
             return None
+        if temporal.is_temporal(value):
+            above, below = temporal.compare(value, low), temporal.compare(value, high)
+            return None if above is None or below is None else above >= 0 and below <= 0
         return low <= value <= high
 
     def _in(self, node: Node, scope: Scope) -> Any:
@@ -290,6 +308,8 @@ def _member(base: Any, name: str) -> Any:
         return base.get(name)
     if isinstance(base, list):
         return [_member(item, name) for item in base]
+    if temporal.is_temporal(base):
+        return temporal.member(base, name)
     return None
 
 
@@ -300,10 +320,15 @@ def _equal(left: Any, right: Any) -> bool | None:
         return None
     if is_number(left) != is_number(right):
         return None
+    if temporal.is_temporal(left) or temporal.is_temporal(right):
+        order = temporal.compare(left, right)
+        return None if order is None else order == 0
     return bool(left == right)
 
 
 def _comparable(left: Any, right: Any) -> bool:
     if is_number(left) and is_number(right):
         return True
+    if temporal.is_temporal(left):
+        return temporal.comparable(left, right)
     return isinstance(left, str) and isinstance(right, str)

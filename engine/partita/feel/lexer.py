@@ -19,6 +19,24 @@ MULTI_WORD = (
     "list contains",
     "index of",
     "distinct values",
+    "date and time",
+    "years and months duration",
+    "day of week",
+    "day of year",
+    "week of year",
+    "month of year",
+    "last day of month",
+    "time offset",
+    "string join",
+    "round half up",
+    "round half down",
+    "round up",
+    "round down",
+    "substring before",
+    "substring after",
+    "is empty",
+    "get entries",
+    "context merge",
 )
 KEYWORDS = {
     "if",
@@ -67,7 +85,7 @@ _DIGITS = frozenset("0123456789")
 
 @dataclass(frozen=True, slots=True)
 class Token:
-    kind: str  # number, string, name, keyword, symbol, end
+    kind: str  # number, string, temporal, name, keyword, symbol, end
     value: str
     position: int
 
@@ -83,6 +101,9 @@ def tokenize(text: str) -> list[Token]:
             i = _number(text, i, tokens)
         elif ch == '"':
             i = _string(text, i, tokens)
+        elif ch == "@" and i + 1 < n and text[i + 1] == '"':  # a temporal literal: @"P1D"
+            i = _string(text, i + 1, tokens)
+            tokens[-1] = Token("temporal", tokens[-1].value, tokens[-1].position - 1)
         elif ch.isalpha() or ch in "_?$":
             i = _word(text, i, tokens)
         elif ch == "`":  # backtick-quoted names

@@ -10,6 +10,7 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
+from partita.feel import temporal
 from partita.feel.errors import FeelSyntaxError
 from partita.feel.lexer import Token, tokenize
 
@@ -183,6 +184,12 @@ class _Parser:
         if token.kind == "string":
             self.take()
             return ("literal", token.position, token.value)
+        if token.kind == "temporal":
+            self.take()
+            try:
+                return ("literal", token.position, temporal.parse_literal(token.value))
+            except (ValueError, OverflowError) as error:
+                raise FeelSyntaxError(str(error), self.text, token.position) from None
         if token.kind == "keyword" and token.value in ("true", "false", "null"):
             self.take()
             return (

@@ -10,8 +10,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from datetime import date, time, timedelta
 from decimal import Decimal
 from typing import Any
+
+from partita.feel.temporal import YearsMonths
+from partita.feel.temporal import to_text as temporal_text
+from partita.feel.temporal import type_of as temporal_type
 
 MAX_INTEGER_DIGITS = 4000
 """Below Python's limit for int <-> str conversion (4300 digits), so a result can be written."""
@@ -55,6 +60,8 @@ def _to_json(value: Any, budget: list[int]) -> Any:
         return {k: _to_json(v, budget) for k, v in value.items()}
     if isinstance(value, list):
         return [_to_json(v, budget) for v in value]
+    if isinstance(value, date | time | timedelta | YearsMonths):
+        return temporal_text(value)
     return value
 
 
@@ -85,4 +92,4 @@ def type_name(value: Any) -> str:
         return "list"
     if isinstance(value, dict):
         return "context"
-    return type(value).__name__
+    return temporal_type(value) or type(value).__name__

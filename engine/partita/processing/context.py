@@ -10,6 +10,7 @@ from msgspec.structs import replace
 
 from partita import __version__
 from partita.config.settings import MESSAGE_TTL
+from partita.feel.temporal import use_clock
 from partita.processing.awaiting import AwaitedResults
 from partita.processing.dispatch import Engine
 from partita.protocol.enums import RecordType, RejectionType
@@ -127,6 +128,7 @@ class ProcessingContext:
         self.command = record
         self.reply_to = reply_to
         self.now = now
+        use_clock(now)  # FEEL's now() and today(): the command's time, the same on any retry
         self.responded = False
         self.touched_job_types.clear()
 
