@@ -77,6 +77,7 @@ SUPPORTED_ORDER = [
     "input/output mappings",
     "execution listeners",
     "task listeners",
+    "canceling task listeners",
     "timer cycle as a cron expression",
     "compensation boundary event (interrupting)",
     "compensation intermediate throw event",
@@ -90,11 +91,6 @@ _HEAD = (
     '<bpmn:process id="p" isExecutable="true"><bpmn:startEvent id="s"/>'
 )
 REJECTED = {
-    "canceling task listeners": (
-        '<bpmn:userTask id="x"><bpmn:extensionElements><zeebe:userTask/>'
-        '<zeebe:taskListeners><zeebe:taskListener eventType="canceling" type="t"/>'
-        "</zeebe:taskListeners></bpmn:extensionElements></bpmn:userTask>"
-    ),
     "complex gateway": '<bpmn:complexGateway id="x"/>',
     "escalation intermediate catch events": (
         '<bpmn:intermediateCatchEvent id="x">'

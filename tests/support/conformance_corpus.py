@@ -328,6 +328,8 @@ def element_features(model: Process, element: FlowNode) -> set[str]:
         names.add("execution listeners")
     if isinstance(element, UserTask) and element.task_listeners:
         names.add("task listeners")
+    if isinstance(element, UserTask) and element.listeners_of("canceling"):
+        names.add("canceling task listeners")
     timer = element.timer if isinstance(element, EventNode) else None
     if timer is not None and timer.kind == "cycle" and looks_like_cron(timer.expression):
         names.add("timer cycle as a cron expression")

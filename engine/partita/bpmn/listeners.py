@@ -147,15 +147,6 @@ def task_listeners(
         if not job_type:
             problems.append(Problem(element_id, "Attribute 'type' must be present and not empty"))
             continue
-        if event_type == "canceling":
-            problems.append(
-                Problem(
-                    element_id,
-                    "canceling task listeners are not supported yet (a cancelled task ends at"
-                    " once)",
-                )
-            )
-            continue
         if not retries.startswith("=") and not retries.isdigit():
             problems.append(
                 Problem(

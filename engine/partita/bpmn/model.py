@@ -312,6 +312,9 @@ class Process:
     compensable: bool = False
     """Some activity has a compensation boundary event (what completes may leave a
     subscription)."""
+    cancel_listened: bool = False
+    """Some user task has canceling task listeners: terminating it waits for their jobs, so a
+    scope may be asked to complete while a child still terminates."""
     _events: dict[str, list[EventNode]] = field(default_factory=dict, compare=False, repr=False)
     """`events_of` answers, computed once per element (the model never changes)."""
     _reach: dict[str, frozenset[str]] = field(default_factory=dict, compare=False, repr=False)

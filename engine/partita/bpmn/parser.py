@@ -157,6 +157,9 @@ def _process(node: Node, problems: list[Problem], context: _Context) -> Process 
             isinstance(e, EventNode) and e.compensation and e.attached_to is not None
             for e in elements.values()
         ),
+        cancel_listened=any(
+            isinstance(e, UserTask) and e.listeners_of("canceling") for e in elements.values()
+        ),
     )
 
 

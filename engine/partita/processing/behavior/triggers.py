@@ -14,10 +14,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from msgspec.structs import replace
-
 from partita.bpmn import EventBasedGateway, EventNode, Process
-from partita.processing.behavior.termination import terminate_element
+from partita.processing.behavior.after_termination import (
+    activate_boundary,
+    activate_event_subprocess,
+)
+from partita.processing.behavior.termination import terminate_element, terminate_or_wait
 from partita.processing.context import ProcessingContext
 from partita.processing.deployment.state import DeployedProcess
 from partita.processing.instance import state as instance_state
@@ -60,20 +62,14 @@ def trigger(
     if target.element_type is BpmnElementType.START_EVENT:  # an event subprocess of the owner
         assert isinstance(target, EventNode)
         _write_trigger(ctx, owner_key, target.id, variables, value)
+        waits = False
         if target.interrupting:
             for child in instance_state.children(ctx.state, owner_key):
                 stored = instance_state.instance(ctx.state, child)
-                if stored is not None and stored.state != Instance.ELEMENT_TERMINATING.name:
-                    terminate_element(ctx, child, stored)
-        sub = process.element(target.scope)
-        started = replace(
-            value,
-            element_id=sub.id,
-            flow_scope_key=owner_key,
-            bpmn_element_type=sub.element_type,
-            bpmn_event_type=target.event_type,
-        )
-        ctx.append_command(Instance.ACTIVATE_ELEMENT, started, ctx.keys.next_key())
+                if stored is not None:
+                    waits |= not terminate_or_wait(ctx, child, stored)
+        if not waits:  # else it starts once the last child has ended (after_termination)
+            activate_event_subprocess(ctx, process, owner_key, value, target)
         return True
     scope_key = int(owner.flow_scope_key)
     _write_trigger(ctx, scope_key, target.id, variables, value)
@@ -81,15 +77,9 @@ def trigger(
         ctx.append_command(Instance.COMPLETE_ELEMENT, value, owner_key)
         return True
     assert isinstance(target, EventNode)
-    if target.interrupting:
-        terminate_element(ctx, owner_key, owner)
-    boundary = replace(
-        value,
-        element_id=target.id,
-        bpmn_element_type=BpmnElementType.BOUNDARY_EVENT,
-        bpmn_event_type=target.event_type,
-    )
-    ctx.append_command(Instance.ACTIVATE_ELEMENT, boundary, ctx.keys.next_key())
+    if target.interrupting and not terminate_element(ctx, owner_key, owner):
+        return True  # it activates once its activity has ended (after_termination)
+    activate_boundary(ctx, value, target)
     return True
 
 

@@ -19,6 +19,7 @@ from msgspec.structs import replace
 from partita.bpmn import AdHocSubProcess, FlowNode, Process
 from partita.feel import FeelError, compile_expression
 from partita.processing.behavior.incidents import element_incident
+from partita.processing.behavior.jobs import new_job
 from partita.processing.behavior.termination import terminate_element
 from partita.processing.behavior.variables import (
     json_document,
@@ -28,7 +29,6 @@ from partita.processing.behavior.variables import (
 )
 from partita.processing.context import ProcessingContext, RejectionError
 from partita.processing.deployment import state as deployment_state
-from partita.processing.element import tasks
 from partita.processing.instance import state as instance_state
 from partita.processing.job.state import JOBS, job_value
 from partita.processing.variable.state import variable_json, visible_variables
@@ -62,7 +62,7 @@ def begin(
 def _new_job(
     ctx: ProcessingContext, element: AdHocSubProcess, key: int, value: ProcessInstanceValue
 ) -> bool:
-    return tasks.new_job(
+    return new_job(
         ctx,
         key,
         value,

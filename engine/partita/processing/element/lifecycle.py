@@ -269,6 +269,8 @@ def complete_element(command: Record, ctx: ProcessingContext) -> None:
         if listeners.all_done(ctx, model, listeners.END, key, value):
             process.completed(ctx, current, key, value)
         return
+    if model.cancel_listened and _still_terminating(ctx, key):
+        return  # completed once its last child has ended (after_termination)
     element = model.element(value.element_id)
     flows = model.outgoing(element.id)
     events.take_caught_trigger(ctx, element, key, value)
@@ -309,6 +311,15 @@ def complete_element(command: Record, ctx: ProcessingContext) -> None:
         close_events(ctx, key)
     if body or listeners.all_done(ctx, element, listeners.END, key, value):
         _complete_after_listeners(ctx, model, element, key, value, flows=flows)
+
+
+def _still_terminating(ctx: ProcessingContext, key: int) -> bool:
+    """Whether a child of `key` waits for its canceling task listeners to end."""
+    for child in instance_state.children(ctx.state, key):
+        stored = instance_state.instance(ctx.state, child)
+        if stored is not None and stored.state == Instance.ELEMENT_TERMINATING.name:
+            return True
+    return False
 
 
 def _complete_after_listeners(

@@ -8,8 +8,8 @@ the element. The element instance counts the completed listeners of the running 
 from __future__ import annotations
 
 from partita.bpmn import ExecutionListener, FlowNode, JobWorkerElement, Process
+from partita.processing.behavior.jobs import new_job
 from partita.processing.context import ProcessingContext
-from partita.processing.element import tasks
 from partita.processing.instance import state as instance_state
 from partita.protocol.enums import JobKind, JobListenerEventType
 from partita.protocol.values import ProcessInstanceValue
@@ -38,7 +38,7 @@ def all_done(
         return True
     listener = listeners[index]
     headers = element.headers if isinstance(element, JobWorkerElement) else ()
-    tasks.new_job(
+    new_job(
         ctx,
         key,
         value,

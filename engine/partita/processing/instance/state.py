@@ -68,6 +68,11 @@ def trigger_for(db: StateView, scope_key: int, element_id: str) -> tuple[int, Ev
     return None
 
 
+def triggers(db: StateView, scope_key: int) -> list[EventTrigger]:
+    """The events waiting in `scope_key` for their targets, in the order they fired."""
+    return [stored for _, stored in db.column(TRIGGERS).items(TRIGGERS.key.prefix(scope_key))]
+
+
 def has_trigger(db: StateView, scope_key: int, element_id: str) -> bool:
     return trigger_for(db, scope_key, element_id) is not None
 

@@ -1,8 +1,9 @@
 """A user task's transitions and their task listeners (`zeebe:taskListeners`), as Zeebe 8.8 runs
-them: the transitional event (CREATING, ASSIGNING, CLAIMING, UPDATING, COMPLETING), then one job
-per listener of that event, in model order (`jobKind` TASK_LISTENER), then the final event
-(CREATED, ASSIGNED, UPDATED, COMPLETED). A listener's job completes with a result that may
-correct the task's attributes (USER_TASK CORRECTED, the values the transition ends with) or,
+them: the transitional event (CREATING, ASSIGNING, CLAIMING, UPDATING, COMPLETING, CANCELING),
+then one job per listener of that event, in model order (`jobKind` TASK_LISTENER), then the
+final event (CREATED, ASSIGNED, UPDATED, COMPLETED, CANCELED: the element's termination, which
+waited, goes on). A listener's job completes with a result that may correct the task's
+attributes (USER_TASK CORRECTED, the values the transition ends with) or,
 when assigning, updating or completing, deny the transition (ASSIGNMENT_DENIED, UPDATE_DENIED,
 COMPLETION_DENIED: the task as it was). A client's command is answered when its transition
 ends: at once without listeners, else after the last one (its request waits in the partition's
@@ -13,33 +14,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from partita.bpmn import TaskListener, UserTask
+from partita.processing.behavior import task_listeners
+from partita.processing.behavior.after_termination import finish_termination
 from partita.processing.behavior.results import answer_later, reject_later
 from partita.processing.behavior.variables import propagate_variables, variables_document
 from partita.processing.context import ProcessingContext
-from partita.processing.deployment import state as deployment_state
-from partita.processing.element import tasks
 from partita.processing.instance import state as instance_state
 from partita.processing.user_task.state import task, task_value, transition, transition_value
-from partita.protocol import json_text
-from partita.protocol.enums import (
-    JobKind,
-    JobListenerEventType,
-)
 from partita.protocol.intents import ProcessInstanceIntent as Instance
 from partita.protocol.intents import UserTaskIntent as Task
 from partita.protocol.values import UserTaskValue
-from partita.state.stored import TaskTransition
 
-_LISTENED = {
-    "CREATING": "creating",
-    "ASSIGNING": "assigning",
-    "CLAIMING": "assigning",
-    "UPDATING": "updating",
-    "COMPLETING": "completing",
-    "CANCELING": "canceling",
-}
-"""Transitional state -> the task listeners' event type (a claim is an assignment)."""
 _FINAL = {
     "CREATING": Task.CREATED,
     "ASSIGNING": Task.ASSIGNED,
@@ -66,26 +51,11 @@ CORRECTABLE = {
 _HEADERS = "io.camunda.zeebe:"
 
 
-def model_of(ctx: ProcessingContext, task_key: int) -> UserTask | None:
-    """The user task element of an open task, as deployed."""
-    stored = task(ctx.state, task_key)
-    deployed = deployment_state.by_key(ctx.state, stored.process_definition_key) if stored else None
-    if stored is None or deployed is None:
-        return None
-    element = deployed.model(ctx.state).elements.get(stored.element_id)
-    return element if isinstance(element, UserTask) else None
-
-
-def listeners_of(ctx: ProcessingContext, task_key: int, state: str) -> tuple[TaskListener, ...]:
-    model = model_of(ctx, task_key)
-    return model.listeners_of(_LISTENED[state]) if model is not None else ()
-
-
 def begin(ctx: ProcessingContext, key: int, intent: Task, event: UserTaskValue) -> None:
     """Write the transitional event `intent`; then the first task listener's job, or the end
     of the transition at once (the final event is then the command's reply)."""
     ctx.append_event(intent, event, key)
-    if listeners_of(ctx, key, intent.name):
+    if task_listeners.listeners_of(ctx, key, intent.name):
         reply_to = ctx.defer_reply()
         if reply_to is not None:
             ctx.awaiting.add(key, reply_to, (), ctx.now)
@@ -100,52 +70,8 @@ def go_on(ctx: ProcessingContext, key: int) -> None:
     stored = task(ctx.state, key)
     if under_way is None or stored is None:
         return
-    listeners = listeners_of(ctx, key, under_way.event)
-    if under_way.listener_index >= len(listeners):
+    if not task_listeners.next_job(ctx, key, under_way, stored):
         finish(ctx, key)
-        return
-    listener = listeners[under_way.listener_index]
-    element = instance_state.instance(ctx.state, stored.element_instance_key)
-    if element is None:
-        return
-    tasks.new_job(
-        ctx,
-        stored.element_instance_key,
-        instance_state.value_of(element),
-        element_id=stored.element_id,
-        job_type=listener.job_type,
-        retries=listener.retries,
-        headers=_listener_headers(key, under_way),
-        kind=JobKind.TASK_LISTENER,
-        event=JobListenerEventType[_LISTENED[under_way.event].upper()],
-    )
-
-
-def _listener_headers(key: int, under_way: TaskTransition) -> tuple[tuple[str, str], ...]:
-    """The task's headers and, as Zeebe hands them to a task listener, its attributes (each
-    only when set)."""
-    pending = under_way.task
-    headers = dict(pending.custom_headers)
-    attributes: dict[str, Any] = {
-        "assignee": pending.assignee,
-        "candidateGroups": json_text.write(list(pending.candidate_groups))
-        if pending.candidate_groups
-        else "",
-        "candidateUsers": json_text.write(list(pending.candidate_users))
-        if pending.candidate_users
-        else "",
-        "dueDate": pending.due_date,
-        "followUpDate": pending.follow_up_date,
-        "formKey": str(pending.form_key) if pending.form_key > 0 else "",
-        "action": under_way.action,
-        "changedAttributes": json_text.write(sorted(under_way.changed_attributes))
-        if under_way.changed_attributes
-        else "",
-        "priority": str(pending.priority) if pending.priority > 0 else "",
-        "userTaskKey": str(key),
-    }
-    headers.update({_HEADERS + name: text for name, text in attributes.items() if text})
-    return tuple(headers.items())
 
 
 def finish(ctx: ProcessingContext, key: int, *, respond: bool = False) -> None:
@@ -156,6 +82,10 @@ def finish(ctx: ProcessingContext, key: int, *, respond: bool = False) -> None:
     if under_way is None or stored is None:
         return
     state = under_way.event
+    if state == "CANCELING":  # the last canceling listener is done: the termination goes on
+        ctx.append_event(Task.CANCELED, transition_value(key, under_way), key)
+        finish_termination(ctx, stored.element_instance_key)
+        return
     if state == "CREATING":
         initial = under_way.initial_assignee  # given by an assignment once created, as in Zeebe
         # without a model assignee, a creating listener's correction stays
@@ -209,6 +139,9 @@ def correct(ctx: ProcessingContext, key: int, corrected: UserTaskValue) -> None:
     USER_TASK CORRECTED when one changes a value; then the next listener."""
     under_way = transition(ctx.state, key)
     if under_way is None:
+        return
+    if under_way.event == "CANCELING":  # a cancelled task keeps what it had
+        go_on(ctx, key)
         return
     pending = transition_value(key, under_way)
     changes = {
