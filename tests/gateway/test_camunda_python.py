@@ -224,6 +224,37 @@ def test_camunda_python_sdk_completes_task_listeners(
     )
 
 
+def test_camunda_python_sdk_cancels_through_canceling_task_listeners(
+    engine: Config, gateway: RunningGateway, sdk_python: Path
+) -> None:
+    with Client(engine, timeout=60) as client:
+        client.deploy(CONFORMANCE / "bpmn" / "task-listeners.bpmn")
+        instance = client.create_instance("task-listeners-cancel").value.process_instance_key
+
+    def created() -> list[Record]:
+        return [
+            r
+            for r in records(engine)
+            if r.intent is UserTaskIntent.CREATED and r.value.process_instance_key == instance  # type: ignore[union-attr]
+        ]
+
+    wait_until(lambda: bool(created()), 30, "the user task created")
+    task = str(created()[0].key)
+    steps = _run(sdk_python, gateway, TASK_LISTENERS, "cancel", str(instance))
+    assert steps == [
+        {"step": "cancelled"},
+        {"step": "tl-cancel-a", "event": "CANCELING", "task": task},
+        {"step": "tl-cancel-b", "event": "CANCELING", "task": task},
+    ]
+    wait_until(
+        lambda: process_ended(engine, instance, ProcessInstanceIntent.ELEMENT_TERMINATED),
+        30,
+        "the instance terminated",
+    )
+    events = [r for r in records(engine) if r.value_type.name == "USER_TASK" and r.key == int(task)]
+    assert [r.intent for r in events][-2:] == [UserTaskIntent.CANCELING, UserTaskIntent.CANCELED]
+
+
 def test_camunda_python_sdk_drives_a_job_worker_ad_hoc_subprocess(
     engine: Config, gateway: RunningGateway, sdk_python: Path
 ) -> None:

@@ -2,13 +2,15 @@
 tests/gateway/test_rest.py with the SDK's own venv against `partita gateway`'s REST API:
 
     CAMUNDA_REST_ADDRESS=http://127.0.0.1:PORT python task_listeners.py USER_TASK_KEY
+    CAMUNDA_REST_ADDRESS=http://127.0.0.1:PORT python task_listeners.py cancel INSTANCE_KEY
 
 A task listener worker and a task list application at work on one user task of
 tests/conformance/bpmn/task-listeners.bpmn, each step one JSON line: the creating listener's
 job completed; the assigning listener's job completed with a correction of the assignee; a
 completion the completing listener denies (the application gets 409); a completion both
-completing listeners let through (the application's request ends after them). Imports nothing
-of Partita.
+completing listeners let through (the application's request ends after them). With `cancel`:
+an instance of `task-listeners-cancel` cancelled, then its task's two canceling listeners'
+jobs completed. Imports nothing of Partita.
 """
 
 import asyncio
@@ -17,6 +19,7 @@ import sys
 
 from camunda_orchestration_sdk import (
     CamundaAsyncClient,
+    CancelProcessInstanceRequest,
     JobActivationRequest,
     JobCompletionRequest,
     JobResultCorrections,
@@ -75,5 +78,23 @@ async def main(key: str) -> None:
         say("completed", answer=await completing)
 
 
+async def cancel(instance_key: str) -> None:
+    async with CamundaAsyncClient() as client:
+        await client.cancel_process_instance(instance_key, data=CancelProcessInstanceRequest())
+        say("cancelled")
+        for job_type in ("tl-cancel-a", "tl-cancel-b"):
+            job = await listener_job(client, job_type)
+            headers = job.custom_headers.to_dict()
+            say(
+                job_type,
+                event=str(job.listener_event_type),
+                task=headers.get("io.camunda.zeebe:userTaskKey"),
+            )
+            await client.complete_job(job.job_key)
+
+
 if __name__ == "__main__":
-    asyncio.run(main(sys.argv[1]))
+    if sys.argv[1] == "cancel":
+        asyncio.run(cancel(sys.argv[2]))
+    else:
+        asyncio.run(main(sys.argv[1]))
