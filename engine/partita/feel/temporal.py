@@ -21,11 +21,13 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta, timezone, tzinfo
 from decimal import Decimal
-from typing import Any
+from typing import Any, Protocol
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 __all__ = [
     "FUNCTIONS",
+    "Clock",
+    "FixedClock",
     "YearsMonths",
     "arith",
     "compare",
@@ -37,7 +39,23 @@ __all__ = [
     "use_clock",
 ]
 
-_CLOCK_MS: ContextVar[int | None] = ContextVar("feel_clock_ms", default=None)
+
+class Clock(Protocol):
+    """What `now()` reads: `now`, milliseconds since the epoch (the engine's processing
+    context, whose `now` is the command's time)."""
+
+    @property
+    def now(self) -> int: ...
+
+
+@dataclass(frozen=True, slots=True)
+class FixedClock:
+    """A clock that stays at `now` (tools and tests)."""
+
+    now: int
+
+
+_CLOCK: ContextVar[Clock | None] = ContextVar("feel_clock", default=None)
 _MICROSECOND = timedelta(microseconds=1)
 _WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
 _MONTHS = (
@@ -63,17 +81,18 @@ class YearsMonths:
     months: int
 
 
-def use_clock(epoch_ms: int | None) -> None:
-    """Make `now()` and `today()` read `epoch_ms` (the engine: the command's timestamp) in this
-    thread's context; None goes back to the machine's clock."""
-    _CLOCK_MS.set(epoch_ms)
+def use_clock(clock: Clock | None) -> None:
+    """Make `now()` and `today()` read `clock` in this thread's context (the engine: the batch's
+    processing context, set once per batch, read only when an expression asks); None goes back
+    to the machine's clock."""
+    _CLOCK.set(clock)
 
 
 def _now() -> datetime:
-    epoch_ms = _CLOCK_MS.get()
-    if epoch_ms is None:
+    clock = _CLOCK.get()
+    if clock is None:
         return datetime.now(UTC).replace(microsecond=0)
-    return datetime.fromtimestamp(epoch_ms / 1000, UTC)
+    return datetime.fromtimestamp(clock.now / 1000, UTC)
 
 
 def is_temporal(value: Any) -> bool:

@@ -117,6 +117,8 @@ class ProcessingContext:
         self.command: Record | None = None
         self.reply_to: ReplyTo | None = None
         self.now = 0
+        """The command's time (ms): what FEEL's now() and today() read while this batch runs."""
+        use_clock(self)
         self.responded = False
 
     def hook(self, kind: type[_Hook]) -> _Hook | None:
@@ -128,7 +130,6 @@ class ProcessingContext:
         self.command = record
         self.reply_to = reply_to
         self.now = now
-        use_clock(now)  # FEEL's now() and today(): the command's time, the same on any retry
         self.responded = False
         self.touched_job_types.clear()
 

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from partita.feel import FeelEvaluationError, FeelSyntaxError, evaluate
-from partita.feel.temporal import use_clock
+from partita.feel.temporal import FixedClock, use_clock
 
 MOMENT_MS = 1_796_638_800_000
 """2026-12-07T10:20:00Z, the engine clock these tests set."""
@@ -145,7 +145,7 @@ CASES: list[tuple[str, Any]] = [
 
 @pytest.fixture(autouse=True)
 def engine_clock() -> Iterator[None]:
-    use_clock(MOMENT_MS)
+    use_clock(FixedClock(MOMENT_MS))
     yield
     use_clock(None)
 
@@ -157,7 +157,7 @@ def test_result(text: str, expected: Any) -> None:
 
 def test_now_is_the_engine_clock_not_the_machine_s() -> None:
     assert evaluate("=now()") == evaluate("=now()") == "2026-12-07T10:20:00Z"
-    use_clock(MOMENT_MS + 1500)
+    use_clock(FixedClock(MOMENT_MS + 1500))
     assert evaluate("=now()") == "2026-12-07T10:20:01.5Z"
     use_clock(None)
     assert evaluate("=now()") != "2026-12-07T10:20:01.5Z"  # the machine's clock again
