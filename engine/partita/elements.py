@@ -40,6 +40,9 @@ class BpmnElementType(Enum):
     MULTI_INSTANCE_BODY = "MULTI_INSTANCE_BODY"
     CALL_ACTIVITY = "CALL_ACTIVITY"
     AD_HOC_SUB_PROCESS = "AD_HOC_SUB_PROCESS"
+    AD_HOC_SUB_PROCESS_INNER_INSTANCE = "AD_HOC_SUB_PROCESS_INNER_INSTANCE"
+    """What an ad-hoc subprocess activates each element in (`<id>#innerInstance`, Zeebe 8.8):
+    the scope of its path and of the variables the activation gave it."""
 
 
 class BpmnEventType(Enum):

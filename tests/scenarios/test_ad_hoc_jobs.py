@@ -174,3 +174,90 @@ def test_a_hostile_result_is_refused_and_the_job_stays(engine: Any) -> None:
         assert words in refused.rejection_reason, refused.rejection_reason
     _decide(engine, job, activateElements=[{"elementId": "lookup"}])  # still the worker's
     assert _open(engine, instance, "lookup").value.type == "lookup"
+
+
+TOOLS = b"""<?xml version="1.0" encoding="UTF-8"?>
+<bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL"
+    xmlns:zeebe="http://camunda.org/schema/zeebe/1.0" id="d" targetNamespace="t">
+  <bpmn:process id="two-step-tools" isExecutable="true">
+    <bpmn:startEvent id="start" />
+    <bpmn:sequenceFlow id="f1" sourceRef="start" targetRef="agent" />
+    <bpmn:adHocSubProcess id="agent">
+      <bpmn:extensionElements>
+        <zeebe:taskDefinition type="agent" />
+        <zeebe:adHoc outputCollection="results" outputElement="={call: toolCall, said: said}" />
+      </bpmn:extensionElements>
+      <bpmn:serviceTask id="draft">
+        <bpmn:extensionElements><zeebe:taskDefinition type="draft" /></bpmn:extensionElements>
+        <bpmn:outgoing>d1</bpmn:outgoing>
+      </bpmn:serviceTask>
+      <bpmn:sequenceFlow id="d1" sourceRef="draft" targetRef="send" />
+      <bpmn:serviceTask id="send">
+        <bpmn:extensionElements>
+          <zeebe:taskDefinition type="send" />
+          <zeebe:ioMapping>
+            <zeebe:input source="=toolCall.to" target="to" />
+            <zeebe:output source="=&quot;sent to &quot; + to" target="said" />
+          </zeebe:ioMapping>
+        </bpmn:extensionElements>
+        <bpmn:incoming>d1</bpmn:incoming>
+      </bpmn:serviceTask>
+    </bpmn:adHocSubProcess>
+    <bpmn:sequenceFlow id="f2" sourceRef="agent" targetRef="end" />
+    <bpmn:endEvent id="end" />
+  </bpmn:process>
+</bpmn:definitions>
+"""
+
+
+def test_each_activation_runs_in_an_inner_instance_its_whole_path_sees(engine: Any) -> None:
+    deploy(engine, "tools.bpmn", content={"tools.bpmn": TOOLS})
+    instance = create(engine, "two-step-tools")
+    agent = _open(engine, instance, "agent")
+    agent_key = agent.value.element_instance_key
+    calls = [
+        {"elementId": "draft", "variables": {"toolCall": {"to": "ann"}}},
+        {"elementId": "draft", "variables": {"toolCall": {"to": "bob"}}},
+    ]
+    _decide(engine, agent, activateElements=calls)
+    inner = [
+        r
+        for r in all_events(engine)
+        if r.intent is ProcessInstanceIntent.ELEMENT_ACTIVATED
+        and r.value.element_id == "agent#innerInstance"
+    ]
+    assert len(inner) == 2
+    assert all(r.value.flow_scope_key == agent_key for r in inner)
+    assert all(r.value.bpmn_element_type.name == "AD_HOC_SUB_PROCESS_INNER_INSTANCE" for r in inner)
+    calls_by_scope = {
+        r.value.scope_key: json.loads(r.value.value)
+        for r in all_events(engine)
+        if r.intent is VariableIntent.CREATED and r.value.name == "toolCall"
+    }
+    assert calls_by_scope == {inner[0].key: {"to": "ann"}, inner[1].key: {"to": "bob"}}
+    drafts = [j for j in jobs_of(engine, instance) if j.value.type == "draft"]
+    assert {d.value.element_instance_key for d in drafts}.isdisjoint({r.key for r in inner})
+    for draft in drafts:
+        complete(engine, draft)
+    sends = [j for j in jobs_of(engine, instance) if j.value.type == "send"]
+    inputs = {  # the second element of each path maps its activation's toolCall
+        r.value.scope_key: json.loads(r.value.value)
+        for r in all_events(engine)
+        if r.intent is VariableIntent.CREATED and r.value.name == "to"
+    }
+    assert sorted(inputs[s.value.element_instance_key] for s in sends) == ["ann", "bob"]
+    for job in sends:
+        complete(engine, job)
+    assert _steps(engine, instance, "agent#innerInstance").count("ELEMENT_COMPLETED") == 2
+    collected = [
+        json.loads(r.value.value)
+        for r in all_events(engine)
+        if r.intent in (VariableIntent.CREATED, VariableIntent.UPDATED)
+        and r.value.name == "results"
+    ]
+    assert sorted(collected[-1], key=lambda c: c["call"]["to"]) == [
+        {"call": {"to": "ann"}, "said": "sent to ann"},
+        {"call": {"to": "bob"}, "said": "sent to bob"},
+    ]
+    _decide(engine, _open(engine, instance, "agent"), isCompletionConditionFulfilled=True)
+    assert _steps(engine, instance, "agent")[-1] == "ELEMENT_COMPLETED"

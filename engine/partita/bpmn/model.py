@@ -208,6 +208,10 @@ class SubProcess(FlowNode):
     triggered_by_event: bool = False
 
 
+INNER_INSTANCE_SUFFIX = "#innerInstance"
+"""An ad-hoc subprocess's inner instances are elements `<its id>#innerInstance` (Zeebe 8.8)."""
+
+
 @dataclass(frozen=True, slots=True)
 class AdHocSubProcess(FlowNode):
     """An ad-hoc subprocess (`zeebe:adHoc`): activates the inner elements (those without
@@ -225,6 +229,11 @@ class AdHocSubProcess(FlowNode):
     output_collection: str = ""
     """`zeebe:adHoc outputCollection`: a local list gathering `output_element` of each path."""
     output_element: str = ""
+
+    @property
+    def inner_instance_id(self) -> str:
+        """The element id of the inner instances each activated element runs in."""
+        return self.id + INNER_INSTANCE_SUFFIX
 
     def activatable(self, model: Process) -> dict[str, FlowNode]:
         """The inner elements a job or the active elements may activate: those without
@@ -322,9 +331,27 @@ class Process:
     _joins: dict[str, list[InclusiveGateway]] = field(
         default_factory=dict, compare=False, repr=False
     )
+    _inner: dict[str, FlowNode] = field(default_factory=dict, compare=False, repr=False)
+    """The ad-hoc subprocesses' inner instances, made when first asked for."""
 
     def element(self, element_id: str) -> FlowNode:
-        return self.elements[element_id]
+        found = self.elements.get(element_id)
+        return found if found is not None else self._inner_instance(element_id)
+
+    def _inner_instance(self, element_id: str) -> FlowNode:
+        """The inner instance of an ad-hoc subprocess (`<id>#innerInstance`), which the XML
+        does not have: the scope each activated element runs in. KeyError for anything else."""
+        found = self._inner.get(element_id)
+        if found is not None:
+            return found
+        owner = self.elements.get(element_id.removesuffix(INNER_INSTANCE_SUFFIX))
+        if not element_id.endswith(INNER_INSTANCE_SUFFIX) or not isinstance(owner, AdHocSubProcess):
+            raise KeyError(element_id)
+        inner = FlowNode(
+            element_id, BpmnElementType.AD_HOC_SUB_PROCESS_INNER_INSTANCE, scope=owner.id
+        )
+        self._inner[element_id] = inner
+        return inner
 
     def event_subprocesses(self, scope_id: str) -> list[SubProcess]:
         return [

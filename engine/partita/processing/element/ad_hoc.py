@@ -1,10 +1,14 @@
 """Ad-hoc subprocesses. On activation the `activeElementsCollection` (FEEL, a list of element
 ids) names the inner elements to activate: each must be an element of the subprocess without
-incoming flows, else an EXTRACT_VALUE_ERROR incident names it. The subprocess completes once no
-inner element is active, or as soon as an inner element completes and its
-`completionCondition` holds, terminating the others first when `cancelRemainingInstances`."""
+incoming flows, else an EXTRACT_VALUE_ERROR incident names it. Each runs in an inner instance
+of its own (`<id>#innerInstance`, as in Zeebe 8.8), which completes when the path that starts
+there ends. The subprocess completes once no inner instance is active, or as soon as one
+completes and its `completionCondition` holds, terminating the others first when
+`cancelRemainingInstances`."""
 
 from __future__ import annotations
+
+from typing import Any
 
 from msgspec.structs import replace
 
@@ -12,10 +16,11 @@ from partita.bpmn import AdHocSubProcess, FlowNode, Process
 from partita.feel import FeelError, compile_expression
 from partita.processing.behavior.incidents import element_incident
 from partita.processing.behavior.termination import terminate_element
+from partita.processing.behavior.variables import set_variable
 from partita.processing.context import ProcessingContext
 from partita.processing.instance import state as instance_state
 from partita.processing.variable.state import visible_variables
-from partita.protocol.enums import ErrorType
+from partita.protocol.enums import BpmnElementType, BpmnEventType, ErrorType
 from partita.protocol.intents import ProcessInstanceIntent as Instance
 from partita.protocol.values import ProcessInstanceValue
 
@@ -65,7 +70,11 @@ def chosen(
 
 
 def start(
-    ctx: ProcessingContext, elements: list[FlowNode], key: int, value: ProcessInstanceValue
+    ctx: ProcessingContext,
+    element: AdHocSubProcess,
+    elements: list[FlowNode],
+    key: int,
+    value: ProcessInstanceValue,
 ) -> None:
     """Activate the chosen inner elements of ad-hoc subprocess instance `key` (none: it
     completes at once)."""
@@ -73,14 +82,40 @@ def start(
         ctx.append_command(Instance.COMPLETE_ELEMENT, value, key)
         return
     for inner in elements:
-        activation = replace(
-            value,
-            element_id=inner.id,
-            flow_scope_key=key,
-            bpmn_element_type=inner.element_type,
-            bpmn_event_type=inner.event_type,
-        )
-        ctx.append_command(Instance.ACTIVATE_ELEMENT, activation, ctx.keys.next_key())
+        activate_inner(ctx, element, key, value, inner, {})
+
+
+def activate_inner(  # noqa: PLR0917 - the subprocess, the element, and what it gets
+    ctx: ProcessingContext,
+    element: AdHocSubProcess,
+    scope_key: int,
+    scope_value: ProcessInstanceValue,
+    inner: FlowNode,
+    local: dict[str, Any],
+) -> None:
+    """Activate `inner` in an inner instance of its own (`<id>#innerInstance`, ACTIVATING and
+    ACTIVATED at once, as Zeebe 8.8 writes them), which holds the activation's variables
+    (`local`) and the path that starts there; the path's end completes it."""
+    instance_key = ctx.keys.next_key()
+    instance = replace(
+        scope_value,
+        element_id=element.inner_instance_id,
+        flow_scope_key=scope_key,
+        bpmn_element_type=BpmnElementType.AD_HOC_SUB_PROCESS_INNER_INSTANCE,
+        bpmn_event_type=BpmnEventType.UNSPECIFIED,
+    )
+    ctx.append_event(Instance.ELEMENT_ACTIVATING, instance, instance_key)
+    ctx.append_event(Instance.ELEMENT_ACTIVATED, instance, instance_key)
+    for name, variable in local.items():
+        set_variable(ctx, instance_key, name, variable, instance)
+    activation = replace(
+        scope_value,
+        element_id=inner.id,
+        flow_scope_key=instance_key,
+        bpmn_element_type=inner.element_type,
+        bpmn_event_type=inner.event_type,
+    )
+    ctx.append_command(Instance.ACTIVATE_ELEMENT, activation, ctx.keys.next_key())
 
 
 def completed_by_condition(ctx: ProcessingContext, model: Process, scope_key: int) -> bool:

@@ -3,20 +3,20 @@
 On activation the subprocess sets its local `adHocSubProcessElements` (the activatable inner
 elements: id and name) and creates a job (`jobKind` AD_HOC_SUB_PROCESS) before ELEMENT_ACTIVATED;
 nothing inside runs yet. The worker completes the job with a result: `activateElements`
-(`[{elementId, variables}]`, each activated in the subprocess with its variables local to it;
-one id may come twice), `isCompletionConditionFulfilled` (complete once the running paths have;
-at once, terminating them, with `isCancelRemainingInstances`), and the job's variables merged
-from the subprocess outwards. Each time a path inside completes, the live job is cancelled and
-a new one created for the worker to decide again (unless the completion was asked for). Every
-path's `outputElement` is appended to the `outputCollection` (both modes)."""
+(`[{elementId, variables}]`, each activated in an inner instance of its own holding its
+variables, as `ad_hoc.activate_inner` does; one id may come twice),
+`isCompletionConditionFulfilled` (complete once the running paths have; at once, terminating
+them, with `isCancelRemainingInstances`), and the job's variables merged from the subprocess
+outwards. Each time a path inside completes (its inner instance), the live job is cancelled
+and a new one created for the worker to decide again (unless the completion was asked for).
+Every path's `outputElement`, evaluated in its inner instance, is appended to the
+`outputCollection` (both modes)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from msgspec.structs import replace
 
-from partita.bpmn import AdHocSubProcess, FlowNode, Process
+from partita.bpmn import AdHocSubProcess, Process
 from partita.feel import FeelError, compile_expression
 from partita.processing.behavior.incidents import element_incident
 from partita.processing.behavior.jobs import new_job
@@ -29,6 +29,7 @@ from partita.processing.behavior.variables import (
 )
 from partita.processing.context import ProcessingContext, RejectionError
 from partita.processing.deployment import state as deployment_state
+from partita.processing.element import ad_hoc
 from partita.processing.instance import state as instance_state
 from partita.processing.job.state import JOBS, job_value
 from partita.processing.variable.state import variable_json, visible_variables
@@ -137,32 +138,14 @@ def complete(ctx: ProcessingContext, key: int, stored: Job, value: JobValue) -> 
     if result.get("isCancelRemainingInstances"):
         _terminate_children(ctx, scope_key)
     for asked, local in zip(wanted, per_element, strict=True):
-        _activate(ctx, activatable[asked["elementId"]], scope_key, scope_value, local)
+        ad_hoc.activate_inner(
+            ctx, element, scope_key, scope_value, activatable[asked["elementId"]], local
+        )
     if done and (
         result.get("isCancelRemainingInstances")
         or not instance_state.children(ctx.state, scope_key)
     ):
         ctx.append_command(Instance.COMPLETE_ELEMENT, scope_value, scope_key)
-
-
-def _activate(
-    ctx: ProcessingContext,
-    inner: FlowNode,
-    scope_key: int,
-    scope_value: ProcessInstanceValue,
-    local: dict[str, Any],
-) -> None:
-    inner_key = ctx.keys.next_key()
-    activation = replace(
-        scope_value,
-        element_id=inner.id,
-        flow_scope_key=scope_key,
-        bpmn_element_type=inner.element_type,
-        bpmn_event_type=inner.event_type,
-    )
-    for name, variable in local.items():  # the element's own, as Zeebe's inner instance has
-        set_variable(ctx, inner_key, name, variable, activation)
-    ctx.append_command(Instance.ACTIVATE_ELEMENT, activation, inner_key)
 
 
 def _terminate_children(ctx: ProcessingContext, scope_key: int) -> None:

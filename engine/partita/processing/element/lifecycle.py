@@ -202,7 +202,8 @@ def _activate_after_listeners(
     if isinstance(element, SubProcess):
         subprocesses.start_inside(ctx, element, key, value, model)
     elif inner is not None:
-        ad_hoc.start(ctx, inner, key, value)
+        assert isinstance(element, AdHocSubProcess)
+        ad_hoc.start(ctx, element, inner, key, value)
     elif isinstance(element, CallActivity) and called is not None:
         call_activities.call(ctx, element, key, value, called)
     elif isinstance(element, LinkEvent) or (
@@ -271,6 +272,9 @@ def complete_element(command: Record, ctx: ProcessingContext) -> None:
         return
     if model.cancel_listened and _still_terminating(ctx, key):
         return  # completed once its last child has ended (after_termination)
+    if value.bpmn_element_type is BpmnElementType.AD_HOC_SUB_PROCESS_INNER_INSTANCE:
+        _complete_inner_instance(ctx, model, key, value)
+        return
     element = model.element(value.element_id)
     flows = model.outgoing(element.id)
     events.take_caught_trigger(ctx, element, key, value)
@@ -288,14 +292,6 @@ def complete_element(command: Record, ctx: ProcessingContext) -> None:
         flows = taken
     body = value.bpmn_element_type is multi_instance.BODY
     inner = element.multi_instance is not None and not body  # an instance inside a body
-    parent = model.elements.get(element.scope)
-    if (  # a path of an ad-hoc subprocess ends here: its output element is collected
-        not flows
-        and not inner
-        and isinstance(parent, AdHocSubProcess)
-        and not ad_hoc_jobs.collect_output(ctx, parent, key, value)
-    ):
-        return
     if isinstance(element, AdHocSubProcess) and element.output_collection:
         ad_hoc_jobs.hand_over_output(ctx, element, key, value)
     if element.outputs and not body:
@@ -311,6 +307,27 @@ def complete_element(command: Record, ctx: ProcessingContext) -> None:
         close_events(ctx, key)
     if body or listeners.all_done(ctx, element, listeners.END, key, value):
         _complete_after_listeners(ctx, model, element, key, value, flows=flows)
+
+
+def _complete_inner_instance(
+    ctx: ProcessingContext, model: Process, key: int, value: ProcessInstanceValue
+) -> None:
+    """A path of an ad-hoc subprocess has ended: its inner instance's output element joins the
+    output collection, it completes, and the subprocess decides what follows: a new job for
+    its worker, its completion condition, or its own completion once nothing runs in it."""
+    element = model.element(model.element(value.element_id).scope)
+    assert isinstance(element, AdHocSubProcess)
+    if not ad_hoc_jobs.collect_output(ctx, element, key, value):
+        return
+    ctx.append_event(Instance.ELEMENT_COMPLETING, value, key)
+    ctx.append_event(Instance.ELEMENT_COMPLETED, value, key)
+    scope_key = value.flow_scope_key
+    if element.job_type:
+        if ad_hoc_jobs.path_completed(ctx, element, scope_key):
+            return  # it waits for its new job
+    elif ad_hoc.completed_by_condition(ctx, model, scope_key):
+        return
+    _complete_scope_if_done(ctx, scope_key)
 
 
 def _still_terminating(ctx: ProcessingContext, key: int) -> bool:
@@ -356,13 +373,6 @@ def _complete_after_listeners(
     else:
         if model.inclusive_joins(element.scope):  # read no state for what the model lacks
             gateways.fire_ready_joins(ctx, model, value.flow_scope_key, value)
-        parent = model.elements.get(element.scope)
-        if isinstance(parent, AdHocSubProcess):
-            if parent.job_type:
-                if not flows and ad_hoc_jobs.path_completed(ctx, parent, value.flow_scope_key):
-                    return  # it waits for its new job
-            elif ad_hoc.completed_by_condition(ctx, model, value.flow_scope_key):
-                return
         _complete_scope_if_done(ctx, value.flow_scope_key)
 
 

@@ -49,10 +49,16 @@ def _compensating(value: ProcessInstanceValue) -> bool:
     )
 
 
+_AD_HOC_SCOPES = {
+    BpmnElementType.AD_HOC_SUB_PROCESS,
+    BpmnElementType.AD_HOC_SUB_PROCESS_INNER_INSTANCE,
+}
+
+
 def _started_ad_hoc(db: PartitionDb, scope: ElementInstance, value: ProcessInstanceValue) -> bool:
-    """An element an ad-hoc subprocess activated itself (one without incoming flows): no flow
-    brought it."""
-    if scope.element_type is not BpmnElementType.AD_HOC_SUB_PROCESS:
+    """An inner instance an ad-hoc subprocess started, or the element it activated in it (one
+    without incoming flows): no flow brought it."""
+    if scope.element_type not in _AD_HOC_SCOPES:
         return False
     model = deployment_state.deployed(db, value.process_definition_key).model(db)
     return not model.element(value.element_id).incoming
