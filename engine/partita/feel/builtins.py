@@ -9,7 +9,7 @@ from datetime import timedelta
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from partita.feel import regex, temporal
+from partita.feel import regex, temporal, temporal_functions
 from partita.feel.errors import FeelBuiltinError
 from partita.feel.values import MAX_STRING_LENGTH, is_number, number_to_json, to_json
 
@@ -388,7 +388,7 @@ FUNCTIONS: dict[str, tuple[Callable[..., Any], int, int]] = {
     "is empty": (_is_empty, 1, 1),
     "get entries": (_get_entries, 1, 1),
     "context merge": (_context_merge, 1, -1),
-    **temporal.FUNCTIONS,
+    **temporal_functions.FUNCTIONS,
 }
 
 METERED = frozenset({"matches", "replace", "split"})

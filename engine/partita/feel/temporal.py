@@ -1,5 +1,5 @@
-"""FEEL's temporal values: dates, times, dates and times, and the two kinds of duration, with
-the functions that build them, their arithmetic, comparisons and properties.
+"""FEEL's temporal values: dates, times, dates and times, and the two kinds of duration; their
+ISO 8601 text both ways, their arithmetic, comparisons and properties.
 
 Inside FEEL they are `datetime.date`, `datetime.time` (local, or with an offset),
 `datetime.datetime` (local, or with an offset or a zone id), `datetime.timedelta` (a days and
@@ -9,69 +9,32 @@ text, as Zeebe writes them: `2026-12-07`, `10:30:00`, `2026-12-07T10:30:00Z`,
 So a timer, a due date or a follow-up date given by an expression takes them as it takes text.
 A string is never taken for a date by itself: `date("2026-12-07")` or `@"2026-12-07"` make one.
 
-`now()` and `today()` read the engine's clock (`use_clock`): the timestamp of the command being
-processed, never the machine's, so the same command evaluates to the same moment wherever and
-whenever it is processed. Outside the engine (tools, tests) it is the machine's clock.
+The functions that build them, and the clock `now()` reads, are in `temporal_functions`.
 """
 
 from __future__ import annotations
 
 import re
-from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta, timezone, tzinfo
 from decimal import Decimal
-from typing import Any, Protocol
+from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 __all__ = [
-    "FUNCTIONS",
-    "Clock",
-    "FixedClock",
     "YearsMonths",
+    "add_months",
     "arith",
     "compare",
     "is_temporal",
     "member",
+    "months_between",
     "parse_literal",
     "to_text",
     "type_of",
-    "use_clock",
 ]
 
-
-class Clock(Protocol):
-    """What `now()` reads: `now`, milliseconds since the epoch (the engine's processing
-    context, whose `now` is the command's time)."""
-
-    @property
-    def now(self) -> int: ...
-
-
-@dataclass(frozen=True, slots=True)
-class FixedClock:
-    """A clock that stays at `now` (tools and tests)."""
-
-    now: int
-
-
-_CLOCK: ContextVar[Clock | None] = ContextVar("feel_clock", default=None)
 _MICROSECOND = timedelta(microseconds=1)
-_WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
-_MONTHS = (
-    "January",
-    "February",
-    "March",
-    "April",
-    "May",
-    "June",
-    "July",
-    "August",
-    "September",
-    "October",
-    "November",
-    "December",
-)
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -79,20 +42,6 @@ class YearsMonths:
     """A years and months duration, in months (negative for a negative duration)."""
 
     months: int
-
-
-def use_clock(clock: Clock | None) -> None:
-    """Make `now()` and `today()` read `clock` in this thread's context (the engine: the batch's
-    processing context, set once per batch, read only when an expression asks); None goes back
-    to the machine's clock."""
-    _CLOCK.set(clock)
-
-
-def _now() -> datetime:
-    clock = _CLOCK.get()
-    if clock is None:
-        return datetime.now(UTC).replace(microsecond=0)
-    return datetime.fromtimestamp(clock.now / 1000, UTC)
 
 
 def is_temporal(value: Any) -> bool:
@@ -284,7 +233,7 @@ def to_text(value: Any, *, zone_ids: bool = False) -> str:
 # --- arithmetic, comparison, properties -------------------------------------------------------
 
 
-def _add_months(value: date, months: int) -> date:
+def add_months(value: date, months: int) -> date:
     """`value` moved by `months`, its day kept or clamped to the month's last (Jan 31 + 1
     month = Feb 28 or 29), as FEEL (java.time) does."""
     index = value.year * 12 + value.month - 1 + months
@@ -300,7 +249,7 @@ def _scale(value: timedelta, factor: Decimal) -> timedelta:
     return timedelta(microseconds=int(micros.to_integral_value()))
 
 
-def _months_between(start: date, end: date) -> int:
+def months_between(start: date, end: date) -> int:
     months = (end.year - start.year) * 12 + end.month - start.month
     if months > 0 and end.day < start.day:
         months -= 1
@@ -337,11 +286,9 @@ def _arith(op: str, left: Any, right: Any) -> Any:
             return None
         if isinstance(right, YearsMonths):
             if isinstance(left, datetime):
-                return datetime.combine(
-                    _add_months(left.date(), sign * right.months), left.timetz()
-                )
+                return datetime.combine(add_months(left.date(), sign * right.months), left.timetz())
             if isinstance(left, date):
-                return _add_months(left, sign * right.months)
+                return add_months(left, sign * right.months)
             if isinstance(left, YearsMonths):
                 return YearsMonths(left.months + sign * right.months)
             return None
@@ -439,137 +386,3 @@ def member(value: Any, name: str) -> Any:
         if name == "months":
             return Decimal(sign * months)
     return None
-
-
-# --- built-in functions ------------------------------------------------------------------------
-
-
-def _int(value: Any) -> int | None:
-    if isinstance(value, Decimal) and value == value.to_integral_value() and abs(value) < 10**9:
-        return int(value)
-    return None
-
-
-def _date(*args: Any) -> date | None:
-    try:
-        if len(args) == 3:
-            numbers = [_int(a) for a in args]
-            if any(n is None for n in numbers):
-                return None
-            return date(*numbers)  # type: ignore[arg-type]
-        (value,) = args
-        if isinstance(value, str):
-            return parse_date(value)
-        if isinstance(value, datetime):
-            return value.date()
-        if isinstance(value, date):
-            return value
-    except (ValueError, OverflowError):
-        return None
-    return None
-
-
-def _time(*args: Any) -> time | None:
-    try:
-        if len(args) >= 3:
-            hour, minute, second = (_int(a) for a in args[:3])
-            if hour is None or minute is None or second is None:
-                return None
-            zone = None
-            if len(args) == 4 and args[3] is not None:
-                if not isinstance(args[3], timedelta):
-                    return None
-                zone = timezone(args[3])
-            return time(hour, minute, second, tzinfo=zone)
-        (value,) = args
-        if isinstance(value, str):
-            return parse_time(value)
-        if isinstance(value, datetime):
-            return value.timetz()
-        if isinstance(value, time):
-            return value
-        if isinstance(value, date):
-            return time()
-    except (ValueError, OverflowError):
-        return None
-    return None
-
-
-def _date_and_time(*args: Any) -> datetime | None:
-    try:
-        if len(args) == 2:
-            day, clock = args
-            if not isinstance(day, date) or not isinstance(clock, time):
-                return None
-            base = day.date() if isinstance(day, datetime) else day
-            return datetime.combine(base, clock.replace(tzinfo=None), clock.tzinfo)
-        (value,) = args
-        if isinstance(value, str):
-            if "T" not in value:
-                return datetime.combine(parse_date(value), time())
-            return parse_date_time(value)
-        if isinstance(value, datetime):
-            return value
-        if isinstance(value, date):
-            return datetime.combine(value, time())
-    except (ValueError, OverflowError):
-        return None
-    return None
-
-
-def _duration(value: Any) -> timedelta | YearsMonths | None:
-    if not isinstance(value, str):
-        return None
-    try:
-        return parse_duration(value)
-    except (ValueError, OverflowError):
-        return None
-
-
-def _years_and_months(start: Any, end: Any) -> YearsMonths | None:
-    if not isinstance(start, date) or not isinstance(end, date):
-        return None
-    return YearsMonths(_months_between(_day(start), _day(end)))
-
-
-def _day(value: date) -> date:
-    return value.date() if isinstance(value, datetime) else value
-
-
-def _day_of_week(value: Any) -> str | None:
-    return _WEEKDAYS[value.weekday()] if isinstance(value, date) else None
-
-
-def _day_of_year(value: Any) -> Decimal | None:
-    return Decimal(value.timetuple().tm_yday) if isinstance(value, date) else None
-
-
-def _week_of_year(value: Any) -> Decimal | None:
-    return Decimal(value.isocalendar().week) if isinstance(value, date) else None
-
-
-def _month_of_year(value: Any) -> str | None:
-    return _MONTHS[value.month - 1] if isinstance(value, date) else None
-
-
-def _last_day_of_month(value: Any) -> date | None:
-    if not isinstance(value, date):
-        return None
-    return _add_months(_day(value).replace(day=1), 1) - timedelta(days=1)
-
-
-FUNCTIONS: dict[str, tuple[Any, int, int]] = {
-    "date": (_date, 1, 3),
-    "time": (_time, 1, 4),
-    "date and time": (_date_and_time, 1, 2),
-    "duration": (_duration, 1, 1),
-    "years and months duration": (_years_and_months, 2, 2),
-    "now": (_now, 0, 0),
-    "today": (lambda: _now().date(), 0, 0),
-    "day of week": (_day_of_week, 1, 1),
-    "day of year": (_day_of_year, 1, 1),
-    "week of year": (_week_of_year, 1, 1),
-    "month of year": (_month_of_year, 1, 1),
-    "last day of month": (_last_day_of_month, 1, 1),
-}
-"""name: (function, minimum arguments, maximum arguments), merged into `builtins.FUNCTIONS`."""

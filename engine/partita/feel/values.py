@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from datetime import date, time, timedelta
 from decimal import Decimal
 from typing import Any
 
-from partita.feel.temporal import YearsMonths
+from partita.feel.temporal import is_temporal
 from partita.feel.temporal import to_text as temporal_text
 from partita.feel.temporal import type_of as temporal_type
 
@@ -60,7 +59,7 @@ def _to_json(value: Any, budget: list[int]) -> Any:
         return {k: _to_json(v, budget) for k, v in value.items()}
     if isinstance(value, list):
         return [_to_json(v, budget) for v in value]
-    if isinstance(value, date | time | timedelta | YearsMonths):
+    if is_temporal(value):
         return temporal_text(value)
     return value
 

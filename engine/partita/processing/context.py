@@ -10,7 +10,7 @@ from msgspec.structs import replace
 
 from partita import __version__
 from partita.config.settings import MESSAGE_TTL
-from partita.feel.temporal import use_clock
+from partita.feel.temporal_functions import use_clock
 from partita.processing.awaiting import AwaitedResults
 from partita.processing.dispatch import Engine
 from partita.protocol.enums import RecordType, RejectionType

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from partita.feel import FeelEvaluationError, FeelSyntaxError, evaluate
-from partita.feel.temporal import FixedClock, use_clock
+from partita.feel.temporal_functions import FixedClock, use_clock
 
 MOMENT_MS = 1_796_638_800_000
 """2026-12-07T10:20:00Z, the engine clock these tests set."""

@@ -22,6 +22,7 @@ from msgspec.structs import replace
 
 from partita import __version__
 from partita.bpmn import EventNode, Process
+from partita.processing.behavior.scopes import complete_scope_if_done
 from partita.processing.context import ProcessingContext
 from partita.processing.deployment import state as deployment_state
 from partita.processing.instance import state as instance_state
@@ -155,6 +156,4 @@ def _interrupted(
         value = instance_state.value_of(scope)
         activate_event_subprocess(ctx, process, scope_key, value, starts[0])
         return
-    if scope.active_flows <= 0:
-        value = instance_state.value_of(scope)
-        ctx.append_command(Instance.COMPLETE_ELEMENT, value, scope_key)
+    complete_scope_if_done(ctx, scope_key)

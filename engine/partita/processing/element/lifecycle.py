@@ -33,6 +33,7 @@ from partita.bpmn import (
 from partita.processing.behavior.compensations import delete_subscriptions
 from partita.processing.behavior.expressions import ExpressionError
 from partita.processing.behavior.incidents import element_incident
+from partita.processing.behavior.scopes import complete_scope_if_done
 from partita.processing.behavior.subscriptions import close_events, open_events, prepare
 from partita.processing.behavior.variables import map_io, merge_event_variables
 from partita.processing.context import ProcessingContext, RejectionError
@@ -327,7 +328,7 @@ def _complete_inner_instance(
             return  # it waits for its new job
     elif ad_hoc.completed_by_condition(ctx, model, scope_key):
         return
-    _complete_scope_if_done(ctx, scope_key)
+    complete_scope_if_done(ctx, scope_key)
 
 
 def _still_terminating(ctx: ProcessingContext, key: int) -> bool:
@@ -373,7 +374,7 @@ def _complete_after_listeners(
     else:
         if model.inclusive_joins(element.scope):  # read no state for what the model lacks
             gateways.fire_ready_joins(ctx, model, value.flow_scope_key, value)
-        _complete_scope_if_done(ctx, value.flow_scope_key)
+        complete_scope_if_done(ctx, value.flow_scope_key)
 
 
 def _take(
@@ -400,12 +401,3 @@ def _activate(ctx: ProcessingContext, target: FlowNode, value: ProcessInstanceVa
         bpmn_event_type=target.event_type,
     )
     ctx.append_command(Instance.ACTIVATE_ELEMENT, activation, ctx.keys.next_key())
-
-
-def _complete_scope_if_done(ctx: ProcessingContext, scope_key: int) -> None:
-    scope = instance_state.instance(ctx.state, scope_key)
-    if scope is None or scope.active_flows > 0 or instance_state.children(ctx.state, scope_key):
-        return
-    if scope.state != Instance.ELEMENT_ACTIVATED.name:
-        return
-    ctx.append_command(Instance.COMPLETE_ELEMENT, instance_state.value_of(scope), scope_key)
