@@ -12,32 +12,16 @@ Partita.
 """
 
 import asyncio
-import json
 
 from camunda_orchestration_sdk import (
     CamundaAsyncClient,
-    JobActivationRequest,
     JobCompletionRequest,
     JobCompletionRequestVariables,
     JobResultActivateElement,
     JobResultActivateElementVariables,
     JobResultAdHocSubProcess,
 )
-
-
-def say(step: str, **fields: object) -> None:
-    print(json.dumps({"step": step, **fields}), flush=True)
-
-
-async def one_job(client: CamundaAsyncClient, job_type: str) -> object:
-    request = JobActivationRequest(
-        type_=job_type, timeout=60_000, max_jobs_to_activate=1, request_timeout=20_000
-    )
-    for _ in range(5):
-        found = (await client.activate_jobs(data=request)).jobs
-        if found:
-            return found[0]
-    raise SystemExit(f"no job of type {job_type}")
+from sdk_steps import one_job, say
 
 
 async def main() -> None:

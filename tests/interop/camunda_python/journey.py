@@ -12,7 +12,6 @@ Imports nothing of Partita.
 """
 
 import asyncio
-import json
 import os
 import sys
 from pathlib import Path
@@ -31,10 +30,7 @@ from camunda_orchestration_sdk import (
     WorkerConfig,
 )
 from camunda_orchestration_sdk.errors import ApiError
-
-
-def say(step: str, **fields: object) -> None:
-    print(json.dumps({"step": step, **fields}), flush=True)
+from sdk_steps import say
 
 
 def by_id(process_id: str, awaiting: bool, **variables: object) -> ProcessCreationById:

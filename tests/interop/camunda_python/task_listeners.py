@@ -14,35 +14,18 @@ jobs completed. Imports nothing of Partita.
 """
 
 import asyncio
-import json
 import sys
 
 from camunda_orchestration_sdk import (
     CamundaAsyncClient,
     CancelProcessInstanceRequest,
-    JobActivationRequest,
     JobCompletionRequest,
     JobResultCorrections,
     JobResultUserTask,
     UserTaskCompletionRequest,
 )
 from camunda_orchestration_sdk.errors import ApiError
-
-
-def say(step: str, **fields: object) -> None:
-    print(json.dumps({"step": step, **fields}), flush=True)
-
-
-async def listener_job(client: CamundaAsyncClient, job_type: str) -> object:
-    """The one job of `job_type`, long-polled."""
-    request = JobActivationRequest(
-        type_=job_type, timeout=60_000, max_jobs_to_activate=1, request_timeout=20_000
-    )
-    for _ in range(5):
-        found = (await client.activate_jobs(data=request)).jobs
-        if found:
-            return found[0]
-    raise SystemExit(f"no job of type {job_type}")
+from sdk_steps import one_job, say
 
 
 async def complete_task(client: CamundaAsyncClient, key: str) -> str:
@@ -55,25 +38,25 @@ async def complete_task(client: CamundaAsyncClient, key: str) -> str:
 
 async def main(key: str) -> None:
     async with CamundaAsyncClient() as client:
-        created = await listener_job(client, "tl-create")
+        created = await one_job(client, "tl-create")
         say("creating", kind=str(created.kind), event=str(created.listener_event_type))
         await client.complete_job(created.job_key)
 
-        assigning = await listener_job(client, "tl-assign")
+        assigning = await one_job(client, "tl-assign")
         headers = assigning.custom_headers.to_dict()
         say("assigning", assignee=headers.get("io.camunda.zeebe:assignee"))
         corrected = JobResultUserTask(corrections=JobResultCorrections(assignee="bob"))
         await client.complete_job(assigning.job_key, data=JobCompletionRequest(result=corrected))
 
         completing = asyncio.create_task(complete_task(client, key))
-        check = await listener_job(client, "tl-check")
+        check = await one_job(client, "tl-check")
         denial = JobResultUserTask(denied=True, denied_reason="needs a second look")
         await client.complete_job(check.job_key, data=JobCompletionRequest(result=denial))
         say("denied", answer=await completing)
 
         completing = asyncio.create_task(complete_task(client, key))
         for job_type in ("tl-check", "tl-final"):
-            job = await listener_job(client, job_type)
+            job = await one_job(client, job_type)
             await client.complete_job(job.job_key)
         say("completed", answer=await completing)
 
@@ -83,7 +66,7 @@ async def cancel(instance_key: str) -> None:
         await client.cancel_process_instance(instance_key, data=CancelProcessInstanceRequest())
         say("cancelled")
         for job_type in ("tl-cancel-a", "tl-cancel-b"):
-            job = await listener_job(client, job_type)
+            job = await one_job(client, job_type)
             headers = job.custom_headers.to_dict()
             say(
                 job_type,

@@ -11,7 +11,6 @@ the key on the log (task searches belong to the visibility work). Imports nothin
 
 import asyncio
 import datetime
-import json
 import sys
 
 from camunda_orchestration_sdk import (
@@ -23,10 +22,7 @@ from camunda_orchestration_sdk import (
     UserTaskUpdateRequest,
 )
 from camunda_orchestration_sdk.errors import ApiError
-
-
-def say(step: str, **fields: object) -> None:
-    print(json.dumps({"step": step, **fields}), flush=True)
+from sdk_steps import say
 
 
 async def attempt(step: str, call: object) -> None:
