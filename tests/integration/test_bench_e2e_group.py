@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from partita.bench.e2e import _wait_for_stable_group
+from partita.bench.e2e import wait_for_stable_group
 from partita.config import Config
 from partita.errors import PartitaError
 from tests.support.worker_processes import WorkerProcess, create_topics
@@ -33,15 +33,15 @@ def test_the_bench_waits_until_every_worker_owns_a_share_of_the_partitions(
     first = WorkerProcess(config, tmp_path / "a", "a").start()
     second: WorkerProcess | None = None
     try:
-        _wait_for_stable_group(config, 1, said.append, timeout=60)
+        wait_for_stable_group(config, 1, said.append, timeout=60)
         with pytest.raises(PartitaError) as raised:  # one member cannot be two
-            _wait_for_stable_group(config, 2, said.append, timeout=3)
+            wait_for_stable_group(config, 2, said.append, timeout=3)
         assert "did not settle within 3 s: STABLE, 1 member(s), partitions [0, 1]" in str(
             raised.value
         )
         second = WorkerProcess(config, tmp_path / "b", "b").start()
         started = time.monotonic()
-        _wait_for_stable_group(config, 2, said.append, timeout=90)
+        wait_for_stable_group(config, 2, said.append, timeout=90)
         assert time.monotonic() - started > 0.5, "returned before the second worker joined"
         assert said == [
             "waiting for 1 engine worker(s) to share 2 partition(s)...",

@@ -99,7 +99,7 @@ def _log_end(config: Config) -> int:
         consumer.close()
 
 
-def _wait_for_stable_group(
+def wait_for_stable_group(
     config: Config, workers: int, progress: Progress, timeout: float = 120
 ) -> None:
     """Until the engine group is stable with `workers` members sharing every log partition.
@@ -202,7 +202,7 @@ def run_workload(  # noqa: PLR0917 - the benchmark's knobs, spelled out
     )
     try:
         jobs.wait_for_line("ready", 120)
-        _wait_for_stable_group(config, workers, progress)
+        wait_for_stable_group(config, workers, progress)
         with Client(config, timeout=120) as client:
             client.deploy(workload.bpmn)
         progress(f"[{workload.name}] warming up (200 instances)...")

@@ -25,7 +25,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from partita.bench.e2e import _wait_for_stable_group
+from partita.bench.e2e import wait_for_stable_group
 from partita.bench.parties import Child, Progress
 from partita.bench.procstats import ProcessSample, usage
 from partita.bench.scratch import scratch_namespace
@@ -100,7 +100,7 @@ def run(
             env,
         )
         try:
-            _wait_for_stable_group(scratch, 1, progress)
+            wait_for_stable_group(scratch, 1, progress)
             _wait_for_ports(gateway, grpc_port, rest_port)
             with Client(scratch, timeout=120) as client:
                 client.deploy(*(_bpmn(path) for path in paths))
