@@ -110,11 +110,14 @@ class AsyncClient:
         self._waiting[correlation] = future  # before any await: the reply cannot pass us by
         timeout = timeout or self.timeout
         try:
-            result = await asyncio.wait_for(future, timeout)
+            # not wait_for: on Python 3.11 it swallows a cancellation that comes as the reply
+            # does, and a gateway request whose client left would go on as if it had stayed
+            async with asyncio.timeout(timeout):
+                return await future
         except TimeoutError:
-            self._waiting.pop(correlation, None)
             raise timeout_error(timeout, self.config.namespace, self.config.bootstrap) from None
-        return result
+        finally:
+            self._waiting.pop(correlation, None)
 
     # -- commands (see Client for what each reply holds) -------------------------------------
 

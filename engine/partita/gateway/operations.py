@@ -265,16 +265,7 @@ class Operations:
         command: an idle worker writes nothing to the log. While it waits, the gateway also
         takes the type's pushed jobs (`JobStreams.take`): a job pushed in the transaction
         that created it reaches a parked poll without an activation's round trip."""
-        if not job_type:
-            raise invalid("Expected a job type, but it is empty")
-        if not 0 < max_jobs <= MAX_JOBS:
-            raise invalid(f"maxJobsToActivate must be between 1 and {MAX_JOBS}, not {max_jobs}")
-        if timeout_ms <= 0:
-            raise invalid(f"Expected a job timeout greater than zero, but it was {timeout_ms}")
-        if request_timeout_ms > MAX_LONG_POLL_MS:
-            raise invalid(f"requestTimeout must be at most {MAX_LONG_POLL_MS} ms")
-        for tenant_id in tenant_ids:
-            tenant(tenant_id, "tenantIds")
+        _check_activation(job_type, max_jobs, timeout_ms, request_timeout_ms, tenant_ids)
         wait_ms = LONG_POLL_MS if request_timeout_ms == 0 else request_timeout_ms
         start = self._next_partition
         self._next_partition = (start + 1) % self.partition_count
@@ -300,10 +291,15 @@ class Operations:
                         continue  # the partition is moving: the next round asks again
                     if batch.jobs:
                         remaining -= len(batch.jobs)
-                        yield [
+                        activated = [
                             (key, narrowed(job, fetch_variables))
                             for key, job in zip(batch.job_keys, batch.jobs, strict=True)
                         ]
+                        try:
+                            yield activated
+                        except BaseException:
+                            self._give_back(activated)
+                            raise
                     if remaining <= 0:
                         return
                 if remaining < max_jobs or watch is None:
@@ -313,13 +309,18 @@ class Operations:
                     return
                 pushed, woken = await self._park(job_type, remaining, watch, left)
                 if pushed:
-                    yield [
+                    handed = [
                         (
                             key,
                             self._retimed(key, narrowed(job, fetch_variables), timeout_ms, worker),
                         )
                         for key, job in pushed
                     ]
+                    try:
+                        yield handed
+                    except BaseException:
+                        self._give_back(handed)
+                        raise
                     return
                 if not woken:
                     return
@@ -342,11 +343,13 @@ class Operations:
             if not taker.ready.is_set():
                 waiting = asyncio.ensure_future(watch.wait(left))
                 ready = asyncio.ensure_future(taker.ready.wait())
-                done, pending = await asyncio.wait(
-                    {waiting, ready}, timeout=left, return_when=asyncio.FIRST_COMPLETED
-                )
-                for task in pending:
-                    task.cancel()
+                try:
+                    done, _ = await asyncio.wait(
+                        {waiting, ready}, timeout=left, return_when=asyncio.FIRST_COMPLETED
+                    )
+                finally:  # cancelled too: neither is left pending
+                    waiting.cancel()
+                    ready.cancel()
                 if waiting in done:
                     woken = waiting.result()
             pushed = list(taker.jobs)
@@ -409,6 +412,17 @@ class Operations:
         self._restamps[key] = asyncio.get_running_loop().call_later(RESTAMP_AFTER_S, restamp)
         return structs.replace(job, deadline=now + timeout, worker=worker)
 
+    def _give_back(self, jobs: list[ActivatedJob]) -> None:
+        """Jobs activated for a request that did not take them (its client left while they
+        were on their way: the caller stopped at their batch) go back to the engine with JOB
+        YIELD, activatable at once, rather than waiting out their deadline. Zeebe's gateway
+        does the same for a response it could not send."""
+        if self.streams is None:
+            return  # no job push here: they wait for their deadline
+        for key, _job in jobs:
+            self._answered(key)
+            self.streams.give_back(key)
+
     def _answered(self, key: int) -> None:
         """The job was answered through this gateway: no restamp for it."""
         pending = self._restamps.pop(key, None)
@@ -442,3 +456,23 @@ class Operations:
             if self.parked is not None:
                 drained = batch is not None and len(batch.jobs) < count
                 self.parked.answered(job_type, partition, drained)
+
+
+def _check_activation(
+    job_type: str,
+    max_jobs: int,
+    timeout_ms: int,
+    request_timeout_ms: int,
+    tenant_ids: Sequence[str],
+) -> None:
+    """An ActivateJobs request's arguments, refused as Zeebe's gateway refuses them."""
+    if not job_type:
+        raise invalid("Expected a job type, but it is empty")
+    if not 0 < max_jobs <= MAX_JOBS:
+        raise invalid(f"maxJobsToActivate must be between 1 and {MAX_JOBS}, not {max_jobs}")
+    if timeout_ms <= 0:
+        raise invalid(f"Expected a job timeout greater than zero, but it was {timeout_ms}")
+    if request_timeout_ms > MAX_LONG_POLL_MS:
+        raise invalid(f"requestTimeout must be at most {MAX_LONG_POLL_MS} ms")
+    for tenant_id in tenant_ids:
+        tenant(tenant_id, "tenantIds")

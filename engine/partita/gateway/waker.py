@@ -66,7 +66,8 @@ class Watch:
     async def wait(self, timeout: float) -> set[int]:
         """The partitions to ask, once any is known; empty after `timeout` seconds."""
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._event.wait(), timeout)
+            async with asyncio.timeout(timeout):  # not wait_for: see AsyncClient._send
+                await self._event.wait()
         woken, self.partitions = self.partitions, set()
         self._event.clear()
         return woken
