@@ -15,7 +15,6 @@ import pytest
 from partita.cli import main
 from partita.client import ActivatedJob, BpmnError, Client, JobWorker
 from partita.config import Config
-from partita.processing.job.state import PUSH_WORKER
 from partita.protocol.enums import ErrorType, RecordType
 from partita.protocol.intents import (
     IncidentIntent,
@@ -24,7 +23,7 @@ from partita.protocol.intents import (
     ProcessInstanceCreationIntent,
 )
 from partita.protocol.records import Record
-from partita.protocol.values import ProcessInstanceCreationValue
+from partita.protocol.values import PUSH_WORKER, ProcessInstanceCreationValue
 from tests.support.paths import BPMN_FIXTURES
 from tests.support.worker_processes import BUILTIN_ENGINE, WorkerProcess, create_topics, read_log
 

@@ -12,11 +12,16 @@ import pytest
 
 from partita.processing.builtin import build_engine
 from partita.processing.job.push import JobPush
-from partita.processing.job.state import PUSH_WORKER
 from partita.protocol.enums import RejectionType
 from partita.protocol.intents import DeploymentIntent, JobBatchIntent, JobIntent
 from partita.protocol.records import Record, command
-from partita.protocol.values import DeploymentResource, DeploymentValue, JobBatchValue, JobValue
+from partita.protocol.values import (
+    PUSH_WORKER,
+    DeploymentResource,
+    DeploymentValue,
+    JobBatchValue,
+    JobValue,
+)
 from tests.support.memory import CODEC, MemoryEngine
 from tests.support.paths import BPMN_FIXTURES
 from tests.support.scenario_steps import complete, create, jobs_of, send

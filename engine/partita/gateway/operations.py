@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from typing import Any
 
 from msgspec import structs
@@ -264,8 +264,37 @@ class Operations:
         `request_timeout_ms` (0: 10 s; negative: no waiting) has passed. Waiting sends no
         command: an idle worker writes nothing to the log. While it waits, the gateway also
         takes the type's pushed jobs (`JobStreams.take`): a job pushed in the transaction
-        that created it reaches a parked poll without an activation's round trip."""
+        that created it reaches a parked poll without an activation's round trip, and pushed
+        jobs that came while no request waited go to the next one before any round. A batch
+        the caller abandons (its client left while it was sent) goes back (`_give_back`)."""
         _check_activation(job_type, max_jobs, timeout_ms, request_timeout_ms, tenant_ids)
+        batches = self._activation(
+            job_type, worker, timeout_ms, max_jobs, fetch_variables, request_timeout_ms
+        )
+        try:
+            async for batch in batches:
+                try:
+                    yield batch
+                except BaseException:  # the caller stopped at this batch: see _give_back
+                    self._give_back(batch)
+                    raise
+        finally:
+            await batches.aclose()
+
+    async def _activation(  # noqa: PLR0917
+        self,
+        job_type: str,
+        worker: str,
+        timeout_ms: int,
+        max_jobs: int,
+        fetch_variables: Sequence[str],
+        request_timeout_ms: int,
+    ) -> AsyncGenerator[list[ActivatedJob]]:
+        """`activate_jobs`'s batches, checked arguments given."""
+        held = self.streams.held(job_type, max_jobs) if self.streams is not None else []
+        if held:  # pushed while no request waited: handed over with no command
+            yield self._handed(held, fetch_variables, timeout_ms, worker)
+            return
         wait_ms = LONG_POLL_MS if request_timeout_ms == 0 else request_timeout_ms
         start = self._next_partition
         self._next_partition = (start + 1) % self.partition_count
@@ -291,15 +320,10 @@ class Operations:
                         continue  # the partition is moving: the next round asks again
                     if batch.jobs:
                         remaining -= len(batch.jobs)
-                        activated = [
+                        yield [
                             (key, narrowed(job, fetch_variables))
                             for key, job in zip(batch.job_keys, batch.jobs, strict=True)
                         ]
-                        try:
-                            yield activated
-                        except BaseException:
-                            self._give_back(activated)
-                            raise
                     if remaining <= 0:
                         return
                 if remaining < max_jobs or watch is None:
@@ -309,18 +333,7 @@ class Operations:
                     return
                 pushed, woken = await self._park(job_type, remaining, watch, left)
                 if pushed:
-                    handed = [
-                        (
-                            key,
-                            self._retimed(key, narrowed(job, fetch_variables), timeout_ms, worker),
-                        )
-                        for key, job in pushed
-                    ]
-                    try:
-                        yield handed
-                    except BaseException:
-                        self._give_back(handed)
-                        raise
+                    yield self._handed(pushed, fetch_variables, timeout_ms, worker)
                     return
                 if not woken:
                     return
@@ -391,6 +404,19 @@ class Operations:
                 f"cannot stream jobs of type '{job_type}': {error}. An operator creates the"
                 f" job topic with `partita topics apply --job-type {job_type}`",
             ) from None
+
+    def _handed(
+        self,
+        pushed: list[ActivatedJob],
+        fetch_variables: Sequence[str],
+        timeout_ms: int,
+        worker: str,
+    ) -> list[ActivatedJob]:
+        """Pushed jobs as one request gets them (`_retimed`)."""
+        return [
+            (key, self._retimed(key, narrowed(job, fetch_variables), timeout_ms, worker))
+            for key, job in pushed
+        ]
 
     def _retimed(self, key: int, job: JobValue, timeout_ms: int, worker: str) -> JobValue:
         """A pushed job carries the engine's push deadline and worker name (`partita.push`);

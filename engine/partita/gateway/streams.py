@@ -238,6 +238,15 @@ class JobStreams:
             feed.takers.append(taker)
         return taker
 
+    def held(self, job_type: str, count: int) -> list[ActivatedJob]:
+        """Up to `count` of the type's pushed jobs that no request was waiting for (oldest
+        first), taken at once: a long poll gets them without a command."""
+        feed = self._feeds.get(job_type)
+        if feed is None:
+            return []
+        feed.last_used = time.monotonic()
+        return feed.take_held(count)
+
     def release(self, job_type: str, taker: Taker, keep: int) -> None:
         """The poll is done with `taker`, having used its first `keep` jobs: the rest go to
         the next request (held) or back to the engine."""

@@ -6,7 +6,8 @@ gateway started) and filters by header, so only the few JOB events that make a j
 (CREATED, FAILED, TIMED_OUT, RECURRED_AFTER_BACKOFF, RETRIES_UPDATED, YIELDED) are decoded, for
 their job type. Each wakes the requests watching that type with the partition to ask. An
 INCIDENT RESOLVED (a job's incident may make it activatable again) wakes every watch on its
-partition. Nothing is written: an idle worker costs the log nothing.
+partition. A job pushed in the transaction that made it activatable wakes nobody (`activatable`).
+Nothing is written: an idle worker costs the log nothing.
 
 A watch is taken before a request's first round of ACTIVATE commands, so a job that becomes
 activatable while the round runs wakes it too.
@@ -32,7 +33,7 @@ from partita.log.clients import close_consumer, consume_available, new_consumer
 from partita.log.security import KafkaAccess
 from partita.protocol.codec import RecordCodec
 from partita.protocol.headers import EVENT, INTENT, RECORD_TYPE, VALUE_TYPE
-from partita.protocol.values import JobValue
+from partita.protocol.values import PUSH_WORKER, JobBatchValue, JobValue
 
 _LOG = logging.getLogger("partita.gateway")
 _ACTIVATABLE = {
@@ -185,28 +186,42 @@ class JobWaker:
                 continue
             if any(m.error() is not None for m in messages):
                 self._loop.call_soon_threadsafe(self.parked.forget)
-            woken = [w for w in map(self._activatable, messages) if w is not None]
+            woken = activatable(messages, self._codec)
             if woken:
                 self._loop.call_soon_threadsafe(self.parked.wake, woken)
 
-    def _activatable(self, message: Message) -> Key | None:
-        """(job type, partition) of a record that may make a job activatable; the type is
-        `EVERY_TYPE` for a resolved incident."""
+
+def activatable(messages: list[Message], codec: RecordCodec) -> list[Key]:
+    """The (job type, partition) pairs where these log records may have made a job activatable;
+    the type is `EVERY_TYPE` for a resolved incident. A job that the same records then push
+    (a JOB_BATCH ACTIVATED of `PUSH_WORKER`, in the transaction that made it activatable) is
+    not: its CREATED wakes nobody, so a type that is pushed keeps its drained marks and its long
+    polls park at once instead of asking the engine for jobs already on their way here."""
+    woken: list[Key] = []
+    jobs: dict[tuple[int, int], Key] = {}
+    """(partition, job key) -> (type, partition) of the jobs made activatable, in log order."""
+    for message in messages:
         partition, data = message.partition(), message.value()
         if message.error() is not None or partition is None or data is None:
-            return None
+            continue
         kinds = dict(message.headers() or ())
         if kinds.get(RECORD_TYPE) != EVENT:
-            return None
+            continue
         value_type, intent = kinds.get(VALUE_TYPE), kinds.get(INTENT)
         if value_type == b"INCIDENT" and intent == b"RESOLVED":
-            return EVERY_TYPE, partition
-        if value_type != b"JOB" or intent not in _ACTIVATABLE:
-            return None
+            woken.append((EVERY_TYPE, partition))
+            continue
+        job = value_type == b"JOB" and intent in _ACTIVATABLE
+        if not job and not (value_type == b"JOB_BATCH" and intent == b"ACTIVATED"):
+            continue
         try:
-            value = self._codec.decode(data).value
+            record = codec.decode(data)
         except Exception:  # the engine's own records: unreadable ones are the engine's concern
-            return None
-        if not isinstance(value, JobValue):
-            return None
-        return value.type, partition
+            continue
+        value = record.value
+        if job and isinstance(value, JobValue):
+            jobs[partition, record.key] = (value.type, partition)
+        elif isinstance(value, JobBatchValue) and value.worker == PUSH_WORKER:
+            for key in value.job_keys:
+                jobs.pop((partition, key), None)
+    return woken + list(dict.fromkeys(jobs.values()))

@@ -254,6 +254,11 @@ class UserTaskValue(Struct, frozen=True, gc=False):
     tenant_id: str = "<default>"
 
 
+PUSH_WORKER = "partita.push"
+"""The worker name of a JOB_BATCH ACTIVATED that pushed its job to the type's job topic
+(reserved: a poll may not use it)."""
+
+
 class JobBatchValue(Struct, frozen=True, gc=False):
     """A request to activate jobs of one type, and the jobs it activated."""
 

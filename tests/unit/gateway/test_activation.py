@@ -1,6 +1,7 @@
 """ActivateJobs in the gateway's command layer, with a fake engine that activates two jobs per
 ACTIVATE: jobs the caller did not take (its client left while they were on their way) go back
-to the engine with JOB YIELD at once; jobs it took stay its own."""
+to the engine with JOB YIELD at once; jobs it took stay its own; jobs pushed to the gateway
+while no request waited go to the next request without a command."""
 
 from __future__ import annotations
 
@@ -22,24 +23,34 @@ class TwoJobsEachTime:
         self.connection = SimpleNamespace(partition_count=1)
         self.timeout = 5.0
         self.next_key = 1
+        self.requests = 0
 
     async def request(self, request: Request, timeout: float | None = None) -> Record:
+        self.requests += 1
         keys = (self.next_key, self.next_key + 1)
         self.next_key += 2
         batch = JobBatchValue(type="t", job_keys=keys, jobs=(JobValue(type="t"),) * 2)
         return event(JobBatchIntent.ACTIVATED, batch, key=-1)
 
 
-class GivenBack:
-    def __init__(self) -> None:
+class PushedHere:
+    """The job push as the gateway sees it: jobs held for the next request, and jobs given
+    back to the engine."""
+
+    def __init__(self, held: list[int] | None = None) -> None:
         self.keys: list[int] = []
+        self._held = [(key, JobValue(type="t", deadline=-1)) for key in held or []]
+
+    def held(self, job_type: str, count: int) -> list[tuple[int, JobValue]]:
+        taken, self._held = self._held[:count], self._held[count:]
+        return taken
 
     def give_back(self, key: int) -> None:
         self.keys.append(key)
 
 
-def activation(max_jobs: int) -> tuple[Any, GivenBack]:
-    given = GivenBack()
+def activation(max_jobs: int, pushed: PushedHere | None = None) -> tuple[Any, PushedHere]:
+    given = pushed or PushedHere()
     operations = Operations(TwoJobsEachTime(), None, given)  # type: ignore[arg-type]
     batches = operations.activate_jobs("t", worker="w", timeout_ms=1000, max_jobs=max_jobs)
     return batches, given
@@ -63,3 +74,16 @@ def test_jobs_the_caller_took_stay_its_own() -> None:
         return taken, given.keys
 
     assert asyncio.run(main()) == ([1, 2], [])
+
+
+def test_jobs_pushed_while_no_request_waited_go_to_the_next_one_without_a_command() -> None:
+    async def main() -> tuple[list[tuple[int, str]], int]:
+        engine = TwoJobsEachTime()
+        operations = Operations(engine, None, PushedHere(held=[7, 8, 9]))  # type: ignore[arg-type]
+        batches = operations.activate_jobs("t", worker="w", timeout_ms=1000, max_jobs=2)
+        taken = [(key, job.worker) async for batch in batches for key, job in batch]
+        operations._restamps.pop(7).cancel()
+        operations._restamps.pop(8).cancel()
+        return taken, engine.requests
+
+    assert asyncio.run(main()) == ([(7, "w"), (8, "w")], 0)

@@ -8,13 +8,13 @@ from msgspec.structs import replace
 from partita.processing.dispatch import Handlers
 from partita.processing.instance import state as instance_state
 from partita.processing.job import state as job_state
-from partita.processing.job.state import JOBS, PUSH_WORKER, stored_job
+from partita.processing.job.state import JOBS, stored_job
 from partita.processing.user_task import state as user_task_state
 from partita.protocol import json_text
 from partita.protocol.enums import JobKind
 from partita.protocol.intents import JobBatchIntent, JobIntent
 from partita.protocol.records import Record
-from partita.protocol.values import JobBatchValue, JobValue
+from partita.protocol.values import PUSH_WORKER, JobBatchValue, JobValue
 from partita.state import PartitionDb
 
 handlers = Handlers()

@@ -39,7 +39,6 @@ from partita.processing.job.state import (
     ACTIVATABLE,
     DEADLINES,
     JOBS,
-    PUSH_WORKER,
     STATES,
     activatable_count,
     job_value,
@@ -50,7 +49,7 @@ from partita.protocol.intents import JobBatchIntent, JobIntent
 from partita.protocol.intents import ProcessInstanceIntent as Instance
 from partita.protocol.records import Record
 from partita.protocol.records import command as record_command
-from partita.protocol.values import JobBatchValue, JobValue, ProcessInstanceValue
+from partita.protocol.values import PUSH_WORKER, JobBatchValue, JobValue, ProcessInstanceValue
 from partita.state import PartitionDb
 from partita.state.stored import Job
 

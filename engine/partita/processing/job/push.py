@@ -27,7 +27,6 @@ from partita.processing.job.state import (
     ACTIVATABLE,
     DEADLINES,
     JOBS,
-    PUSH_WORKER,
     activatable_count,
     job_value,
     pushed_count,
@@ -35,7 +34,7 @@ from partita.processing.job.state import (
 from partita.protocol.enums import RecordType, ValueType
 from partita.protocol.intents import JobBatchIntent, JobIntent
 from partita.protocol.records import Record
-from partita.protocol.values import JobBatchValue
+from partita.protocol.values import PUSH_WORKER, JobBatchValue
 
 handlers = Handlers()
 

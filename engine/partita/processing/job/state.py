@@ -29,9 +29,6 @@ BACKOFFS = ColumnFamilies.JOB_BACKOFF
 PUSHED = ColumnFamilies.JOB_PUSHED
 ACTIVATABLE_COUNT = ColumnFamilies.JOB_ACTIVATABLE_COUNT
 
-PUSH_WORKER = "partita.push"
-"""The worker name of pushed activations (reserved: a poll may not use it)."""
-
 _CLEARED = {"deadline": -1, "recurring_time": -1, "pushed": False}
 """The fields a move resets unless it sets them (activation, back-off)."""
 
