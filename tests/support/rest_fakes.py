@@ -11,9 +11,10 @@ from typing import Any, cast
 from aiohttp import FormData
 from aiohttp.test_utils import TestClient, TestServer
 
+from partita.gateway.activation import ActivatedJob
 from partita.gateway.auth import Authenticator
 from partita.gateway.errors import GatewayError
-from partita.gateway.operations import ActivatedJob, Operations
+from partita.gateway.operations import Operations
 from partita.gateway.rest_api import rest_app
 from partita.gateway.topology import BrokerView, PartitionView, Topology
 from partita.protocol.intents import (

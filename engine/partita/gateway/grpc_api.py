@@ -21,6 +21,7 @@ from google.protobuf.message import DecodeError
 
 from partita.config import Config
 from partita.gateway import decisions
+from partita.gateway.activation import ActivatedJob
 from partita.gateway.arguments import (
     DEFAULT_TENANT,
     document,
@@ -28,7 +29,7 @@ from partita.gateway.arguments import (
     message_key,
 )
 from partita.gateway.errors import GatewayError, Status, unimplemented
-from partita.gateway.operations import ActivatedJob, Operations
+from partita.gateway.operations import Operations
 from partita.gateway.stubs import Stubs
 from partita.gateway.topology import PORT, topology
 from partita.protocol.values import DeploymentValue, JobValue, ProcessInstanceCreationValue

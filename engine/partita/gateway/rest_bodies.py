@@ -23,9 +23,10 @@ from typing import Any
 from aiohttp import BodyPartReader, web
 
 from partita.gateway import decisions
+from partita.gateway.activation import ActivatedJob
 from partita.gateway.arguments import DEFAULT_TENANT, ad_hoc_result, job_result, object_document
 from partita.gateway.grpc_api import GATEWAY_VERSION
-from partita.gateway.operations import ActivatedJob, Operations
+from partita.gateway.operations import Operations
 from partita.gateway.topology import PORT, Topology
 from partita.protocol.records import Record
 from partita.protocol.values import (

@@ -16,18 +16,11 @@ from partita.client import aio, commands
 from partita.client.commands import Request
 from partita.client.errors import ReplyTimeoutError
 from partita.config import Config
-from partita.protocol.enums import RecordType, ValueType
-from partita.protocol.intents import ProcessInstanceCreationIntent
+from partita.protocol.enums import ValueType
 from partita.protocol.records import Record
-from partita.protocol.values import ProcessInstanceCreationValue
+from tests.support.sample_records import sample_record
 
-CREATED = Record(
-    RecordType.EVENT,
-    ValueType.PROCESS_INSTANCE_CREATION,
-    ProcessInstanceCreationIntent.CREATED,
-    ProcessInstanceCreationValue(bpmn_process_id="order", process_instance_key=7),
-    key=7,
-)
+REPLY = sample_record(ValueType.PROCESS_INSTANCE_CREATION)
 
 
 class QuietConnection:
@@ -70,7 +63,7 @@ def test_a_request_cancelled_as_its_reply_arrives_ends_cancelled() -> None:
     async def body(client: aio.AsyncClient, connection: QuietConnection) -> None:
         request = asyncio.create_task(client.create_instance("order"))
         await asyncio.sleep(0)  # the command is sent; the request waits for its reply
-        client._resolve([(connection.sent[0], CREATED)])
+        client._resolve([(connection.sent[0], REPLY)])
         request.cancel()
         with pytest.raises(asyncio.CancelledError):
             await request

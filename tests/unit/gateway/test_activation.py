@@ -10,7 +10,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from partita.client.commands import Request
-from partita.gateway.operations import Operations
+from partita.gateway.activation import JobActivation
 from partita.protocol.intents import JobBatchIntent
 from partita.protocol.records import Record, event
 from partita.protocol.values import JobBatchValue, JobValue
@@ -51,8 +51,8 @@ class PushedHere:
 
 def activation(max_jobs: int, pushed: PushedHere | None = None) -> tuple[Any, PushedHere]:
     given = pushed or PushedHere()
-    operations = Operations(TwoJobsEachTime(), None, given)  # type: ignore[arg-type]
-    batches = operations.activate_jobs("t", worker="w", timeout_ms=1000, max_jobs=max_jobs)
+    jobs = JobActivation(TwoJobsEachTime(), None, given)  # type: ignore[arg-type]
+    batches = jobs.activate_jobs("t", worker="w", timeout_ms=1000, max_jobs=max_jobs)
     return batches, given
 
 
@@ -79,11 +79,11 @@ def test_jobs_the_caller_took_stay_its_own() -> None:
 def test_jobs_pushed_while_no_request_waited_go_to_the_next_one_without_a_command() -> None:
     async def main() -> tuple[list[tuple[int, str]], int]:
         engine = TwoJobsEachTime()
-        operations = Operations(engine, None, PushedHere(held=[7, 8, 9]))  # type: ignore[arg-type]
-        batches = operations.activate_jobs("t", worker="w", timeout_ms=1000, max_jobs=2)
+        jobs = JobActivation(engine, None, PushedHere(held=[7, 8, 9]))  # type: ignore[arg-type]
+        batches = jobs.activate_jobs("t", worker="w", timeout_ms=1000, max_jobs=2)
         taken = [(key, job.worker) async for batch in batches for key, job in batch]
-        operations._restamps.pop(7).cancel()
-        operations._restamps.pop(8).cancel()
+        jobs._restamps.pop(7).cancel()
+        jobs._restamps.pop(8).cancel()
         return taken, engine.requests
 
     assert asyncio.run(main()) == ([(7, "w"), (8, "w")], 0)

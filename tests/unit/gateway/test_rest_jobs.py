@@ -14,9 +14,10 @@ from aiohttp import ClientSession
 from confluent_kafka.admin import AdminClient
 
 from partita.config import Config
+from partita.gateway.activation import ActivatedJob
 from partita.gateway.auth import Authenticator, hash_password
 from partita.gateway.errors import GatewayError, Status
-from partita.gateway.operations import ActivatedJob, Operations
+from partita.gateway.operations import Operations
 from partita.gateway.rest_api import start_rest
 from partita.protocol.values import (
     JobValue,
