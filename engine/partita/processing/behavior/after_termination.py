@@ -22,7 +22,7 @@ from msgspec.structs import replace
 
 from partita import __version__
 from partita.bpmn import EventNode, Process
-from partita.processing.behavior.scopes import complete_scope_if_done
+from partita.processing.behavior.scopes import activate_in, complete_scope_if_done
 from partita.processing.context import ProcessingContext
 from partita.processing.deployment import state as deployment_state
 from partita.processing.instance import state as instance_state
@@ -90,15 +90,7 @@ def activate_event_subprocess(
     start: EventNode,
 ) -> None:
     """ACTIVATE_ELEMENT for the event subprocess of start event `start`, in `owner_key`."""
-    sub = process.element(start.scope)
-    started = replace(
-        owner,
-        element_id=sub.id,
-        flow_scope_key=owner_key,
-        bpmn_element_type=sub.element_type,
-        bpmn_event_type=start.event_type,
-    )
-    ctx.append_command(Instance.ACTIVATE_ELEMENT, started, ctx.keys.next_key())
+    activate_in(ctx, owner, process.element(start.scope), owner_key, start.event_type)
 
 
 def finish_termination(ctx: ProcessingContext, key: int) -> None:

@@ -15,6 +15,7 @@ from msgspec.structs import replace
 from partita.bpmn import AdHocSubProcess, FlowNode, Process
 from partita.feel import FeelError, compile_expression
 from partita.processing.behavior.incidents import element_incident
+from partita.processing.behavior.scopes import activate_in
 from partita.processing.behavior.termination import terminate_element
 from partita.processing.behavior.variables import set_variable
 from partita.processing.context import ProcessingContext
@@ -108,14 +109,7 @@ def activate_inner(  # noqa: PLR0917 - the subprocess, the element, and what it 
     ctx.append_event(Instance.ELEMENT_ACTIVATED, instance, instance_key)
     for name, variable in local.items():
         set_variable(ctx, instance_key, name, variable, instance)
-    activation = replace(
-        scope_value,
-        element_id=inner.id,
-        flow_scope_key=instance_key,
-        bpmn_element_type=inner.element_type,
-        bpmn_event_type=inner.event_type,
-    )
-    ctx.append_command(Instance.ACTIVATE_ELEMENT, activation, ctx.keys.next_key())
+    activate_in(ctx, scope_value, inner, instance_key)
 
 
 def completed_by_condition(ctx: ProcessingContext, model: Process, scope_key: int) -> bool:

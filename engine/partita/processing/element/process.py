@@ -4,12 +4,11 @@ its result and hands its variables to the call activity that started it."""
 
 from __future__ import annotations
 
-from msgspec.structs import replace
-
 from partita.bpmn import Process
 from partita.processing.behavior.expressions import ExpressionError
 from partita.processing.behavior.incidents import element_incident
 from partita.processing.behavior.results import answer_awaiting
+from partita.processing.behavior.scopes import activate_in
 from partita.processing.behavior.subscriptions import open_events, prepare
 from partita.processing.context import ProcessingContext
 from partita.processing.element import call_activities
@@ -34,14 +33,7 @@ def activate(
     open_events(ctx, openings, key, value)
     ctx.append_event(Instance.ELEMENT_ACTIVATED, value, key)
     start = process.element(instance_state.triggered_start(ctx.state, key) or process.start_event)
-    child = replace(
-        value,
-        element_id=start.id,
-        flow_scope_key=key,
-        bpmn_element_type=start.element_type,
-        bpmn_event_type=start.event_type,
-    )
-    ctx.append_command(Instance.ACTIVATE_ELEMENT, child, ctx.keys.next_key())
+    activate_in(ctx, value, start, key)
 
 
 def completed(

@@ -7,14 +7,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from msgspec.structs import replace
-
 from partita.bpmn import Process, SubProcess
+from partita.processing.behavior.scopes import activate_in
 from partita.processing.behavior.triggers import consume_trigger
 from partita.processing.context import ProcessingContext
 from partita.processing.instance import state as instance_state
 from partita.protocol.enums import BpmnElementType
-from partita.protocol.intents import ProcessInstanceIntent as Instance
 from partita.protocol.values import ProcessInstanceValue
 
 
@@ -23,14 +21,7 @@ def start_inside(
 ) -> None:
     """Activate the start event of subprocess instance `key`."""
     start = model.element(scope.start_event)
-    child = replace(
-        value,
-        element_id=start.id,
-        flow_scope_key=key,
-        bpmn_element_type=start.element_type,
-        bpmn_event_type=start.event_type,
-    )
-    ctx.append_command(Instance.ACTIVATE_ELEMENT, child, ctx.keys.next_key())
+    activate_in(ctx, value, start, key)
 
 
 def event_subprocess_trigger(
