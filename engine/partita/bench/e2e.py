@@ -240,7 +240,7 @@ def run_workload(  # noqa: PLR0917 - the benchmark's knobs, spelled out
     finally:
         jobs.stop()
         engine_worker.stop()
-    if workload.name == "one-task":
+    if workload.name in ("one-task", "order-demo"):
         progress(f"[{workload.name}] the latency phase's hops, from the records' timestamps...")
         latency["hops_ms"] = engine_hops(config, latency_since_ms)
     progress(f"[{workload.name}] replaying partition 0 into an empty store...")

@@ -1,4 +1,5 @@
-"""Where a one-task instance's time goes, hop by hop, read back from the timestamps Kafka keeps.
+"""Where a one-task instance's time goes, hop by hop, read back from the timestamps Kafka keeps
+(for the order-demo workload: up to its first job).
 
 Every producer stamps its records with the time it produced them (CreateTime), and the engine's
 copy of a client command names the command's ingress offset. After a latency phase, the topics
@@ -128,7 +129,8 @@ def summary(rows: list[dict[str, int]], log: Sequence[Message], since_ms: int) -
 
 
 def engine_hops(config: Config, since_ms: int, partition: int = 0) -> dict[str, Any]:
-    """The hops of the one-task instances created from `since_ms` on, on one partition."""
+    """The hops of the instances created from `since_ms` on, on one partition, up to their
+    first job (a one-task instance's only one)."""
     ingress = {
         int(m.offset() or 0): created_ms(m)
         for m in read_partition(config, config.commands_topic, partition)
