@@ -7,7 +7,14 @@ import json
 
 from partita.cli import bench_e2e, bench_gateway
 from partita.cli.bench_e2e import add_keep_topics, local_broker_pid
-from partita.cli.common import Subcommands, add_command, add_group, build_config, progress
+from partita.cli.common import (
+    Subcommands,
+    add_command,
+    add_group,
+    build_config,
+    progress,
+    unwinds_on_sigterm,
+)
 from partita.errors import ConfigError
 
 BENCH_EXAMPLES = """examples:
@@ -97,6 +104,7 @@ def cmd_bench_state(args: argparse.Namespace) -> int:
     return 0
 
 
+@unwinds_on_sigterm
 def cmd_bench_recovery(args: argparse.Namespace) -> int:
     from partita.bench import recovery
 
@@ -144,6 +152,7 @@ def cmd_bench_cpu(args: argparse.Namespace) -> int:
     return 0
 
 
+@unwinds_on_sigterm
 def cmd_bench_journey(args: argparse.Namespace) -> int:
     from partita.bench import journey
 

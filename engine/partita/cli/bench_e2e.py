@@ -11,7 +11,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from partita.cli.common import Subcommands, add_command, build_config, progress
+from partita.cli.common import (
+    Subcommands,
+    add_command,
+    build_config,
+    progress,
+    unwinds_on_sigterm,
+)
 from partita.config import Config
 from partita.errors import ConfigError
 
@@ -40,6 +46,7 @@ def local_broker_pid(config: Config) -> int | None:
     return status.pid if status.running and status.bootstrap == config.bootstrap else None
 
 
+@unwinds_on_sigterm
 def cmd_bench_e2e(args: argparse.Namespace) -> int:
     from partita.bench import e2e
 

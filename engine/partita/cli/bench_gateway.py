@@ -7,7 +7,13 @@ import argparse
 import json
 from typing import Any
 
-from partita.cli.common import Subcommands, add_command, build_config, progress
+from partita.cli.common import (
+    Subcommands,
+    add_command,
+    build_config,
+    progress,
+    unwinds_on_sigterm,
+)
 
 EXAMPLES = """examples:
   partita bench gateway                     every path, one partition, 200 instances/s
@@ -20,6 +26,7 @@ create with awaitCompletion, REST activation and completion). Each prints satura
 latency at --rate; the gateway paths also their p50 and p99 as a ratio to native's."""
 
 
+@unwinds_on_sigterm
 def cmd_bench_gateway(args: argparse.Namespace) -> int:
     from partita.bench import gateway
 

@@ -15,11 +15,13 @@ require an `examples:` block for its `--help` (tests/unit/cli/test_help.py walks
 from __future__ import annotations
 
 import argparse
+import functools
 import os
+import signal
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TypeAlias
+from typing import ParamSpec, TypeAlias
 
 from partita.config import Config
 from partita.config import settings as s
@@ -32,6 +34,7 @@ Subcommands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 """What `add_subparsers` returns: the place commands are added to."""
 
 EXAMPLES_HEADING = "examples:"
+_P = ParamSpec("_P")
 
 
 class ExamplesFormatter(argparse.HelpFormatter):
@@ -158,6 +161,25 @@ def add_group(
     )
     actions = parser.add_subparsers(dest=dest, metavar=metavar, required=required)
     return parser, actions
+
+
+def unwinds_on_sigterm(command: Callable[_P, int]) -> Callable[_P, int]:
+    """For a command that starts processes of its own (the demo, the benchmarks): while it
+    runs, SIGTERM raises SystemExit(143), so the `finally` blocks that stop those processes
+    run. SIGTERM's default would end this process alone and leave them running."""
+
+    def terminate(*_: object) -> None:
+        raise SystemExit(143)
+
+    @functools.wraps(command)
+    def wrapped(*args: _P.args, **kwargs: _P.kwargs) -> int:
+        previous = signal.signal(signal.SIGTERM, terminate)
+        try:
+            return command(*args, **kwargs)
+        finally:
+            signal.signal(signal.SIGTERM, previous)
+
+    return wrapped
 
 
 def run_command(args: argparse.Namespace) -> int:

@@ -4,10 +4,15 @@ order process end to end, with counts and latency percentiles)."""
 from __future__ import annotations
 
 import argparse
-import signal
 import textwrap
 
-from partita.cli.common import Subcommands, add_command, build_config, progress
+from partita.cli.common import (
+    Subcommands,
+    add_command,
+    build_config,
+    progress,
+    unwinds_on_sigterm,
+)
 from partita.cli.kafka import cmd_kafka_up, local_broker
 from partita.cli.topics import cmd_topics_apply
 
@@ -49,10 +54,7 @@ def cmd_up(args: argparse.Namespace) -> int:
     return 0
 
 
-def _terminate(*_: object) -> None:
-    raise SystemExit(143)  # unwinds the demo, which stops its worker processes
-
-
+@unwinds_on_sigterm
 def cmd_demo(args: argparse.Namespace, *, broker_just_started: bool = False) -> int:
     """Deploy the demo order process and run instances end to end; print counts and latency.
     `broker_just_started`: the summary says that a broker started a moment ago makes the
@@ -65,11 +67,7 @@ def cmd_demo(args: argparse.Namespace, *, broker_just_started: bool = False) -> 
         f"Demo: {args.instances} instances of {demo.PROCESS_ID} at {args.rate:g}/s, an engine"
         " worker and a push job worker, each in its own process..."
     )
-    previous = signal.signal(signal.SIGTERM, _terminate)
-    try:
-        result = demo.run(config, instances=args.instances, rate=args.rate, progress=progress)
-    finally:
-        signal.signal(signal.SIGTERM, previous)
+    result = demo.run(config, instances=args.instances, rate=args.rate, progress=progress)
     note = f"Latency {result.latency_includes()}."
     if broker_just_started:
         note += (
