@@ -92,7 +92,12 @@ class Gateway:
         rest = None
         try:
             if self.listeners.grpc is not None:
-                interceptors = [AuthInterceptor(self.listeners.authenticator)]
+                authenticator = self.listeners.authenticator
+                # without authentication no call is checked: an interceptor would only cost
+                # every call an extra coroutine
+                interceptors = (
+                    [AuthInterceptor(authenticator)] if authenticator.mode != "none" else []
+                )
                 server = grpc.aio.server(options=_GRPC_OPTIONS, interceptors=interceptors)
                 service = GatewayService(stubs, operations, admin, self.config)
                 register(server, service, stubs)
