@@ -13,13 +13,19 @@ rate, create-with-result to its result:
 - `rest`: REST `POST /v2/process-instances` with `awaitCompletion`, jobs by REST activation
   and completion.
 
-Each gateway path's p50 and p99 are also given as their ratio to the native path's.
+Each gateway path's p50 and p99 are also given as their ratio to the native path's. With
+`rounds` above one, the paths run that many times on the same engine and gateway, in reverse
+order every other round (so a machine that speeds up or slows down during the run favours no
+path), and each figure is the median over the rounds, the ratios being each round's own; the
+rounds' figures follow under `rounds`. On a shared 2-core machine one round's ratio moves by
+up to 2x: compare medians.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import statistics
 import subprocess
 import sys
 from pathlib import Path
@@ -65,8 +71,11 @@ def run(
     paths: tuple[str, ...] = PATHS,
     keep_topics: bool = False,
     progress: Progress = print,
+    rounds: int = 1,
 ) -> dict[str, Any]:
-    results: dict[str, Any] = {}
+    if rounds < 1:
+        raise PartitaError(f"rounds must be at least 1, not {rounds}")
+    measured: list[dict[str, Any]] = []
     with scratch_namespace(config, "gw", keep=keep_topics, partitions=partitions) as scratch:
         apply_topics(
             admin_client(kafka_access(scratch, KafkaRole.OPERATOR)),
@@ -104,33 +113,79 @@ def run(
             _wait_for_ports(gateway, grpc_port, rest_port)
             with Client(scratch, timeout=120) as client:
                 client.deploy(*(_bpmn(path) for path in paths))
-            for path in paths:
-                address = rest_address if path == "rest" else grpc_address
-                results[path] = _measure(
-                    scratch,
-                    path,
-                    address,
-                    instances,
-                    rate,
-                    latency_instances,
-                    in_flight,
-                    env,
-                    progress,
-                    gateway,
-                )
+            for number in range(rounds):
+                order = round_order(paths, number)
+                if rounds > 1:
+                    progress(f"round {number + 1}/{rounds}: {', '.join(order)}")
+                results: dict[str, Any] = {}
+                for path in order:
+                    address = rest_address if path == "rest" else grpc_address
+                    results[path] = _measure(
+                        scratch,
+                        path,
+                        address,
+                        instances,
+                        rate,
+                        latency_instances,
+                        in_flight,
+                        env,
+                        progress,
+                        gateway,
+                    )
+                measured.append(with_ratios({path: results[path] for path in paths}))
         finally:
             gateway.stop()
             engine.stop()
+    if rounds == 1:
+        return {"partitions": partitions, "rate": rate, "paths": measured[0]}
+    return {"partitions": partitions, "rate": rate, "rounds": rounds, "paths": medians(measured)}
+
+
+def round_order(paths: tuple[str, ...], number: int) -> tuple[str, ...]:
+    """The order of the paths in round `number` (from 0): as given, reversed every other one."""
+    return paths if number % 2 == 0 else paths[::-1]
+
+
+def with_ratios(results: dict[str, Any]) -> dict[str, Any]:
+    """One round's figures, each gateway path with its p50 and p99 as a ratio to native's."""
     native = results.get("native", {}).get("fixed_rate")
     if native:
-        for path in paths:
+        for path, figures in results.items():
             if path != "native":
-                fixed = results[path]["fixed_rate"]
-                results[path]["vs_native"] = {
+                fixed = figures["fixed_rate"]
+                figures["vs_native"] = {
                     "p50": round(fixed["latency_ms_p50"] / native["latency_ms_p50"], 2),
                     "p99": round(fixed["latency_ms_p99"] / native["latency_ms_p99"], 2),
                 }
-    return {"partitions": partitions, "rate": rate, "paths": results}
+    return results
+
+
+def medians(rounds: list[dict[str, Any]]) -> dict[str, Any]:
+    """Each path's median over `rounds` (each `with_ratios`' result) of its saturation, its p50
+    and p99 at the fixed rate and its ratios to native, with every round's figures."""
+
+    def median(values: list[float]) -> float:
+        return round(statistics.median(values), 2)
+
+    out: dict[str, Any] = {}
+    for path in rounds[0]:
+        each = [figures[path] for figures in rounds]
+        out[path] = {
+            "saturation": {
+                "instances_per_s": median([r["saturation"]["instances_per_s"] for r in each])
+            },
+            "fixed_rate": {
+                "latency_ms_p50": median([r["fixed_rate"]["latency_ms_p50"] for r in each]),
+                "latency_ms_p99": median([r["fixed_rate"]["latency_ms_p99"] for r in each]),
+            },
+            "rounds": each,
+        }
+        if "vs_native" in each[0]:
+            out[path]["vs_native"] = {
+                "p50": median([r["vs_native"]["p50"] for r in each]),
+                "p99": median([r["vs_native"]["p99"] for r in each]),
+            }
+    return out
 
 
 def _wait_for_ports(gateway: Child, *ports: int) -> None:

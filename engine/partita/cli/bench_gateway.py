@@ -14,11 +14,13 @@ from partita.cli.common import (
     progress,
     unwinds_on_sigterm,
 )
+from partita.errors import ConfigError
 
 EXAMPLES = """examples:
   partita bench gateway                     every path, one partition, 200 instances/s
   partita bench gateway --partitions 3 --rate 100
   partita bench gateway --paths native grpc-stream
+  partita bench gateway --rounds 3          medians of 3 rounds, every other one in reverse order
 
 Paths: native (Partita's client and push job worker), grpc (CreateProcessInstanceWithResult and
 a pyzeebe-style long-polling worker), grpc-stream (the same with a job stream), rest (REST
@@ -30,6 +32,8 @@ latency at --rate; the gateway paths also their p50 and p99 as a ratio to native
 def cmd_bench_gateway(args: argparse.Namespace) -> int:
     from partita.bench import gateway
 
+    if args.rounds < 1:
+        raise ConfigError(f"--rounds takes a count of at least 1, not {args.rounds}")
     config = build_config(args)
     partitions = args.partitions or 1
     progress(
@@ -46,6 +50,7 @@ def cmd_bench_gateway(args: argparse.Namespace) -> int:
         paths=tuple(args.paths),
         keep_topics=args.keep_topics,
         progress=progress,
+        rounds=args.rounds,
     )
     _say(result)
     print(json.dumps(result))
@@ -54,10 +59,16 @@ def cmd_bench_gateway(args: argparse.Namespace) -> int:
 
 def _say(result: dict[str, Any]) -> None:
     """One line per path a reader takes in at a glance (stderr; JSON on stdout)."""
+    rounds = result.get("rounds")
+    if rounds:
+        progress(f"medians of {rounds} rounds:")
     for path, figures in result["paths"].items():
         saturated, fixed = figures["saturation"], figures["fixed_rate"]
         ratio = figures.get("vs_native")
         versus = f" ({ratio['p50']}x / {ratio['p99']}x native)" if ratio else ""
+        if rounds and ratio:
+            each = ", ".join(f"{r['vs_native']['p50']}x" for r in figures["rounds"])
+            versus += f"; p50 ratio by round {each}"
         progress(
             f"{path:>12}: {saturated['instances_per_s']:,.0f} instances/s saturated;"
             f" at {result['rate']:g}/s p50 {fixed['latency_ms_p50']} ms,"
@@ -101,5 +112,12 @@ def register(benches: Subcommands) -> None:
         choices=PATHS,
         default=list(PATHS),
         help="the paths to measure, in order (default: all)",
+    )
+    bench.add_argument(
+        "--rounds",
+        type=int,
+        default=1,
+        help="measure the paths this many times, in reverse order every other round, and"
+        " print medians (default: 1)",
     )
     add_keep_topics(bench)

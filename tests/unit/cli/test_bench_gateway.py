@@ -1,11 +1,21 @@
-"""`partita bench gateway --paths` offers exactly the paths the bench measures (the CLI writes
-them out so that --help does not import the bench)."""
+"""`partita bench gateway`'s flags: `--paths` offers exactly the paths the bench measures (the
+CLI writes them out so that --help does not import the bench); `--rounds` takes one or more."""
 
 from __future__ import annotations
 
+import pytest
+
 from partita.bench.gateway import PATHS
+from partita.cli import main
 from partita.cli.bench_gateway import PATHS as CHOICES
 
 
 def test_the_flag_offers_the_paths_the_bench_measures() -> None:
     assert CHOICES == PATHS
+
+
+def test_rounds_below_one_are_refused_before_anything_starts(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["bench", "gateway", "--rounds", "0"]) == 1
+    assert "--rounds takes a count of at least 1, not 0" in capsys.readouterr().err
