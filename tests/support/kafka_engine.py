@@ -242,3 +242,10 @@ class KafkaEngine(Harness):
             producer.flush(5)
         for db in self.dbs:
             db.close()
+        # the machines and this harness refer to each other (their clock), so only a garbage
+        # collection would free the producers, maybe after the session's broker has stopped,
+        # and librdkafka would log its failed reconnections: free them now
+        self.machines.clear()
+        self.producers.clear()
+        self.consumers.clear()
+        del self.sender
