@@ -73,8 +73,6 @@ def run(
     progress: Progress = print,
     rounds: int = 1,
 ) -> dict[str, Any]:
-    if rounds < 1:
-        raise PartitaError(f"rounds must be at least 1, not {rounds}")
     measured: list[dict[str, Any]] = []
     with scratch_namespace(config, "gw", keep=keep_topics, partitions=partitions) as scratch:
         apply_topics(

@@ -5,14 +5,13 @@ the log's tail wake them."""
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
 from partita.gateway.waker import EVERY_TYPE, Parked, activatable
-from partita.protocol.codec import RecordCodec
 from partita.protocol.headers import record_headers
 from partita.protocol.intents import IncidentIntent, JobBatchIntent, JobIntent
 from partita.protocol.records import Record, event
 from partita.protocol.values import PUSH_WORKER, IncidentValue, JobBatchValue, JobValue
+from tests.support.memory import CODEC, Message
 
 
 def test_a_watch_is_woken_by_its_type_with_the_partition_to_ask() -> None:
@@ -87,25 +86,9 @@ def test_forgetting_undrains_everything() -> None:
 # -- what the log's tail wakes ----------------------------------------------------------------
 
 
-class LogMessage:
+def log_message(partition: int, record: Record) -> Message:
     """A record of `<ns>.log` as the waker's consumer hands it over."""
-
-    def __init__(self, partition: int, record: Record) -> None:
-        self._partition = partition
-        self._value = RecordCodec().encode(record)
-        self._headers = record_headers(record)
-
-    def partition(self) -> int:
-        return self._partition
-
-    def value(self) -> bytes:
-        return self._value
-
-    def headers(self) -> Any:
-        return self._headers
-
-    def error(self) -> None:
-        return None
+    return Message("log", partition, 0, CODEC.encode(record), record_headers(record))
 
 
 def job_event(intent: JobIntent, key: int, job_type: str) -> Record:
@@ -121,25 +104,25 @@ def activated(worker: str, *keys: int) -> Record:
     )
 
 
-def woken(*messages: LogMessage) -> list[tuple[str, int]]:
-    return activatable(list(messages), RecordCodec())  # type: ignore[arg-type]
+def woken(*messages: Message) -> list[tuple[str, int]]:
+    return activatable(list(messages), CODEC)  # type: ignore[arg-type]
 
 
 def test_jobs_made_activatable_wake_their_type_on_their_partition() -> None:
     assert woken(
-        LogMessage(0, job_event(JobIntent.CREATED, 1, "pay")),
-        LogMessage(0, job_event(JobIntent.CREATED, 2, "pay")),
-        LogMessage(2, job_event(JobIntent.FAILED, 3, "ship")),
-        LogMessage(1, job_event(JobIntent.COMPLETED, 4, "pay")),
-        LogMessage(1, event(IncidentIntent.RESOLVED, IncidentValue(), key=5)),
+        log_message(0, job_event(JobIntent.CREATED, 1, "pay")),
+        log_message(0, job_event(JobIntent.CREATED, 2, "pay")),
+        log_message(2, job_event(JobIntent.FAILED, 3, "ship")),
+        log_message(1, job_event(JobIntent.COMPLETED, 4, "pay")),
+        log_message(1, event(IncidentIntent.RESOLVED, IncidentValue(), key=5)),
     ) == [(EVERY_TYPE, 1), ("pay", 0), ("ship", 2)]
 
 
 def test_a_job_pushed_where_it_was_made_activatable_wakes_nobody() -> None:
     assert woken(
-        LogMessage(0, job_event(JobIntent.CREATED, 1, "pay")),
-        LogMessage(0, activated(PUSH_WORKER, 1)),
-        LogMessage(1, job_event(JobIntent.CREATED, 1, "pay")),  # another partition's key 1
+        log_message(0, job_event(JobIntent.CREATED, 1, "pay")),
+        log_message(0, activated(PUSH_WORKER, 1)),
+        log_message(1, job_event(JobIntent.CREATED, 1, "pay")),  # another partition's key 1
     ) == [("pay", 1)]
 
 
@@ -147,6 +130,6 @@ def test_a_job_a_poll_activated_still_woke_its_type() -> None:
     """A poll's activation cannot be told from the engine's choice of what is left: only a push
     says the job went nowhere a long poll could ask for."""
     assert woken(
-        LogMessage(0, job_event(JobIntent.CREATED, 1, "pay")),
-        LogMessage(0, activated("a-worker", 1)),
+        log_message(0, job_event(JobIntent.CREATED, 1, "pay")),
+        log_message(0, activated("a-worker", 1)),
     ) == [("pay", 0)]
