@@ -8,7 +8,6 @@ request without it gets."""
 from __future__ import annotations
 
 import json
-import math
 import os
 import signal
 import subprocess
@@ -16,7 +15,7 @@ import sys
 import urllib.error
 import urllib.request
 import uuid
-from collections import Counter, defaultdict
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,13 +24,20 @@ from typing import Any
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
-from partita.analytics.histogram import RELATIVE_ERROR
 from partita.cli import main
 from partita.client import ActivatedJob, Client, JobWorker
 from partita.config import Config
-from partita.protocol.enums import BpmnElementType, RecordType
+from partita.protocol.enums import BpmnElementType
 from partita.protocol.intents import IncidentIntent, JobIntent, ProcessInstanceIntent
-from partita.protocol.records import Record
+from tests.support.analytics_oracle import (
+    close_to,
+    expected_durations,
+    expected_job_latencies,
+    expected_open_incidents,
+    expected_processes,
+    log_events,
+    nearest_rank,
+)
 from tests.support.local_kafka import free_port
 from tests.support.paths import BPMN_FIXTURES, CONFORMANCE, ROOT
 from tests.support.worker_processes import (
@@ -176,88 +182,11 @@ def driven(analytics: Analytics) -> Driven:
     )
 
 
-# -- what the log says ------------------------------------------------------------------------
-
-
-def _events(config: Config) -> list[Record]:
-    return [
-        r
-        for records in read_log(config).partitions.values()
-        for r in records
-        if r.record_type is RecordType.EVENT
-    ]
-
-
-def _nearest_rank(values: list[int], q: float) -> float:
-    ordered = sorted(values)
-    return float(ordered[max(1, math.ceil(q / 100 * len(ordered))) - 1])
-
-
-def _close(estimate: float | None, exact: float) -> bool:
-    return estimate is not None and abs(estimate - exact) <= exact * RELATIVE_ERROR + 0.051
-
-
-def expected_processes(events: list[Record]) -> list[dict[str, Any]]:
-    counts: dict[tuple[str, int], Counter[str]] = defaultdict(Counter)
-    names = {
-        ProcessInstanceIntent.ELEMENT_ACTIVATED: "started",
-        ProcessInstanceIntent.ELEMENT_COMPLETED: "completed",
-        ProcessInstanceIntent.ELEMENT_TERMINATED: "terminated",
-    }
-    for r in events:
-        if r.intent in names and r.value.bpmn_element_type is BpmnElementType.PROCESS:
-            counts[(r.value.bpmn_process_id, r.value.version)][names[r.intent]] += 1
-    return [
-        {
-            "bpmnProcessId": process_id,
-            "version": version,
-            "started": c["started"],
-            "completed": c["completed"],
-            "terminated": c["terminated"],
-            "active": c["started"] - c["completed"] - c["terminated"],
-        }
-        for (process_id, version), c in sorted(counts.items())
-    ]
-
-
-def expected_durations(events: list[Record]) -> dict[tuple[str, str], list[int]]:
-    activated: dict[int, int] = {}
-    durations: dict[tuple[str, str], list[int]] = defaultdict(list)
-    for r in sorted(events, key=lambda r: (r.partition_id, r.position)):
-        if r.intent is ProcessInstanceIntent.ELEMENT_ACTIVATED:
-            activated[r.key] = r.timestamp
-        elif r.intent is ProcessInstanceIntent.ELEMENT_COMPLETED and r.key in activated:
-            key = (r.value.bpmn_process_id, r.value.element_id)
-            durations[key].append(r.timestamp - activated.pop(r.key))
-    return durations
-
-
-def expected_job_latencies(events: list[Record]) -> dict[str, list[int]]:
-    created: dict[int, int] = {}
-    latencies: dict[str, list[int]] = defaultdict(list)
-    for r in events:
-        if r.intent is JobIntent.CREATED:
-            created[r.key] = r.timestamp
-        elif r.intent is JobIntent.COMPLETED:
-            latencies[r.value.type].append(r.timestamp - created[r.key])
-    return latencies
-
-
-def expected_open_incidents(events: list[Record]) -> dict[int, Record]:
-    open_incidents: dict[int, Record] = {}
-    for r in events:
-        if r.intent is IncidentIntent.CREATED:
-            open_incidents[r.key] = r
-        elif r.intent is IncidentIntent.RESOLVED:
-            open_incidents.pop(r.key, None)
-    return open_incidents
-
-
 # -- tests ------------------------------------------------------------------------------------
 
 
 def test_figures_equal_the_log(analytics: Analytics, driven: Driven) -> None:
-    events = _events(analytics.config)
+    events = log_events(analytics.config)
     processes = expected_processes(events)
     assert {p["bpmnProcessId"]: p["active"] for p in processes} == {
         "one-task": 2,
@@ -302,7 +231,7 @@ def test_figures_equal_the_log(analytics: Analytics, driven: Driven) -> None:
     latencies = expected_job_latencies(events)["work"]
     assert jobs["latency"]["count"] == len(latencies)
     for q in (50, 95, 99):
-        assert _close(jobs["latency"][f"p{q}"], _nearest_rank(latencies, q)), (q, jobs, latencies)
+        assert close_to(jobs["latency"][f"p{q}"], nearest_rank(latencies, q)), (q, jobs, latencies)
     assert jobs["latency"]["max"] == max(latencies)
 
     durations = expected_durations(events)
@@ -314,7 +243,7 @@ def test_figures_equal_the_log(analytics: Analytics, driven: Driven) -> None:
         element = served_elements[key]
         assert element["count"] == len(values), key
         for q in (50, 95, 99):
-            assert _close(element[f"p{q}"], _nearest_rank(values, q)), (key, q, element, values)
+            assert close_to(element[f"p{q}"], nearest_rank(values, q)), (key, q, element, values)
     assert served_elements[("one-task", "work")]["bpmnElementType"] == "SERVICE_TASK"
     assert served_elements[("one-task", "one-task")]["count"] == 5
 
@@ -444,7 +373,7 @@ def test_user_tasks_are_listed_claimed_and_completed_from_the_command_line(
     )
     ended = {
         r.key
-        for r in _events(config)
+        for r in log_events(config)
         if r.intent is ProcessInstanceIntent.ELEMENT_COMPLETED
         and r.value.bpmn_element_type is BpmnElementType.PROCESS
     }
