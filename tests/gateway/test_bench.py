@@ -1,6 +1,8 @@
 """`partita bench gateway` on the real broker, small: every path (Partita's own client, gRPC with
 a long-polling worker, gRPC with a job stream, REST) completes every instance it created, and the
-JSON names each path's figures and the gateway paths' ratio to the native one."""
+JSON names each path's figures and the gateway paths' ratio to the native one. At the fixed rate
+the paths take turns (one-second slots), and each gateway path's figures say so and give the
+gateway's CPU in that path's slots."""
 
 from __future__ import annotations
 
@@ -49,6 +51,7 @@ def test_every_path_completes_its_instances(kafka_bootstrap: str, tmp_path: Path
         for phase in ("saturation", "fixed_rate"):
             assert figures[phase]["completed"] == 60, (path, phase, figures[phase])
             assert figures[phase]["latency_ms_p50"] <= figures[phase]["latency_ms_p99"]
+        assert figures["fixed_rate"]["turns"] == {"slot_s": 1.0, "paths": 4}
         if path != "native":
             assert figures["vs_native"]["p50"] > 0
             assert figures["fixed_rate"]["gateway"]["cpu_percent"] > 0

@@ -13,6 +13,13 @@ rate, create-with-result to its result:
 - `rest`: REST `POST /v2/process-instances` with `awaitCompletion`, jobs by REST activation
   and completion.
 
+The paths take turns at the fixed rate (`slot_s`, default one second): every path's job worker
+and load generator run at once, and each path sends its instances only in its own slots, one
+path after another, over and over (`partita.bench.turns`). A machine that is slow for a few
+seconds is then slow for every path alike, where paths measured one after another (`slot_s` 0)
+each meet a moment of their own. The gateway's CPU at the fixed rate is what it used in the
+path's slots.
+
 Each gateway path's p50 and p99 are also given as their ratio to the native path's. With
 `rounds` above one, the paths run that many times on the same engine and gateway, in reverse
 order every other round (so a machine that speeds up or slows down during the run favours no
@@ -24,10 +31,13 @@ up to 2x: compare medians.
 from __future__ import annotations
 
 import json
+import math
 import os
 import statistics
 import subprocess
 import sys
+import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +45,7 @@ from partita.bench.e2e import wait_for_stable_group
 from partita.bench.parties import Child, Progress
 from partita.bench.procstats import ProcessSample, usage
 from partita.bench.scratch import scratch_namespace
+from partita.bench.turns import Turns
 from partita.client import Client
 from partita.config import Config, KafkaRole
 from partita.errors import PartitaError
@@ -44,6 +55,10 @@ from partita.log.topics import apply_topics, job_topic_spec, load_specs
 
 _BPMN = Path(__file__).resolve().parent / "one-task.bpmn"
 PATHS = ("native", "grpc", "grpc-stream", "rest")
+_TURNS_WARM_UP = 100
+"""Instances each path sends once every worker runs, before the paths take turns."""
+_TURNS_LEAD_S = 3.0
+"""From starting the load generators to the first slot: they start and connect meanwhile."""
 
 
 def _bpmn(path: str) -> tuple[str, bytes]:
@@ -72,6 +87,7 @@ def run(
     keep_topics: bool = False,
     progress: Progress = print,
     rounds: int = 1,
+    slot_s: float = 1.0,
 ) -> dict[str, Any]:
     measured: list[dict[str, Any]] = []
     with scratch_namespace(config, "gw", keep=keep_topics, partitions=partitions) as scratch:
@@ -115,21 +131,17 @@ def run(
                 order = round_order(paths, number)
                 if rounds > 1:
                     progress(f"round {number + 1}/{rounds}: {', '.join(order)}")
+                addresses = {p: rest_address if p == "rest" else grpc_address for p in order}
+                phase = Phase(scratch, addresses, in_flight, env, progress, gateway)
                 results: dict[str, Any] = {}
                 for path in order:
-                    address = rest_address if path == "rest" else grpc_address
                     results[path] = _measure(
-                        scratch,
-                        path,
-                        address,
-                        instances,
-                        rate,
-                        latency_instances,
-                        in_flight,
-                        env,
-                        progress,
-                        gateway,
+                        phase, path, instances, rate, latency_instances, sequential=slot_s <= 0
                     )
+                if slot_s > 0:
+                    turns = _taking_turns(phase, order, latency_instances, rate, slot_s)
+                    for path, fixed in turns.items():
+                        results[path]["fixed_rate"] = fixed
                 measured.append(with_ratios({path: results[path] for path in paths}))
         finally:
             gateway.stop()
@@ -197,51 +209,118 @@ def _wait_for_ports(gateway: Child, *ports: int) -> None:
         time.sleep(0.1)
 
 
-def _measure(  # noqa: PLR0917 - the benchmark's knobs, spelled out
-    config: Config,
+@dataclass(frozen=True)
+class Phase:
+    """What every measurement of a round shares."""
+
+    config: Config
+    addresses: dict[str, str]
+    """Each path's gateway address (gRPC or REST)."""
+    in_flight: int
+    env: dict[str, str]
+    progress: Progress
+    gateway: Child
+
+
+def _worker(phase: Phase, path: str) -> Child:
+    """`path`'s job worker, started (it prints `ready` once it takes jobs)."""
+    config, job_type = phase.config, f"bench.gw.{path}"
+    if path == "native":
+        work = [sys.executable, "-m", "partita.bench.e2e_jobs", config.bootstrap, config.namespace]
+        args = [*work, job_type, "32"]
+    else:
+        mode = {"grpc": "poll", "grpc-stream": "stream", "rest": "rest"}[path]
+        args = [
+            sys.executable, "-m", "partita.bench.gateway_clients", "work", mode,
+            phase.addresses[path], job_type,
+        ]  # fmt: skip
+    return Child(f"{path} job worker", args, config.home / f"{path}-worker.log", phase.env)
+
+
+def _measure(
+    phase: Phase,
     path: str,
-    address: str,
     instances: int,
     rate: float,
     latency_instances: int,
-    in_flight: int,
-    env: dict[str, str],
-    progress: Progress,
-    gateway: Child,
+    *,
+    sequential: bool,
 ) -> dict[str, Any]:
-    job_type, process_id = f"bench.gw.{path}", f"bench-gw-{path}"
-    if path == "native":
-        work = [sys.executable, "-m", "partita.bench.e2e_jobs", config.bootstrap, config.namespace]
-        worker_args = [*work, job_type, "32"]
-    else:
-        mode = {"grpc": "poll", "grpc-stream": "stream", "rest": "rest"}[path]
-        worker_args = [
-            sys.executable,
-            "-m",
-            "partita.bench.gateway_clients",
-            "work",
-            mode,
-            address,
-            job_type,
-        ]
-    worker = Child(f"{path} job worker", worker_args, config.home / f"{path}-worker.log", env)
+    """`path` warmed up and saturated, and (`sequential`) at the fixed rate."""
+    progress, gateway = phase.progress, phase.gateway
+    worker = _worker(phase, path)
     try:
         worker.wait_for_line("ready", 120)
         progress(f"[{path}] warming up (200 instances)...")
-        _load(config, worker, path, address, process_id, 200, 0, in_flight, env)
-        progress(f"[{path}] saturation: {instances} instances, {in_flight} in flight...")
+        _load(phase, worker, path, 200, 0)
+        progress(f"[{path}] saturation: {instances} instances, {phase.in_flight} in flight...")
         before = gateway.sample(), worker.sample()
-        saturation = _load(config, worker, path, address, process_id, instances, 0, in_flight, env)
+        saturation = _load(phase, worker, path, instances, 0)
         saturation |= _usage(before, gateway, worker, saturation["seconds"])
+        if not sequential:
+            return {"saturation": saturation}
         progress(f"[{path}] latency: {latency_instances} instances at {rate:g}/s...")
         before = gateway.sample(), worker.sample()
-        fixed = _load(
-            config, worker, path, address, process_id, latency_instances, rate, in_flight, env
-        )
+        fixed = _load(phase, worker, path, latency_instances, rate)
         fixed |= _usage(before, gateway, worker, fixed["seconds"])
     finally:
         worker.stop()
     return {"saturation": saturation, "fixed_rate": fixed}
+
+
+def _taking_turns(
+    phase: Phase, order: tuple[str, ...], latency_instances: int, rate: float, slot_s: float
+) -> dict[str, dict[str, Any]]:
+    """Every path at `rate` in slots of its own (`partita.bench.turns`): each path's figures,
+    with the gateway's CPU in the path's slots and its job worker's over them."""
+    per_slot = max(1, round(rate * slot_s))
+    slots = math.ceil(latency_instances / per_slot) * len(order)
+    phase.progress(
+        f"latency: the paths take turns in {slot_s:g} s slots, {latency_instances} instances"
+        f" each at {rate:g}/s ({slots * slot_s:g} s)..."
+    )
+    workers = {path: _worker(phase, path) for path in order}
+    try:
+        for path, worker in workers.items():
+            worker.wait_for_line("ready", 120)
+            _load(phase, worker, path, min(_TURNS_WARM_UP, latency_instances), 0)
+        start = time.time() + _TURNS_LEAD_S
+        loads = {
+            path: _start_load(
+                phase, path, latency_instances, rate, Turns(start, slot_s, len(order), turn)
+            )
+            for turn, path in enumerate(order)
+        }
+        gateway_cpu = dict.fromkeys(order, 0.0)
+        time.sleep(max(0.0, start - time.time()))
+        gateway_before, workers_before = (
+            phase.gateway.sample(),
+            {path: worker.sample() for path, worker in workers.items()},
+        )
+        previous = gateway_before
+        for slot in range(slots):  # the gateway's CPU, slot by slot, to the path of the slot
+            time.sleep(max(0.0, start + (slot + 1) * slot_s - time.time()))
+            now = phase.gateway.sample()
+            gateway_cpu[order[slot % len(order)]] += now.cpu_s - previous.cpu_s
+            previous = now
+        active_s = slots // len(order) * slot_s
+        out: dict[str, dict[str, Any]] = {}
+        for path in order:
+            fixed = _finish_load(loads[path], workers[path], path)
+            worker_usage = usage(workers_before[path], workers[path].sample(), active_s)
+            fixed |= {
+                "gateway": {
+                    "cpu_percent": round(100 * gateway_cpu[path] / active_s, 1),
+                    "peak_rss_mb": round(previous.peak_rss_mb, 1),
+                },
+                "job_worker": worker_usage,
+                "turns": {"slot_s": slot_s, "paths": len(order)},
+            }
+            out[path] = fixed
+        return out
+    finally:
+        for worker in workers.values():
+            worker.stop()
 
 
 def _usage(
@@ -254,17 +333,15 @@ def _usage(
     }
 
 
-def _load(  # noqa: PLR0917
-    config: Config,
-    worker: Child,
-    path: str,
-    address: str,
-    process_id: str,
-    count: int,
-    rate: float,
-    in_flight: int,
-    env: dict[str, str],
-) -> dict[str, Any]:
+def _load(phase: Phase, worker: Child, path: str, count: int, rate: float) -> dict[str, Any]:
+    return _finish_load(_start_load(phase, path, count, rate), worker, path)
+
+
+def _start_load(
+    phase: Phase, path: str, count: int, rate: float, turns: Turns | None = None
+) -> subprocess.Popen[str]:
+    """`path`'s load generator, started: `count` instances at `rate` (0: saturation)."""
+    config, process_id, in_flight = phase.config, f"bench-gw-{path}", phase.in_flight
     if path == "native":
         args = [
             sys.executable, "-m", "partita.bench.e2e_load", config.bootstrap, config.namespace,
@@ -273,12 +350,22 @@ def _load(  # noqa: PLR0917
     else:
         protocol = "rest" if path == "rest" else "grpc"
         args = [
-            sys.executable, "-m", "partita.bench.gateway_clients", "load", protocol, address,
-            process_id, str(count), str(rate), str(in_flight),
+            sys.executable, "-m", "partita.bench.gateway_clients", "load", protocol,
+            phase.addresses[path], process_id, str(count), str(rate), str(in_flight),
         ]  # fmt: skip
-    load = subprocess.Popen(
-        args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, **env}
+    if turns is not None:
+        args.append(turns.argument())
+    return subprocess.Popen(
+        args,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, **phase.env},
     )
+
+
+def _finish_load(load: subprocess.Popen[str], worker: Child, path: str) -> dict[str, Any]:
+    """The load generator's figures once it ends."""
     while True:  # the load waits on the job worker: give up at once when the worker dies
         try:
             out, err = load.communicate(timeout=1.0)

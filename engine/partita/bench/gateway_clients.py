@@ -2,12 +2,14 @@
 clients use the gateway (and with the gateway's own generated stubs, so nothing outside Partita's
 `gateway` extra is needed):
 
-    python -m partita.bench.gateway_clients load grpc|rest ADDRESS PROCESS_ID N RATE IN_FLIGHT
+    python -m partita.bench.gateway_clients load grpc|rest ADDRESS PROCESS_ID N RATE IN_FLIGHT \
+        [TURNS]
     python -m partita.bench.gateway_clients work poll|stream|rest ADDRESS JOB_TYPE
 
 `load` creates N instances with their result awaited (gRPC CreateProcessInstanceWithResult, or
 REST `POST /v2/process-instances` with `awaitCompletion`), at RATE per second (0: as fast as
-IN_FLIGHT unanswered allow), and prints one JSON line of figures. `work` completes jobs of
+IN_FLIGHT unanswered allow; with TURNS, a `partita.bench.turns.Turns` argument, at RATE in this
+generator's slots only), and prints one JSON line of figures. `work` completes jobs of
 JOB_TYPE as pyzeebe does (two long-polling ActivateJobs loops of up to 32 jobs, each job
 completed as it comes), or from a job stream (StreamActivatedJobs), or over REST
 (`POST /v2/jobs/activation`, then `/completion`); it prints `ready` and runs until killed.
@@ -23,6 +25,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from partita.bench.procstats import sample, usage
+from partita.bench.turns import Turns, send_times
 from partita.config import Config
 from partita.demo import percentile
 from partita.gateway.stubs import load as load_stubs
@@ -32,10 +35,14 @@ _BATCH = 32
 
 
 async def _paced(
-    instances: int, rate: float, in_flight: int, create: Callable[[int], Awaitable[None]]
+    instances: int,
+    rate: float,
+    in_flight: int,
+    create: Callable[[int], Awaitable[None]],
+    turns: Turns | None = None,
 ) -> tuple[list[float], int, float]:
-    """Run `create(n)` for each instance at `rate`/s, at most `in_flight` at once; the
-    latencies (ms), the failures and the seconds it took."""
+    """Run `create(n)` for each instance at `rate`/s (in `turns`: in this generator's slots),
+    at most `in_flight` at once; the latencies (ms), the failures and the seconds it took."""
     gate = asyncio.Semaphore(in_flight)
     latencies: list[float] = []
     failed = 0
@@ -51,11 +58,12 @@ async def _paced(
                 return
             latencies.append((time.monotonic() - sent) * 1000)
 
-    started = time.monotonic()
+    origin, offset = send_times(rate, turns) if rate > 0 else (time.monotonic(), None)
+    started = max(origin, time.monotonic())  # taking turns: from the first slot
     tasks: list[asyncio.Task[None]] = []
     for n in range(instances):
-        if rate > 0:
-            delay = started + n / rate - time.monotonic()
+        if offset is not None:
+            delay = origin + offset(n) - time.monotonic()
             if delay > 0:
                 await asyncio.sleep(delay)
         else:
@@ -67,7 +75,13 @@ async def _paced(
 
 
 async def _load(  # noqa: PLR0917 - the command line, spelled out
-    protocol: str, address: str, process_id: str, n: int, rate: float, flight: int
+    protocol: str,
+    address: str,
+    process_id: str,
+    n: int,
+    rate: float,
+    flight: int,
+    turns: Turns | None = None,
 ) -> dict[str, Any]:
     cpu_before = sample()
     if protocol == "grpc":
@@ -77,6 +91,7 @@ async def _load(  # noqa: PLR0917 - the command line, spelled out
         pb = stubs.messages
         async with grpc.aio.insecure_channel(address) as channel:
             gateway = stubs.services.GatewayStub(channel)
+            await channel.channel_ready()  # the first instance's latency is not a connect
 
             async def create(k: int) -> None:
                 request = pb.CreateProcessInstanceRequest(
@@ -89,7 +104,7 @@ async def _load(  # noqa: PLR0917 - the command line, spelled out
                     timeout=130,
                 )
 
-            latencies, failed, seconds = await _paced(n, rate, flight, create)
+            latencies, failed, seconds = await _paced(n, rate, flight, create, turns)
     else:
         import aiohttp
 
@@ -107,7 +122,7 @@ async def _load(  # noqa: PLR0917 - the command line, spelled out
                     response.raise_for_status()
                     await response.read()
 
-            latencies, failed, seconds = await _paced(n, rate, flight, create)
+            latencies, failed, seconds = await _paced(n, rate, flight, create, turns)
     latencies.sort()
     return {
         "completed": len(latencies),
@@ -196,9 +211,10 @@ async def _work_rest(address: str, job_type: str) -> None:
 
 def main(argv: list[str]) -> int:
     if argv[:1] == ["load"]:
-        protocol, address, process_id, n, rate, flight = argv[1:]
+        protocol, address, process_id, n, rate, flight, *rest = argv[1:]
+        turns = Turns.parse(rest[0]) if rest else None
         figures = asyncio.run(
-            _load(protocol, address, process_id, int(n), float(rate), int(flight))
+            _load(protocol, address, process_id, int(n), float(rate), int(flight), turns)
         )
         print(json.dumps(figures), flush=True)
         return 0

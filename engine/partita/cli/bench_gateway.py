@@ -21,11 +21,14 @@ EXAMPLES = """examples:
   partita bench gateway --partitions 3 --rate 100
   partita bench gateway --paths native grpc-stream
   partita bench gateway --rounds 3          medians of 3 rounds, every other one in reverse order
+  partita bench gateway --slot 0            the paths' latency phases one after another
 
 Paths: native (Partita's client and push job worker), grpc (CreateProcessInstanceWithResult and
 a pyzeebe-style long-polling worker), grpc-stream (the same with a job stream), rest (REST
 create with awaitCompletion, REST activation and completion). Each prints saturation and
-latency at --rate; the gateway paths also their p50 and p99 as a ratio to native's."""
+latency at --rate; the gateway paths also their p50 and p99 as a ratio to native's. At --rate
+the paths take turns in slots of --slot seconds, all running at once, each sending only in its
+own slots, so that a machine slow for a while is slow for every path alike."""
 
 
 @unwinds_on_sigterm
@@ -34,6 +37,10 @@ def cmd_bench_gateway(args: argparse.Namespace) -> int:
 
     if args.rounds < 1:
         raise ConfigError(f"--rounds takes a count of at least 1, not {args.rounds}")
+    if not 0 <= args.slot <= 60:
+        raise ConfigError(
+            f"--slot takes seconds from 0 to 60 (0: one path after another), not {args.slot}"
+        )
     config = build_config(args)
     partitions = args.partitions or 1
     progress(
@@ -51,6 +58,7 @@ def cmd_bench_gateway(args: argparse.Namespace) -> int:
         keep_topics=args.keep_topics,
         progress=progress,
         rounds=args.rounds,
+        slot_s=args.slot,
     )
     _say(result)
     print(json.dumps(result))
@@ -119,5 +127,13 @@ def register(benches: Subcommands) -> None:
         default=1,
         help="measure the paths this many times, in reverse order every other round, and"
         " print medians (default: 1)",
+    )
+    bench.add_argument(
+        "--slot",
+        type=float,
+        default=1.0,
+        metavar="SECONDS",
+        help="at --rate the paths take turns in slots this long; 0: one path after another"
+        " (default: 1)",
     )
     add_keep_topics(bench)
