@@ -90,6 +90,11 @@ class Connection:
         high = self._end_offset(tp, timeout)
         self.consumer.assign([TopicPartition(config.replies_topic, self.reply_partition, high)])
         self._round_robin = itertools.cycle(range(self.partition_count))
+        # correlation ids: this connection's random prefix and a count (a uuid4 per command
+        # read the system's random source each time); others on the reply partition have
+        # prefixes of their own
+        self._correlation_prefix = uuid.uuid4().hex[:16]
+        self._correlations = itertools.count()
 
     def _end_offset(self, tp: TopicPartition, timeout: float) -> int:
         """The end of the reply partition; a topic created a moment ago may not have a leader
@@ -124,7 +129,7 @@ class Connection:
         headers = record_headers(record)
         correlation = b""
         if reply:
-            correlation = uuid.uuid4().hex.encode()
+            correlation = f"{self._correlation_prefix}{next(self._correlations):x}".encode()
             reply_to = ReplyTo(self.config.replies_topic, self.reply_partition, correlation)
             headers = [*headers, *reply_to.headers()]
         value = self.codec.encode(record)
