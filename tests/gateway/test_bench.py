@@ -2,7 +2,8 @@
 a long-polling worker, gRPC with a job stream, REST) completes every instance it created, and the
 JSON names each path's figures and the gateway paths' ratio to the native one. At the fixed rate
 the paths take turns (one-second slots), and each gateway path's figures say so and give the
-gateway's CPU in that path's slots."""
+gateway's CPU in that path's slots, set beside the floor measured first (what empty gRPC and
+HTTP requests cost their server)."""
 
 from __future__ import annotations
 
@@ -47,6 +48,9 @@ def test_every_path_completes_its_instances(kafka_bootstrap: str, tmp_path: Path
     assert done.returncode == 0, done.stderr[-3000:]
     result = json.loads(done.stdout.splitlines()[-1])
     assert list(result["paths"]) == ["native", "grpc", "grpc-stream", "rest"]
+    for protocol in ("grpc", "http"):
+        assert result["floor"][protocol]["requests"] == 60
+        assert result["floor"][protocol]["server_cpu_us_per_request"] > 0
     for path, figures in result["paths"].items():
         for phase in ("saturation", "fixed_rate"):
             assert figures[phase]["completed"] == 60, (path, phase, figures[phase])
@@ -55,4 +59,6 @@ def test_every_path_completes_its_instances(kafka_bootstrap: str, tmp_path: Path
         if path != "native":
             assert figures["vs_native"]["p50"] > 0
             assert figures["fixed_rate"]["gateway"]["cpu_percent"] > 0
+            assert figures["gateway_cpu"]["ms_per_instance"] > 0
+            assert figures["gateway_cpu"]["floor_ms_per_instance"] > 0
     assert "instances/s saturated" in done.stderr

@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from partita.bench import rpc_floor
 from partita.bench.e2e import wait_for_stable_group
 from partita.bench.parties import Child, Progress
 from partita.bench.procstats import ProcessSample, usage
@@ -55,6 +56,13 @@ from partita.log.topics import apply_topics, job_topic_spec, load_specs
 
 _BPMN = Path(__file__).resolve().parent / "one-task.bpmn"
 PATHS = ("native", "grpc", "grpc-stream", "rest")
+REQUESTS = {"grpc": 3, "grpc-stream": 2, "rest": 3}
+"""Requests an instance makes through the gateway on each path: create with result, activation
+(long polling: one per job at this rate, at most) and completion; a streamed job is a message
+on a call already open, not a request."""
+FLOOR_REQUESTS = 1000
+"""Empty requests of each protocol the floor is measured with (`partita.bench.rpc_floor`), at
+most (no more than the instances at the fixed rate)."""
 _TURNS_WARM_UP = 100
 """Instances each path sends once every worker runs, before the paths take turns."""
 _TURNS_LEAD_S = 3.0
@@ -90,6 +98,11 @@ def run(
     slot_s: float = 1.0,
 ) -> dict[str, Any]:
     measured: list[dict[str, Any]] = []
+    floor = {}
+    requests = min(FLOOR_REQUESTS, latency_instances)
+    for protocol in rpc_floor.PROTOCOLS:  # first: nothing else runs yet
+        progress(f"floor: {requests} empty {protocol} requests at {rate:g}/s...")
+        floor[protocol] = rpc_floor.measure(protocol, requests, rate)
     with scratch_namespace(config, "gw", keep=keep_topics, partitions=partitions) as scratch:
         apply_topics(
             admin_client(kafka_access(scratch, KafkaRole.OPERATOR)),
@@ -146,9 +159,29 @@ def run(
         finally:
             gateway.stop()
             engine.stop()
+    result = {"partitions": partitions, "rate": rate, "floor": floor}
     if rounds == 1:
-        return {"partitions": partitions, "rate": rate, "paths": measured[0]}
-    return {"partitions": partitions, "rate": rate, "rounds": rounds, "paths": medians(measured)}
+        return result | {"paths": with_floor(measured[0], floor, rate)}
+    return result | {"rounds": rounds, "paths": with_floor(medians(measured), floor, rate)}
+
+
+def with_floor(
+    paths: dict[str, Any], floor: dict[str, dict[str, float]], rate: float
+) -> dict[str, Any]:
+    """Each gateway path with the gateway's CPU per instance at the fixed rate and the floor
+    of its requests (`REQUESTS` times an empty request's CPU)."""
+    for path, figures in paths.items():
+        if path == "native":
+            continue
+        protocol = "http" if path == "rest" else "grpc"
+        cpu_percent = figures["fixed_rate"]["gateway"]["cpu_percent"]
+        floor_us = floor[protocol]["server_cpu_us_per_request"]
+        figures["gateway_cpu"] = {
+            "ms_per_instance": round(cpu_percent * 10 / rate, 2),
+            "requests_per_instance": REQUESTS[path],
+            "floor_ms_per_instance": round(REQUESTS[path] * floor_us / 1000, 2),
+        }
+    return paths
 
 
 def round_order(paths: tuple[str, ...], number: int) -> tuple[str, ...]:
@@ -172,7 +205,8 @@ def with_ratios(results: dict[str, Any]) -> dict[str, Any]:
 
 def medians(rounds: list[dict[str, Any]]) -> dict[str, Any]:
     """Each path's median over `rounds` (each `with_ratios`' result) of its saturation, its p50
-    and p99 at the fixed rate and its ratios to native, with every round's figures."""
+    and p99 and the gateway's CPU at the fixed rate, and its ratios to native, with every
+    round's figures."""
 
     def median(values: list[float]) -> float:
         return round(statistics.median(values), 2)
@@ -187,6 +221,9 @@ def medians(rounds: list[dict[str, Any]]) -> dict[str, Any]:
             "fixed_rate": {
                 "latency_ms_p50": median([r["fixed_rate"]["latency_ms_p50"] for r in each]),
                 "latency_ms_p99": median([r["fixed_rate"]["latency_ms_p99"] for r in each]),
+                "gateway": {
+                    "cpu_percent": median([r["fixed_rate"]["gateway"]["cpu_percent"] for r in each])
+                },
             },
             "rounds": each,
         }

@@ -28,7 +28,9 @@ a pyzeebe-style long-polling worker), grpc-stream (the same with a job stream), 
 create with awaitCompletion, REST activation and completion). Each prints saturation and
 latency at --rate; the gateway paths also their p50 and p99 as a ratio to native's. At --rate
 the paths take turns in slots of --slot seconds, all running at once, each sending only in its
-own slots, so that a machine slow for a while is slow for every path alike."""
+own slots, so that a machine slow for a while is slow for every path alike. First the floor:
+what an empty gRPC call and an empty HTTP request cost their server's CPU on this machine, set
+beside the gateway's CPU per instance."""
 
 
 @unwinds_on_sigterm
@@ -67,6 +69,12 @@ def cmd_bench_gateway(args: argparse.Namespace) -> int:
 
 def _say(result: dict[str, Any]) -> None:
     """One line per path a reader takes in at a glance (stderr; JSON on stdout)."""
+    floor = result["floor"]
+    progress(
+        "floor (an empty request, the server's CPU):"
+        f" gRPC {floor['grpc']['server_cpu_us_per_request']} us,"
+        f" HTTP {floor['http']['server_cpu_us_per_request']} us"
+    )
     rounds = result.get("rounds")
     if rounds:
         progress(f"medians of {rounds} rounds:")
@@ -82,6 +90,13 @@ def _say(result: dict[str, Any]) -> None:
             f" at {result['rate']:g}/s p50 {fixed['latency_ms_p50']} ms,"
             f" p99 {fixed['latency_ms_p99']} ms{versus}"
         )
+        cpu = figures.get("gateway_cpu")
+        if cpu:
+            progress(
+                f"{'':>14}the gateway's CPU {cpu['ms_per_instance']} ms per instance;"
+                f" the floor of its {cpu['requests_per_instance']} requests"
+                f" {cpu['floor_ms_per_instance']} ms"
+            )
 
 
 PATHS = ("native", "grpc", "grpc-stream", "rest")
