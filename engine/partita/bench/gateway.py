@@ -98,11 +98,7 @@ def run(
     slot_s: float = 1.0,
 ) -> dict[str, Any]:
     measured: list[dict[str, Any]] = []
-    floor = {}
-    requests = min(FLOOR_REQUESTS, latency_instances)
-    for protocol in rpc_floor.PROTOCOLS:  # first: nothing else runs yet
-        progress(f"floor: {requests} empty {protocol} requests at {rate:g}/s...")
-        floor[protocol] = rpc_floor.measure(protocol, requests, rate)
+    floors: list[dict[str, dict[str, float]]] = []
     with scratch_namespace(config, "gw", keep=keep_topics, partitions=partitions) as scratch:
         apply_topics(
             admin_client(kafka_access(scratch, KafkaRole.OPERATOR)),
@@ -151,25 +147,49 @@ def run(
                     results[path] = _measure(
                         phase, path, instances, rate, latency_instances, sequential=slot_s <= 0
                     )
+                floors.append(_floor(min(FLOOR_REQUESTS, latency_instances), rate, progress))
                 if slot_s > 0:
                     turns = _taking_turns(phase, order, latency_instances, rate, slot_s)
                     for path, fixed in turns.items():
                         results[path]["fixed_rate"] = fixed
-                measured.append(with_ratios({path: results[path] for path in paths}))
+                each = with_ratios({path: results[path] for path in paths})
+                measured.append(with_floor(each, floors[-1], rate))
         finally:
             gateway.stop()
             engine.stop()
-    result = {"partitions": partitions, "rate": rate, "floor": floor}
     if rounds == 1:
-        return result | {"paths": with_floor(measured[0], floor, rate)}
-    return result | {"rounds": rounds, "paths": with_floor(medians(measured), floor, rate)}
+        return {"partitions": partitions, "rate": rate, "floor": floors[0], "paths": measured[0]}
+    return {
+        "partitions": partitions,
+        "rate": rate,
+        "rounds": rounds,
+        "floor": {
+            protocol: {
+                "server_cpu_us_per_request": statistics.median(
+                    f[protocol]["server_cpu_us_per_request"] for f in floors
+                )
+            }
+            for protocol in rpc_floor.PROTOCOLS
+        },
+        "paths": medians(measured),
+    }
+
+
+def _floor(requests: int, rate: float, progress: Progress) -> dict[str, dict[str, float]]:
+    """What empty requests cost their server now (`partita.bench.rpc_floor`), measured in
+    each round just before the paths' latency, with the engine and gateway idle."""
+    floor = {}
+    for protocol in rpc_floor.PROTOCOLS:
+        progress(f"floor: {requests} empty {protocol} requests at {rate:g}/s...")
+        floor[protocol] = rpc_floor.measure(protocol, requests, rate)
+    return floor
 
 
 def with_floor(
     paths: dict[str, Any], floor: dict[str, dict[str, float]], rate: float
 ) -> dict[str, Any]:
-    """Each gateway path with the gateway's CPU per instance at the fixed rate and the floor
-    of its requests (`REQUESTS` times an empty request's CPU)."""
+    """One round's gateway paths, each with the gateway's CPU per instance at the fixed rate
+    and the floor of its requests (`REQUESTS` times an empty request's CPU in that round)."""
     for path, figures in paths.items():
         if path == "native":
             continue
@@ -204,9 +224,9 @@ def with_ratios(results: dict[str, Any]) -> dict[str, Any]:
 
 
 def medians(rounds: list[dict[str, Any]]) -> dict[str, Any]:
-    """Each path's median over `rounds` (each `with_ratios`' result) of its saturation, its p50
-    and p99 and the gateway's CPU at the fixed rate, and its ratios to native, with every
-    round's figures."""
+    """Each path's median over `rounds` (each `with_ratios`' and `with_floor`'s result) of its
+    saturation, its p50 and p99 and the gateway's CPU at the fixed rate, its ratios to native
+    and the gateway's CPU per instance beside its floor, with every round's figures."""
 
     def median(values: list[float]) -> float:
         return round(statistics.median(values), 2)
@@ -231,6 +251,13 @@ def medians(rounds: list[dict[str, Any]]) -> dict[str, Any]:
             out[path]["vs_native"] = {
                 "p50": median([r["vs_native"]["p50"] for r in each]),
                 "p99": median([r["vs_native"]["p99"] for r in each]),
+            }
+        if "gateway_cpu" in each[0]:
+            cpu = [r["gateway_cpu"] for r in each]
+            out[path]["gateway_cpu"] = {
+                "ms_per_instance": median([c["ms_per_instance"] for c in cpu]),
+                "requests_per_instance": cpu[0]["requests_per_instance"],
+                "floor_ms_per_instance": median([c["floor_ms_per_instance"] for c in cpu]),
             }
     return out
 

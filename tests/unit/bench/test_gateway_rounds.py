@@ -60,13 +60,20 @@ def test_the_medians_take_each_rounds_own_ratio() -> None:
 
 
 def test_the_gateways_cpu_per_instance_stands_beside_the_floor_of_its_requests() -> None:
-    rounds = [_round(20.0, 30.0, 400.0, cpu) for cpu in (44.0, 50.0, 40.0)]
-    floor = {"grpc": {"server_cpu_us_per_request": 450}, "http": {"requests": 1}}
-    out = with_floor(medians(rounds), floor, rate=200.0)
-    # the median 44 % of a core at 200 instances/s: 2.2 ms each; three calls of 450 us: 1.35 ms
+    rounds = [
+        with_floor(_round(20.0, 30.0, 400.0, cpu), {"grpc": {"server_cpu_us_per_request": us}}, 200)
+        for cpu, us in ((44.0, 450), (50.0, 700), (40.0, 400))
+    ]
+    # round 1: 44 % of a core at 200 instances/s is 2.2 ms each; three calls of 450 us, 1.35 ms
+    assert rounds[0]["grpc"]["gateway_cpu"] == {
+        "ms_per_instance": 2.2,
+        "requests_per_instance": 3,
+        "floor_ms_per_instance": 1.35,
+    }
+    assert "gateway_cpu" not in rounds[0]["native"]
+    out = medians(rounds)  # each the median of the rounds' own
     assert out["grpc"]["gateway_cpu"] == {
         "ms_per_instance": 2.2,
         "requests_per_instance": 3,
         "floor_ms_per_instance": 1.35,
     }
-    assert "gateway_cpu" not in out["native"]
