@@ -38,7 +38,7 @@ def run(  # noqa: PLR0917 - the command line, spelled out
     with Client(config, timeout=120) as client:
         awaited = AwaitedCreations(client)
         orders = demo.orders(instances) if process_id == demo.PROCESS_ID else None
-        origin, offset = send_times(rate, turns) if rate > 0 else (time.monotonic(), None)
+        origin, offset = send_times(rate, turns)
         cpu_before = sample()
         started = max(origin, time.monotonic())  # taking turns: from the first slot
         for n in range(instances):

@@ -34,7 +34,7 @@ _POLLERS = 2
 _BATCH = 32
 
 
-async def _paced(
+async def paced(
     instances: int,
     rate: float,
     in_flight: int,
@@ -58,7 +58,7 @@ async def _paced(
                 return
             latencies.append((time.monotonic() - sent) * 1000)
 
-    origin, offset = send_times(rate, turns) if rate > 0 else (time.monotonic(), None)
+    origin, offset = send_times(rate, turns)
     started = max(origin, time.monotonic())  # taking turns: from the first slot
     tasks: list[asyncio.Task[None]] = []
     for n in range(instances):
@@ -104,7 +104,7 @@ async def _load(  # noqa: PLR0917 - the command line, spelled out
                     timeout=130,
                 )
 
-            latencies, failed, seconds = await _paced(n, rate, flight, create, turns)
+            latencies, failed, seconds = await paced(n, rate, flight, create, turns)
     else:
         import aiohttp
 
@@ -122,7 +122,7 @@ async def _load(  # noqa: PLR0917 - the command line, spelled out
                     response.raise_for_status()
                     await response.read()
 
-            latencies, failed, seconds = await _paced(n, rate, flight, create, turns)
+            latencies, failed, seconds = await paced(n, rate, flight, create, turns)
     latencies.sort()
     return {
         "completed": len(latencies),

@@ -19,12 +19,13 @@ from __future__ import annotations
 import asyncio
 import subprocess
 import sys
-import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from partita.bench.gateway_clients import paced
 from partita.bench.procstats import sample
 from partita.errors import PartitaError
+from partita.gateway.server import run_loop
 
 PROTOCOLS = ("grpc", "http")
 _BODY = b"x" * 100
@@ -94,25 +95,11 @@ async def _call(protocol: str, port: int, count: int, rate: float) -> None:
         close = session.close
     try:
         await send()  # connected before the clock starts
-        started, calls = time.monotonic(), []
-        for n in range(count):
-            delay = started + n / rate - time.monotonic()
-            if delay > 0:
-                await asyncio.sleep(delay)
-            calls.append(asyncio.ensure_future(send()))
-        await asyncio.gather(*calls)
+        _, failed, _ = await paced(count, rate, count, lambda _n: send())
+        if failed:
+            raise PartitaError(f"{failed} of {count} empty {protocol} requests failed")
     finally:
         await close()
-
-
-def _run(coroutine: Awaitable[None]) -> None:
-    """On the loop the gateway runs on (`partita.gateway.server.serve`)."""
-    try:
-        import uvloop
-    except ImportError:
-        asyncio.run(coroutine)  # type: ignore[arg-type]
-    else:
-        uvloop.run(coroutine)  # type: ignore[arg-type]
 
 
 def measure(protocol: str, count: int, rate: float) -> dict[str, float]:
@@ -164,10 +151,10 @@ def measure(protocol: str, count: int, rate: float) -> dict[str, float]:
 
 def main(argv: list[str]) -> int:
     if argv[:1] == ["serve"]:
-        _run(_serve(argv[1]))
+        run_loop(_serve(argv[1]))
     else:
         protocol, port, count, rate = argv[1:]
-        _run(_call(protocol, int(port), int(count), float(rate)))
+        run_loop(_call(protocol, int(port), int(count), float(rate)))
     return 0
 
 

@@ -50,9 +50,12 @@ class Turns:
         return cls(float(start), float(slot_s), int(turns), int(turn))
 
 
-def send_times(rate: float, turns: Turns | None) -> tuple[float, Callable[[int], float]]:
-    """The monotonic time to count from, and instance n's offset from it, at `rate` (> 0)
-    per second: from now on, or in `turns`."""
+def send_times(rate: float, turns: Turns | None) -> tuple[float, Callable[[int], float] | None]:
+    """The monotonic time to count from, and instance n's offset from it, at `rate` per
+    second: from now on, or in `turns`. No offsets at rate 0 (saturation: as fast as the
+    instances in flight allow), counted from now."""
+    if rate <= 0:
+        return time.monotonic(), None
     if turns is None:
         return time.monotonic(), lambda n: n / rate
     return turns.monotonic_start(), lambda n: turns.offset_s(n, rate)

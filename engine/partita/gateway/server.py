@@ -12,9 +12,10 @@ import asyncio
 import logging
 import signal
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
@@ -154,17 +155,21 @@ def serve(config: Config, listeners: Listeners, jar: Path | None = None) -> None
     async def main() -> None:
         gateway = Gateway(config, listeners, jar)
         loop = asyncio.get_running_loop()
+        _LOG.info("event loop: %s", type(loop).__module__.split(".")[0])  # uvloop or asyncio
         for signum in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(signum, gateway.stop)
         await gateway.run()
 
+    run_loop(main())
+
+
+def run_loop(main: Coroutine[Any, Any, None]) -> None:
+    """Run `main` on uvloop's loop where it is installed (the gateway extra installs it, except
+    on Windows), else on asyncio's own. uvloop costs the gateway about 7 % less CPU per
+    request, measured with `partita bench gateway` (docs/performance.md)."""
     try:
         import uvloop
-    except ImportError:  # the gateway extra installs it where it is built (not on Windows)
-        _LOG.info("event loop: asyncio's own (install uvloop for about 7 % less CPU)")
-        asyncio.run(main())
+    except ImportError:
+        asyncio.run(main)
     else:
-        # about 7 % less of the gateway's CPU per request than asyncio's own loop, measured
-        # with `partita bench gateway` (docs/performance.md)
-        _LOG.info("event loop: uvloop")
-        uvloop.run(main())
+        uvloop.run(main)
